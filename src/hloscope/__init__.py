@@ -1,0 +1,1 @@
+"""hloscope: read, run and explain XLA HLO modules."""

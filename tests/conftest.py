@@ -1,0 +1,24 @@
+"""Shared test set-up.
+
+XLA:CPU must see 8 devices for the sharded oracle programs; the flag has to be set before jax
+initialises its backends, so it is set here, at import time of the test session.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+_flags = os.environ.get("XLA_FLAGS", "")
+if "xla_force_host_platform_device_count" not in _flags:
+    os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=8").strip()
+
+SEEDS_DIR = Path(__file__).parent / "data" / "seeds"
+SEED_FILES = {
+    "000": SEEDS_DIR / "000_31f0e50696cb742c.txt",
+    "001": SEEDS_DIR / "001_8d2741cff48cd2ab.txt",
+    "002": SEEDS_DIR / "002_d05a1149d5848d03.txt",
+    "003": SEEDS_DIR / "003_83a80cec1e7cc5e6.txt",
+    "004": SEEDS_DIR / "004_54e5854892ee064a.txt",
+}
+MODULE_SEEDS = ("000", "001", "003", "004")
