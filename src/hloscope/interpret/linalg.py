@@ -1,0 +1,307 @@
+"""Pure numpy semantics of XLA's linear-algebra ops: dot, convolution, triangular-solve,
+cholesky and fft.
+
+Note [Accumulation type]
+------------------------
+XLA:CPU upcasts narrow floats (bf16, f16, f8) to f32 for dots and convolutions and rounds the
+result once to the output type; f64 stays f64, complex stays complex. Integer dots convert the
+operands to the result type and wrap on overflow; we multiply in 64-bit and truncate, which
+gives the same bits because wrapping arithmetic is exact modulo 2^bits. A pred dot is an
+OR of ANDs. The output type is the instruction's (the "preferred element type").
+"""
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from hloscope.interpret.reduction import is_float_dtype
+from hloscope.interpret.shape_ops import pad
+
+__all__ = [
+    "ConvDimLabels",
+    "cholesky",
+    "convolution",
+    "dot_general",
+    "fft",
+    "parse_dim_labels",
+    "triangular_solve",
+]
+
+
+def _compute_dtype(out_dtype: np.dtype, *inputs: np.ndarray) -> np.dtype:
+    out_dtype = np.dtype(out_dtype)
+    dts = [np.dtype(x.dtype) for x in inputs] + [out_dtype]
+    if any(d.kind == "c" for d in dts):
+        wide = any(d in (np.complex128, np.float64) for d in dts)
+        return np.dtype(np.complex128 if wide else np.complex64)
+    if out_dtype == np.bool_:
+        return np.dtype(np.int64)
+    if is_float_dtype(out_dtype) or any(is_float_dtype(d) for d in dts):
+        return np.dtype(np.float64 if np.dtype(np.float64) in dts else np.float32)
+    return np.dtype(np.uint64 if out_dtype.kind == "u" else np.int64)
+
+
+def _prepare(x: np.ndarray, out_dtype: np.dtype, compute: np.dtype) -> np.ndarray:
+    # Integer operands are first converted to the result type (XLA converts to the preferred
+    # element type), then widened; 64-bit wrapping keeps the low bits exact.
+    if compute.kind in "iu" and np.dtype(out_dtype).kind in "iu":
+        return x.astype(out_dtype).astype(compute)
+    return x.astype(compute)
+
+
+def _finish(r: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    out_dtype = np.dtype(out_dtype)
+    if out_dtype == np.bool_:
+        return r != 0
+    return np.asarray(r).astype(out_dtype)
+
+
+def dot_general(
+    lhs: np.ndarray,
+    rhs: np.ndarray,
+    lhs_batch: Sequence[int],
+    rhs_batch: Sequence[int],
+    lhs_contracting: Sequence[int],
+    rhs_contracting: Sequence[int],
+    out_dtype: np.dtype | type | None = None,
+) -> np.ndarray:
+    """HLO `dot`: sum over paired contracting dimensions, elementwise over paired batch
+    dimensions. Result dimensions are (batch..., lhs free..., rhs free...), free dimensions in
+    their operand order. Accumulation per Note [Accumulation type]."""
+    out_dtype = np.dtype(out_dtype if out_dtype is not None else np.result_type(lhs, rhs))
+    compute = _compute_dtype(out_dtype, lhs, rhs)
+    lfree = [d for d in range(lhs.ndim) if d not in lhs_batch and d not in lhs_contracting]
+    rfree = [d for d in range(rhs.ndim) if d not in rhs_batch and d not in rhs_contracting]
+    bshape = [lhs.shape[d] for d in lhs_batch]
+    m = int(np.prod([lhs.shape[d] for d in lfree], dtype=np.int64))
+    n = int(np.prod([rhs.shape[d] for d in rfree], dtype=np.int64))
+    k = int(np.prod([lhs.shape[d] for d in lhs_contracting], dtype=np.int64))
+    b = int(np.prod(bshape, dtype=np.int64))
+    a3 = np.transpose(_prepare(lhs, out_dtype, compute), list(lhs_batch) + lfree + list(lhs_contracting))
+    b3 = np.transpose(_prepare(rhs, out_dtype, compute), list(rhs_batch) + list(rhs_contracting) + rfree)
+    r = np.matmul(a3.reshape(b, m, k), b3.reshape(b, k, n))
+    out_shape = bshape + [lhs.shape[d] for d in lfree] + [rhs.shape[d] for d in rfree]
+    return _finish(r.reshape(out_shape), out_dtype)
+
+
+class ConvDimLabels(NamedTuple):
+    """Convolution dimension numbers: which operand dimension plays which role."""
+
+    lhs_batch: int
+    lhs_feature: int
+    lhs_spatial: tuple[int, ...]
+    rhs_input_feature: int
+    rhs_output_feature: int
+    rhs_spatial: tuple[int, ...]
+    out_batch: int
+    out_feature: int
+    out_spatial: tuple[int, ...]
+
+
+def parse_dim_labels(text: str) -> ConvDimLabels:
+    """Parse XLA's `dim_labels=b01f_01io->b01f` text. Letters name roles (b/f batch/feature,
+    i/o kernel input/output feature), digits number spatial dimensions; the character's
+    position is the dimension. Works for any spatial order ("0bf_oi0->0bf") and none
+    ("bf_io->bf")."""
+    m = re.fullmatch(r"([^_]+)_([^-]+)->(.+)", text.strip())
+    if not m:
+        raise ValueError(f"malformed dim_labels {text!r}; expected e.g. 'b01f_01io->b01f'")
+    lhs, rhs, out = m.groups()
+
+    def roles(s: str, letters: str) -> tuple[list[int], tuple[int, ...]]:
+        found = [s.index(c) if c in s else -1 for c in letters]
+        digits = sorted((int(c), i) for i, c in enumerate(s) if c.isdigit())
+        if -1 in found or len(digits) + len(letters) != len(s) or \
+                [d for d, _ in digits] != list(range(len(digits))):
+            raise ValueError(f"malformed dim_labels part {s!r} in {text!r}")
+        return found, tuple(i for _, i in digits)
+
+    (lb, lf), ls = roles(lhs, "bf")
+    (ri, ro), rs = roles(rhs, "io")
+    (ob, of), os_ = roles(out, "bf")
+    if not len(ls) == len(rs) == len(os_):
+        raise ValueError(f"dim_labels {text!r} have differing spatial ranks")
+    return ConvDimLabels(lb, lf, ls, ri, ro, rs, ob, of, os_)
+
+
+_WINDOW_FIELDS = ("size", "stride", "pad_low", "pad_high", "lhs_dilation", "rhs_dilation",
+                  "window_reversal")
+_WINDOW_DEFAULTS = {"stride": 1, "pad_low": 0, "pad_high": 0, "lhs_dilation": 1,
+                    "rhs_dilation": 1, "window_reversal": False}
+
+
+def _window_dim(w: Mapping | Sequence) -> dict:
+    d = dict(w) if isinstance(w, Mapping) else dict(zip(_WINDOW_FIELDS, w))
+    return {**_WINDOW_DEFAULTS, **d}
+
+
+def convolution(
+    lhs: np.ndarray,
+    rhs: np.ndarray,
+    *,
+    window: Sequence[Mapping | Sequence],
+    dim_labels: ConvDimLabels | Sequence | str,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    out_dtype: np.dtype | type | None = None,
+) -> np.ndarray:
+    """HLO `convolution`. Per spatial dimension (`window[i]` describes the i-th spatial
+    dimension, numbered as in dim_labels, as a dict or a tuple in the order size, stride,
+    pad_low, pad_high, lhs_dilation, rhs_dilation, window_reversal): the input is dilated by
+    `lhs_dilation` (zeros between elements), padded (negative padding crops), and correlated
+    with the kernel dilated by `rhs_dilation` (reversed first if `window_reversal`), moving by
+    `stride`. With `feature_group_count` G the input features and the output features split
+    into G contiguous groups that convolve pairwise; with `batch_group_count` the input batch
+    and the output features split that way. Accumulation per Note [Accumulation type].
+    """
+    if isinstance(dim_labels, str):
+        dim_labels = parse_dim_labels(dim_labels)
+    lb, lf, ls, ri, ro, rs, ob, of, os_ = dim_labels
+    out_dtype = np.dtype(out_dtype if out_dtype is not None else np.result_type(lhs, rhs))
+    compute = _compute_dtype(out_dtype, lhs, rhs)
+    wins = [_window_dim(w) for w in window]
+    nsp = len(ls)
+    if len(wins) != nsp:
+        raise ValueError(f"convolution window has {len(wins)} dimensions, dim_labels {nsp}")
+    # Canonical layouts: input (N, C, spatial...), kernel (O, I, spatial...).
+    x = np.transpose(_prepare(lhs, out_dtype, compute), (lb, lf, *ls))
+    k = np.transpose(_prepare(rhs, out_dtype, compute), (ro, ri, *rs))
+    flip = tuple(2 + i for i, w in enumerate(wins) if w["window_reversal"])
+    if flip:
+        k = np.flip(k, flip)
+    x = pad(x, np.zeros((), compute), [0, 0] + [w["pad_low"] for w in wins],
+            [0, 0] + [w["pad_high"] for w in wins], [0, 0] + [w["lhs_dilation"] - 1 for w in wins])
+    eff = [(w["size"] - 1) * w["rhs_dilation"] + 1 for w in wins]
+    out_sp = [(n - e) // w["stride"] + 1 if n >= e else 0 for n, e, w in zip(x.shape[2:], eff, wins)]
+    nbatch, cin = x.shape[:2]
+    cout = k.shape[0]
+    g, bg = feature_group_count, batch_group_count
+    out = np.zeros((nbatch // bg, cout, *out_sp), compute)
+    if 0 not in out_sp and out.size:
+        view = sliding_window_view(x, eff, axis=tuple(range(2, 2 + nsp)))
+        view = view[(slice(None), slice(None), *(np.s_[:: w["stride"]] for w in wins),
+                     *(np.s_[:: w["rhs_dilation"]] for w in wins))]
+        # view: (N, C, out_sp..., kernel_sp...). One tensordot per group; groups are few or
+        # small, and each tensordot is a BLAS call over all positions at once.
+        cg, og, nb = cin // g, cout // (g * bg), nbatch // bg
+        sum_axes = [1] + list(range(2 + nsp, 2 + 2 * nsp))
+        for gi, bi in itertools.product(range(g), range(bg)):
+            xs = view[bi * nb : (bi + 1) * nb, gi * cg : (gi + 1) * cg]
+            o0 = (bi * g + gi) * og
+            ks = k[o0 : o0 + og]
+            r = np.tensordot(xs, ks, axes=(sum_axes, [1] + list(range(2, 2 + nsp))))
+            out[:, o0 : o0 + og] = np.moveaxis(r, -1, 1)
+    # Back from (N, O, spatial...) to the output dimension order.
+    order = np.argsort((ob, of, *os_))
+    return _finish(np.transpose(out, order), out_dtype)
+
+
+def _solve_lower_left(m: np.ndarray, b: np.ndarray, unit: bool) -> np.ndarray:
+    """Forward substitution for lower-triangular m (..., n, n), b (..., n, k): a loop over
+    the n rows, each step vectorized over batch and right-hand sides."""
+    n = m.shape[-1]
+    x = np.zeros(np.broadcast_shapes(m.shape[:-2], b.shape[:-2]) + b.shape[-2:], b.dtype)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        for i in range(n):
+            acc = b[..., i, :] - np.einsum("...j,...jk->...k", m[..., i, :i], x[..., :i, :])
+            x[..., i, :] = acc if unit else acc / m[..., i, i, None]
+    return x
+
+
+def triangular_solve(
+    a: np.ndarray,
+    b: np.ndarray,
+    left_side: bool,
+    lower: bool,
+    unit_diagonal: bool,
+    transpose_a: str = "NO_TRANSPOSE",
+) -> np.ndarray:
+    """HLO `triangular-solve` (batched over leading dimensions): returns x with op(a) @ x = b
+    (`left_side`) or x @ op(a) = b, where op is identity, transpose or conjugate transpose
+    ("NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"). Only the `lower` (or upper) triangle of a is read;
+    with `unit_diagonal` the diagonal is taken as ones and not read. Singular a gives inf/NaN,
+    not an error. Computed in f64/c128 and rounded to the operand type."""
+    out_dtype = b.dtype
+    compute = np.complex128 if np.dtype(a.dtype).kind == "c" else np.float64
+    m = a.astype(compute)
+    m = np.tril(m) if lower else np.triu(m)
+    transpose_a = transpose_a.upper()
+    if transpose_a in ("TRANSPOSE", "ADJOINT"):
+        m = np.swapaxes(m, -1, -2)
+        lower = not lower
+        if transpose_a == "ADJOINT":
+            m = np.conj(m)
+    elif transpose_a != "NO_TRANSPOSE":
+        raise ValueError(f"unknown transpose_a {transpose_a!r}")
+    rhs = b.astype(compute)
+    if not left_side:
+        # x @ M = b  <=>  M^T @ x^T = b^T
+        m, rhs, lower = np.swapaxes(m, -1, -2), np.swapaxes(rhs, -1, -2), not lower
+    if not lower:
+        # Reverse rows and columns: an upper-triangular system becomes a lower one.
+        m, rhs = m[..., ::-1, ::-1], rhs[..., ::-1, :]
+    x = _solve_lower_left(m, rhs, unit_diagonal)
+    if not lower:
+        x = x[..., ::-1, :]
+    if not left_side:
+        x = np.swapaxes(x, -1, -2)
+    return np.ascontiguousarray(x).astype(out_dtype)
+
+
+def cholesky(a: np.ndarray, lower: bool = True) -> np.ndarray:
+    """HLO `cholesky` (batched): L with a = L @ L^H (or U with a = U^H @ U when not `lower`),
+    reading only that triangle of a; the other triangle of the result is zero. A matrix that is
+    not positive definite yields NaN in the whole result triangle, as jax.lax.linalg.cholesky
+    does on CPU (XLA itself leaves it implementation-defined). Column-by-column, vectorized over the batch; computed in
+    f64/c128."""
+    out_dtype = a.dtype
+    compute = np.complex128 if np.dtype(a.dtype).kind == "c" else np.float64
+    m = a.astype(compute)
+    if not lower:
+        m = np.conj(np.swapaxes(m, -1, -2))  # the upper triangle of a, as a lower one
+    m = np.tril(m)
+    n = m.shape[-1]
+    ell = np.zeros_like(m)
+    ok = np.ones(m.shape[:-2], bool)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for j in range(n):
+            row = ell[..., j, :j]
+            d = m[..., j, j].real - np.einsum("...k,...k->...", row, np.conj(row)).real
+            ok &= d > 0
+            djj = np.sqrt(np.where(d > 0, d, np.nan))
+            ell[..., j, j] = djj
+            below = m[..., j + 1 :, j] - np.einsum("...ik,...k->...i", ell[..., j + 1 :, :j], np.conj(row))
+            ell[..., j + 1 :, j] = below / djj[..., None]
+    ell = np.tril(np.where(ok[..., None, None], ell, np.nan))
+    if not lower:
+        ell = np.conj(np.swapaxes(ell, -1, -2))
+    return ell.astype(out_dtype)
+
+
+_FFT_OUT = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128,
+            np.dtype(np.complex64): np.complex64, np.dtype(np.complex128): np.complex128}
+
+
+def fft(x: np.ndarray, fft_type: str, fft_length: Sequence[int]) -> np.ndarray:
+    """HLO `fft` over the last len(fft_length) dimensions. FFT/IFFT: complex -> complex
+    (IFFT scaled by 1/N). RFFT: real -> complex with the last dimension fft_length[-1]//2+1.
+    IRFFT: complex -> real of shape fft_length (reads fft_length[-1]//2+1 inputs). Types follow
+    XLA: f32 <-> c64, f64 <-> c128."""
+    fft_type = fft_type.upper()
+    axes = tuple(range(x.ndim - len(fft_length), x.ndim))
+    s = tuple(fft_length)
+    if fft_type == "FFT":
+        return np.fft.fftn(x, s=s, axes=axes).astype(_FFT_OUT[np.dtype(x.dtype)])
+    if fft_type == "IFFT":
+        return np.fft.ifftn(x, s=s, axes=axes).astype(_FFT_OUT[np.dtype(x.dtype)])
+    if fft_type == "RFFT":
+        return np.fft.rfftn(x, s=s, axes=axes).astype(_FFT_OUT[np.dtype(x.dtype)])
+    if fft_type == "IRFFT":
+        real = np.float32 if np.dtype(x.dtype) == np.complex64 else np.float64
+        return np.fft.irfftn(x, s=s, axes=axes).astype(real)
+    raise ValueError(f"unknown fft_type {fft_type!r}; expected FFT, IFFT, RFFT or IRFFT")

@@ -1,0 +1,443 @@
+"""Pure numpy semantics of XLA's reducing ops: reduce, reduce-window, select-and-scatter, sort
+and the TopK custom call.
+
+These ops call a user computation (the reducer, the select/scatter pair, the comparator). The
+interpreter hands it over as a *vectorized* Python callable, see Note [Vectorized computations];
+an interpreter that recognises a trivial computation also passes `known`, which selects a numpy
+ufunc fast path. Results are always tuples of arrays, one per operand, even for one operand.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from hloscope.interpret.indexing import combine_at
+from hloscope.interpret.shape_ops import pad
+
+__all__ = [
+    "Comparator",
+    "Reducer",
+    "reduce",
+    "reduce_window",
+    "select_and_scatter",
+    "sort",
+    "top_k",
+]
+
+# Note [Vectorized computations]
+# ------------------------------
+# Calling a Python-interpreted HLO computation once per element is far too slow, so every
+# computation argument is applied to whole arrays at once:
+#
+#   Reducer:    reducer(acc: tuple[ndarray, ...], new: tuple[ndarray, ...]) -> tuple[ndarray, ...]
+#               the N accumulators then the N new values, exactly XLA's parameter order for a
+#               variadic reduce; all arrays share one shape and the call is elementwise.
+#   Comparator: comparator(lhs: tuple[ndarray, ...], rhs: tuple[ndarray, ...]) -> bool ndarray
+#               lhs/rhs hold one array per sort operand; True means "lhs goes before rhs".
+#               NB: XLA's comparator parameters are interleaved (lhs0, rhs0, lhs1, rhs1, ...);
+#               the interpreter reorders them.
+#   Select:     select(current, candidate) -> bool ndarray; True keeps `current`.
+#
+# Results may be scalars or broadcastable (a reducer returning a constant); they are broadcast and
+# cast to the operand dtypes here.
+#
+# Known fast paths (`known=`): "add", "multiply", "max", "min", "and", "or". For pred operands
+# "add"/"or" are logical or and "multiply"/"and" logical and, as in XLA.
+
+Reducer = Callable[[tuple[np.ndarray, ...], tuple[np.ndarray, ...]], Sequence[np.ndarray]]
+Comparator = Callable[[tuple[np.ndarray, ...], tuple[np.ndarray, ...]], np.ndarray]
+
+_NARROW_FLOATS = {
+    np.dtype(t)
+    for t in (
+        np.float16,
+        ml_dtypes.bfloat16,
+        ml_dtypes.float8_e4m3fn,
+        ml_dtypes.float8_e5m2,
+        ml_dtypes.float8_e4m3fnuz,
+        ml_dtypes.float8_e5m2fnuz,
+        ml_dtypes.float8_e4m3b11fnuz,
+    )
+}
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """True for numpy and ml_dtypes floating types (ml_dtypes types have kind 'V')."""
+    dtype = np.dtype(dtype)
+    return dtype.kind == "f" or dtype in _NARROW_FLOATS or (
+        dtype.kind == "V" and dtype.type.__module__.startswith("ml_dtypes")
+        and "float" in dtype.name
+    )
+
+
+def _known_ufunc(known: str, dtype: np.dtype) -> np.ufunc:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return {"add": np.logical_or, "or": np.logical_or, "max": np.logical_or,
+                "multiply": np.logical_and, "and": np.logical_and, "min": np.logical_and}[known]
+    if known in ("and", "or"):
+        return np.bitwise_and if known == "and" else np.bitwise_or
+    return {"add": np.add, "multiply": np.multiply, "max": np.maximum, "min": np.minimum}[known]
+
+
+def _apply(fn: Reducer, a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...],
+           dtypes: Sequence[np.dtype]) -> tuple[np.ndarray, ...]:
+    out = fn(a, b)
+    if isinstance(out, np.ndarray):
+        out = (out,)
+    shape = np.broadcast_shapes(*(x.shape for x in a))
+    return tuple(np.broadcast_to(np.asarray(o).astype(dt, copy=False), shape)
+                 for o, dt in zip(out, dtypes, strict=True))
+
+
+def _tree_reduce(values: tuple[np.ndarray, ...], reducer: Reducer, dtypes: Sequence[np.dtype],
+                 valid: np.ndarray | None = None) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
+    """Combine along the last axis (extent >= 1) with log-depth pairing of neighbours, so the
+    left-to-right order of the elements is kept (only the association changes). With `valid`,
+    invalid elements are skipped: combining a valid x with an invalid one yields x."""
+    vals = values
+    while vals[0].shape[-1] > 1:
+        k = vals[0].shape[-1]
+        h = k // 2
+        a = tuple(v[..., 0 : 2 * h : 2] for v in vals)
+        b = tuple(v[..., 1 : 2 * h : 2] for v in vals)
+        r = _apply(reducer, a, b, dtypes)
+        if valid is not None:
+            va, vb = valid[..., 0 : 2 * h : 2], valid[..., 1 : 2 * h : 2]
+            r = tuple(np.where(va & vb, ri, np.where(va, ai, bi)) for ri, ai, bi in zip(r, a, b))
+            new_valid = va | vb
+            if k % 2:
+                new_valid = np.concatenate([new_valid, valid[..., -1:]], axis=-1)
+            valid = new_valid
+        if k % 2:
+            r = tuple(np.concatenate([ri, v[..., -1:]], axis=-1) for ri, v in zip(r, vals))
+        vals = r
+    return tuple(v[..., 0] for v in vals), (valid[..., 0] if valid is not None else None)
+
+
+def _combine_with_init(inits: Sequence[np.ndarray], total: tuple[np.ndarray, ...], reducer: Reducer,
+                       dtypes: Sequence[np.dtype], valid: np.ndarray | None) -> tuple[np.ndarray, ...]:
+    shape = total[0].shape
+    init_b = tuple(np.broadcast_to(i, shape) for i in inits)
+    r = _apply(reducer, init_b, total, dtypes)
+    if valid is None:
+        return tuple(np.array(x) for x in r)
+    return tuple(np.where(valid, x, i) for x, i in zip(r, init_b))
+
+
+def _reduce_last(values: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...], reducer: Reducer | None,
+                 known: str | None, valid: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """Reduce the last axis of every operand, combining each init in exactly once."""
+    dtypes = [v.dtype for v in values]
+    shape = values[0].shape[:-1]
+    if values[0].shape[-1] == 0:
+        return tuple(np.full(shape, i, dtype=dt) for i, dt in zip(inits, dtypes))
+    if known is not None and len(values) == 1:
+        x, init = values[0], inits[0]
+        uf = _known_ufunc(known, x.dtype)
+        if not (x.dtype in _NARROW_FLOATS and uf in (np.add, np.multiply)):
+            if valid is None:
+                r = uf.reduce(x, axis=-1, dtype=x.dtype)
+                return (np.asarray(uf(init, r)).astype(x.dtype),)
+            # numpy's masked reduce with `initial` is exactly "init combined once, holes skipped".
+            return (np.asarray(uf.reduce(x, axis=-1, where=valid, initial=init[()]), dtype=x.dtype),)
+        # Narrow floats: pairwise in the element type (rounding each step like XLA's reducer in
+        # bf16), not numpy's sequential loop, which saturates (bf16: 256 + 1 == 256).
+        reducer = lambda a, b: (uf(a[0], b[0]),)  # noqa: E731
+    if reducer is None:
+        raise ValueError("reduce needs a reducer callable or a known reducer name")
+    total, valid_total = _tree_reduce(values, reducer, dtypes, valid)
+    return _combine_with_init(inits, total, reducer, dtypes, valid_total)
+
+
+def reduce(
+    operands: Sequence[np.ndarray],
+    inits: Sequence[np.ndarray],
+    dimensions: Sequence[int],
+    reducer: Reducer | None = None,
+    known: str | None = None,
+) -> tuple[np.ndarray, ...]:
+    """HLO `reduce` (variadic): reduce `dimensions` of all operands together with `reducer`
+    (Note [Vectorized computations]); each init value is combined in exactly once, as
+    `reducer(init, reduction_of_elements)`. Returns one array per operand with the reduced
+    dimensions removed. The association order is a balanced tree (XLA leaves it unspecified;
+    XLA:CPU also reduces in a tree).
+    """
+    operands = tuple(np.asarray(o) for o in operands)
+    inits = tuple(np.asarray(i, dtype=o.dtype) for i, o in zip(inits, operands, strict=True))
+    dims = sorted(set(dimensions))
+    kept = [d for d in range(operands[0].ndim) if d not in dims]
+    kept_shape = tuple(operands[0].shape[d] for d in kept)
+    moved = tuple(np.transpose(o, kept + dims).reshape(kept_shape + (-1,)) if o.size else
+                  np.empty(kept_shape + (int(np.prod([o.shape[d] for d in dims])),), o.dtype)
+                  for o in operands)
+    return _reduce_last(moved, inits, reducer, known)
+
+
+def _window_geometry(shape, window, strides, base_dilations, window_dilations, padding):
+    out = []
+    for n, w, s, bd, wd, (lo, hi) in zip(shape, window, strides, base_dilations, window_dilations,
+                                         padding, strict=True):
+        padded = lo + (max(n - 1, 0) * bd + 1 if n else 0) + hi
+        eff = (w - 1) * wd + 1 if w else 0
+        out.append((padded - eff) // s + 1 if padded >= eff and w else 0)
+    return tuple(out)
+
+
+def _windows(a: np.ndarray, window, strides, window_dilations) -> np.ndarray:
+    """View of shape out_shape + window: windows of `a` (already padded and base-dilated)."""
+    eff = tuple((w - 1) * wd + 1 for w, wd in zip(window, window_dilations))
+    v = sliding_window_view(a, eff)
+    nd = a.ndim
+    sel = tuple(np.s_[::s] for s in strides) + tuple(np.s_[::wd] for wd in window_dilations)
+    return v[sel] if nd else v
+
+
+def reduce_window(
+    operands: Sequence[np.ndarray],
+    inits: Sequence[np.ndarray],
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int] | None = None,
+    base_dilations: Sequence[int] | None = None,
+    window_dilations: Sequence[int] | None = None,
+    padding: Sequence[tuple[int, int]] | None = None,
+    reducer: Reducer | None = None,
+    known: str | None = None,
+) -> tuple[np.ndarray, ...]:
+    """HLO `reduce-window` (variadic): for each window position, reduce the window's elements
+    with `reducer` and combine the init value in once.
+
+    The operand is base-dilated (holes between elements) and padded with (lo, hi) per
+    dimension; windows are `window_dimensions` elements spaced `window_dilations` apart, moved
+    by `window_strides`. Padding and dilation holes are *skipped*, not filled with the init
+    value: that is what XLA:CPU and the HloEvaluator compute (jax: reduce_window(add) of
+    [1..5] with init 1, window 3, pad (1,1) is [4, 7, 10, 13, 10]). The StableHLO spec pads with
+    the init value instead; both agree whenever init is the reducer's identity.
+    """
+    operands = tuple(np.asarray(o) for o in operands)
+    inits = tuple(np.asarray(i, dtype=o.dtype) for i, o in zip(inits, operands, strict=True))
+    nd = operands[0].ndim
+    strides = tuple(window_strides or (1,) * nd)
+    base = tuple(base_dilations or (1,) * nd)
+    wdil = tuple(window_dilations or (1,) * nd)
+    padding = tuple(tuple(p) for p in (padding or ((0, 0),) * nd))
+    window = tuple(window_dimensions)
+    out_shape = _window_geometry(operands[0].shape, window, strides, base, wdil, padding)
+    if 0 in out_shape or 0 in window:
+        return tuple(np.full(out_shape, i, dtype=o.dtype) for i, o in zip(inits, operands))
+    lo = [p[0] for p in padding]
+    hi = [p[1] for p in padding]
+    interior = [b - 1 for b in base]
+    needs_mask = any(lo) or any(hi) or any(interior)
+    padded = tuple(pad(o, i, lo, hi, interior) if needs_mask else o for o, i in zip(operands, inits))
+    k = int(np.prod(window))
+    wins = tuple(_windows(p, window, strides, wdil).reshape(out_shape + (k,)) for p in padded)
+    valid = None
+    if needs_mask:
+        mask = pad(np.ones(operands[0].shape, bool), np.False_, lo, hi, interior)
+        valid = _windows(mask, window, strides, wdil).reshape(out_shape + (k,))
+    return _reduce_last(wins, inits, reducer, known, valid)
+
+
+def select_and_scatter(
+    operand: np.ndarray,
+    source: np.ndarray,
+    init: np.ndarray,
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int] | None = None,
+    padding: Sequence[tuple[int, int]] | None = None,
+    select: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    scatter: Reducer | None = None,
+    known_select: str | None = None,
+    known_scatter: str | None = None,
+) -> np.ndarray:
+    """HLO `select-and-scatter`: for every window of `operand` (one per `source` element), pick
+    one operand element with `select`, then combine the source element into a result
+    initialised with `init` at that position using `scatter` (`scatter(current, source)`).
+
+    Selection follows XLA's evaluator: walk the window's in-bounds positions in row-major order,
+    keeping a current pick; a new element replaces it when `select(current, new)` is False. So
+    "ge" keeps the first maximum among ties and "gt" ends on the last one. Padding positions
+    never take part. `known_select` ("ge", "gt", "le", "lt") replaces the `select` callable;
+    `known_scatter` (e.g. "add") the scatter one. Collisions (overlapping windows) combine in
+    row-major source order; see Note [Scatter collisions] in indexing.py.
+    """
+    operand = np.asarray(operand)
+    source = np.asarray(source)
+    nd = operand.ndim
+    window = tuple(window_dimensions)
+    strides = tuple(window_strides or (1,) * nd)
+    padding = tuple(tuple(p) for p in (padding or ((0, 0),) * nd))
+    init = np.asarray(init, dtype=operand.dtype)
+    result = np.full(operand.shape, init, dtype=operand.dtype).reshape(-1)
+    if source.size == 0 or operand.size == 0:
+        return result.reshape(operand.shape)
+    if known_select is not None:
+        select = {"ge": np.greater_equal, "gt": np.greater, "le": np.less_equal,
+                  "lt": np.less}[known_select.lower()]
+    if select is None:
+        raise ValueError("select_and_scatter needs a select callable or known_select")
+    lo = [p[0] for p in padding]
+    hi = [p[1] for p in padding]
+    # -1 marks padding in the padded index array.
+    flat_index = np.arange(operand.size, dtype=np.int64).reshape(operand.shape)
+    idx_w = _windows(pad(flat_index, -1, lo, hi), window, strides, (1,) * nd)
+    val_w = _windows(pad(operand, init, lo, hi), window, strides, (1,) * nd)
+    idx_w = idx_w[tuple(np.s_[: n] for n in source.shape)]
+    val_w = val_w[tuple(np.s_[: n] for n in source.shape)]
+    # A loop over the window's positions (not over elements), in row-major order.
+    sel_val = sel_idx = have = None
+    for pos in itertools.product(*(range(w) for w in window)):
+        cand = val_w[(Ellipsis, *pos)]
+        cidx = idx_w[(Ellipsis, *pos)]
+        cvalid = cidx >= 0
+        if sel_val is None:
+            sel_val, sel_idx, have = cand.copy(), cidx.copy(), cvalid.copy()
+            continue
+        keep = np.asarray(select(sel_val, cand), dtype=bool)
+        take = cvalid & (~have | ~keep)
+        sel_val = np.where(take, cand, sel_val)
+        sel_idx = np.where(take, cidx, sel_idx)
+        have |= cvalid
+    assert sel_idx is not None and have is not None
+    combine_at((result,), sel_idx[have], (source[have],), scatter, known_scatter)
+    return result.reshape(operand.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# sort
+
+
+def _order_key(x: np.ndarray, direction: str, compare_type: str | None) -> np.ndarray:
+    """A key whose ascending numpy order is the order of `compare(direction, compare_type)`.
+
+    TOTALORDER on floats orders by sign-magnitude bits: -NaN < -inf < ... < -0.0 < +0.0 < ... <
+    +inf < +NaN. FLOAT ordering treats -0.0 == 0.0 and puts NaN last (XLA leaves NaN order
+    under a non-total compare unspecified)."""
+    direction = direction.upper()
+    if direction not in ("LT", "GT"):
+        raise ValueError(f"sort fast path needs an LT or GT comparator, got {direction}")
+    dt = x.dtype
+    if dt == np.bool_:
+        key = x.astype(np.uint8)
+    elif is_float_dtype(dt) and (compare_type or "").upper() != "TOTALORDER":
+        f = x.astype(np.float64)
+        return -f if direction == "GT" else f
+    elif is_float_dtype(dt):
+        i = x.view(np.dtype(f"i{dt.itemsize}"))
+        key = np.where(i < 0, i ^ np.iinfo(i.dtype).max, i)
+    elif dt.kind in "iu":
+        key = x
+    else:
+        raise ValueError(f"no sort fast path for element type {dt}")
+    return ~key if direction == "GT" else key
+
+
+def _known_sort_perm(keys: Sequence[np.ndarray], direction: str, compare_type: str | None) -> np.ndarray:
+    ks = [_order_key(k, direction, compare_type) for k in keys]
+    if len(ks) == 1:
+        return np.argsort(ks[0], axis=-1, kind="stable")
+    return np.lexsort(ks[::-1], axis=-1)
+
+
+def _merge_sort_perm(flat: Sequence[np.ndarray], comparator: Comparator) -> np.ndarray:
+    """Stable bottom-up merge sort of the rows of `flat` (each (B, n)), returning the (B, n)
+    permutation. Each level merges all run pairs of all rows at once; an element of a left run
+    finds its place in the right run by a vectorized binary search, so the comparator is called
+    O(log^2 n) times on whole arrays. The row is padded to a power of two with virtual elements
+    that compare greater than everything."""
+    b, n = flat[0].shape
+    p = 1 << max(n - 1, 0).bit_length()
+    perm = np.broadcast_to(np.arange(p, dtype=np.int64), (b, p)).copy()
+    rows = np.arange(b)[:, None, None]
+
+    def less(ia: np.ndarray, ib: np.ndarray) -> np.ndarray:
+        pa, pb = ia >= n, ib >= n
+        ca, cb = np.minimum(ia, n - 1), np.minimum(ib, n - 1)
+        r = np.asarray(comparator(tuple(f[rows, ca] for f in flat), tuple(f[rows, cb] for f in flat)),
+                       dtype=bool)
+        return np.where(pa, False, np.where(pb, True, r))
+
+    w = 1
+    while w < p:
+        runs = perm.reshape(b, p // (2 * w), 2, w)
+        left, right = runs[:, :, 0, :], runs[:, :, 1, :]
+        # For left element a_i: count = number of right elements b_j with b_j < a_i.
+        lo = np.zeros(left.shape, np.int64)
+        hi = np.full(left.shape, w, np.int64)
+        for _ in range(w.bit_length()):
+            active = lo < hi
+            if not active.any():
+                break
+            mid = (lo + hi) // 2
+            bj = np.take_along_axis(right, np.minimum(mid, w - 1), axis=2)
+            t = less(bj, left)
+            lo = np.where(active & t, mid + 1, lo)
+            hi = np.where(active & ~t, mid, hi)
+        # A consistent comparator gives non-decreasing counts already; forcing it keeps the
+        # result a permutation even for comparators that are not strict weak orders.
+        count = np.maximum.accumulate(lo, axis=2)
+        pos_left = np.arange(w) + count
+        merged = np.empty(runs.shape[:2] + (2 * w,), np.int64)
+        np.put_along_axis(merged, pos_left, left, axis=2)
+        taken = np.zeros(merged.shape, bool)
+        np.put_along_axis(taken, pos_left, True, axis=2)
+        # Right elements keep their order and fill the free slots.
+        free = np.argsort(taken, axis=2, kind="stable")[:, :, :w]
+        np.put_along_axis(merged, free, right, axis=2)
+        perm = merged.reshape(b, p)
+        w *= 2
+    return perm[:, :n]
+
+
+def sort(
+    operands: Sequence[np.ndarray],
+    dimension: int,
+    comparator: Comparator | None = None,
+    is_stable: bool = False,
+    known: tuple | None = None,
+) -> tuple[np.ndarray, ...]:
+    """HLO `sort` (variadic): permute all operands along `dimension` by the order `comparator`
+    defines (Note [Vectorized computations]; it must be a strict weak order, as XLA requires).
+
+    The general path is a stable merge sort, so `is_stable` needs no special handling (an
+    unstable sort may return any order of equal elements; we return the stable one).
+    `known=(direction, compare_type)` or `(direction, compare_type, num_keys)` says the
+    comparator is a lexicographic `compare(lhs_k, rhs_k, direction, type)` over the first
+    num_keys operands (default 1), which uses numpy's stable argsort/lexsort.
+    """
+    ops = tuple(np.asarray(o) for o in operands)
+    x0 = ops[0]
+    if x0.ndim == 0:
+        return tuple(o.copy() for o in ops)
+    n = x0.shape[dimension]
+    moved = [np.moveaxis(o, dimension, -1) for o in ops]
+    batch_shape = moved[0].shape[:-1]
+    if x0.size == 0:
+        return tuple(o.copy() for o in ops)
+    flat = [m.reshape(-1, n) for m in moved]
+    if known is not None:
+        direction, compare_type, *rest = known
+        num_keys = rest[0] if rest else 1
+        perm = _known_sort_perm(flat[:num_keys], direction, compare_type)
+    elif comparator is not None:
+        perm = _merge_sort_perm(flat, comparator)
+    else:
+        raise ValueError("sort needs a comparator callable or a known comparator")
+    return tuple(np.ascontiguousarray(np.moveaxis(
+        np.take_along_axis(f, perm, axis=1).reshape(batch_shape + (n,)), -1, dimension))
+        for f in flat)
+
+
+def top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """XLA's TopK (custom call / `topk` op): the `k` largest elements along the last dimension
+    and their int32 indices, in descending order; ties keep the lower index first. Floats are
+    ordered by total order, matching XLA:CPU: +NaN is the largest, -NaN the smallest, and 0.0
+    ranks above -0.0."""
+    x = np.asarray(x)
+    perm = _known_sort_perm([x], "GT", "TOTALORDER")[..., :k]
+    return np.take_along_axis(x, perm, axis=-1), perm.astype(np.int32)

@@ -1,0 +1,416 @@
+"""Typed attribute values of HLO instructions and modules.
+
+Each class prints itself back in XLA's text form with ``str()``. Attributes hloscope does not
+know are kept as :class:`RawAttribute` and printed verbatim, so newer dumps still round-trip.
+Bulky attributes (metadata, shardings, frontend attributes, backend configs, literals) keep their
+source text and decode it only when asked.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+__all__ = [
+    "RawAttribute",
+    "WindowDimension",
+    "Window",
+    "ConvolutionDimensionNumbers",
+    "SliceRange",
+    "PaddingConfig",
+    "ReplicaGroups",
+    "OpMetadata",
+    "FrontendAttributes",
+    "BackendConfig",
+    "Sharding",
+    "AliasEntry",
+    "StackFrameIndex",
+    "quote",
+]
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+_UNESCAPE_RE = re.compile(r"\\(x[0-9a-fA-F]{2}|[0-7]{1,3}|.)", re.S)
+_SIMPLE_UNESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "'": "'", "?": "?",
+                     "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+
+
+def quote(text: str) -> str:
+    """``text`` as an HLO string literal (C escapes, double quotes)."""
+    return '"' + "".join(_ESCAPES.get(c, c) for c in text) + '"'
+
+
+def unquote(token: str) -> str:
+    """The value of an HLO string literal token (C escapes undone)."""
+    body = token[1:-1]
+    if "\\" not in body:
+        return body
+
+    def sub(m: re.Match[str]) -> str:
+        e = m.group(1)
+        if e[0] == "x":
+            return chr(int(e[1:], 16))
+        if e[0].isdigit():
+            return chr(int(e, 8))
+        return _SIMPLE_UNESCAPES.get(e, e)
+
+    return _UNESCAPE_RE.sub(sub, body)
+
+
+@dataclass(frozen=True, slots=True)
+class RawAttribute:
+    """An attribute value kept as its source text; printed back verbatim."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class WindowDimension:
+    """One spatial dimension of a convolution or reduce-window window."""
+
+    size: int
+    stride: int = 1
+    padding_low: int = 0
+    padding_high: int = 0
+    window_dilation: int = 1
+    base_dilation: int = 1
+    window_reversal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """``window={size=3x3 stride=2x2 pad=0_1x0_1 lhs_dilate=1x1 rhs_dilate=1x1 rhs_reversal=0x1}``."""
+
+    dimensions: tuple[WindowDimension, ...]
+
+    def __str__(self) -> str:
+        dims = self.dimensions
+        if not dims:
+            return "{}"
+        parts = ["size=" + "x".join(str(d.size) for d in dims)]
+        if any(d.stride != 1 for d in dims):
+            parts.append("stride=" + "x".join(str(d.stride) for d in dims))
+        if any(d.padding_low or d.padding_high for d in dims):
+            parts.append("pad=" + "x".join(f"{d.padding_low}_{d.padding_high}" for d in dims))
+        if any(d.base_dilation != 1 for d in dims):
+            parts.append("lhs_dilate=" + "x".join(str(d.base_dilation) for d in dims))
+        if any(d.window_dilation != 1 for d in dims):
+            parts.append("rhs_dilate=" + "x".join(str(d.window_dilation) for d in dims))
+        if any(d.window_reversal for d in dims):
+            parts.append("rhs_reversal=" + "x".join(str(int(d.window_reversal)) for d in dims))
+        return "{" + " ".join(parts) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class ConvolutionDimensionNumbers:
+    """Convolution dimension numbers, written as ``dim_labels=b01f_01io->b01f``.
+
+    Spatial dimension lists are ordered by spatial index (0, 1, ...).
+    """
+
+    input_batch_dimension: int
+    input_feature_dimension: int
+    input_spatial_dimensions: tuple[int, ...]
+    kernel_input_feature_dimension: int
+    kernel_output_feature_dimension: int
+    kernel_spatial_dimensions: tuple[int, ...]
+    output_batch_dimension: int
+    output_feature_dimension: int
+    output_spatial_dimensions: tuple[int, ...]
+
+    @staticmethod
+    def from_labels(text: str) -> ConvolutionDimensionNumbers:
+        """Parse ``b01f_01io->b01f``; ValueError if malformed."""
+        m = re.fullmatch(r"([0-9a-zA-Z]+)_([0-9a-zA-Z]+)->([0-9a-zA-Z]+)", text)
+        if not m:
+            raise ValueError(f"expected dim_labels like b01f_01io->b01f, got {text!r}")
+        lhs, rhs, out = m.groups()
+
+        def split(labels: str, a: str, b: str) -> tuple[int, int, tuple[int, ...]]:
+            spatial = sorted((int(c), i) for i, c in enumerate(labels) if c.isdigit())
+            if labels.count(a) != 1 or labels.count(b) != 1 or len(spatial) + 2 != len(labels):
+                raise ValueError(f"malformed dim labels {labels!r} in {text!r}")
+            if [s for s, _ in spatial] != list(range(len(spatial))):
+                raise ValueError(f"spatial labels must be 0..n-1 in {text!r}")
+            return labels.index(a), labels.index(b), tuple(i for _, i in spatial)
+
+        ib, if_, isp = split(lhs, "b", "f")
+        ki, ko, ksp = split(rhs, "i", "o")
+        ob, of, osp = split(out, "b", "f")
+        if not (len(isp) == len(ksp) == len(osp)):
+            raise ValueError(f"spatial ranks differ in {text!r}")
+        return ConvolutionDimensionNumbers(ib, if_, isp, ki, ko, ksp, ob, of, osp)
+
+    def __str__(self) -> str:
+        def labels(n: int, first: tuple[int, str], second: tuple[int, str], spatial: tuple[int, ...]) -> str:
+            chars = ["?"] * n
+            chars[first[0]] = first[1]
+            chars[second[0]] = second[1]
+            for k, d in enumerate(spatial):
+                chars[d] = str(k)
+            return "".join(chars)
+
+        n = len(self.input_spatial_dimensions) + 2
+        lhs = labels(n, (self.input_batch_dimension, "b"), (self.input_feature_dimension, "f"), self.input_spatial_dimensions)
+        rhs = labels(n, (self.kernel_input_feature_dimension, "i"), (self.kernel_output_feature_dimension, "o"), self.kernel_spatial_dimensions)
+        out = labels(n, (self.output_batch_dimension, "b"), (self.output_feature_dimension, "f"), self.output_spatial_dimensions)
+        return f"{lhs}_{rhs}->{out}"
+
+
+@dataclass(frozen=True, slots=True)
+class SliceRange:
+    """``[start:limit:stride]`` of one dimension of a slice."""
+
+    start: int
+    limit: int
+    stride: int = 1
+
+    def __str__(self) -> str:
+        if self.stride != 1:
+            return f"[{self.start}:{self.limit}:{self.stride}]"
+        return f"[{self.start}:{self.limit}]"
+
+
+def format_slice(ranges: tuple[SliceRange, ...]) -> str:
+    return "{" + ", ".join(map(str, ranges)) + "}"
+
+
+@dataclass(frozen=True, slots=True)
+class PaddingConfig:
+    """``padding=0_0x1_1_2``: per dimension (low, high, interior)."""
+
+    dimensions: tuple[tuple[int, int, int], ...]
+
+    def __str__(self) -> str:
+        interior = any(d[2] for d in self.dimensions)
+        if interior:
+            return "x".join(f"{lo}_{hi}_{it}" for lo, hi, it in self.dimensions)
+        return "x".join(f"{lo}_{hi}" for lo, hi, _ in self.dimensions)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaGroups:
+    """Replica groups in any of XLA's spellings.
+
+    ``groups`` is the explicit list form (``{{0,1},{2,3}}``). The iota form
+    ``[num_groups,group_size]<=[reshape_dims]T(perm)`` keeps its parameters and expands on
+    demand. The mesh form (``mesh[...] {...}``) keeps its text in ``text``.
+    """
+
+    groups: tuple[tuple[int, ...], ...] | None = None
+    iota_shape: tuple[int, int] | None = None
+    iota_reshape: tuple[int, ...] = ()
+    iota_transpose: tuple[int, ...] = ()
+    text: str | None = None
+
+    def expanded(self) -> list[list[int]]:
+        """The explicit groups; ``[]`` means one group of every participant."""
+        if self.groups is not None:
+            return [list(g) for g in self.groups]
+        if self.iota_shape is not None:
+            import numpy as np
+
+            n = int(np.prod(self.iota_reshape))
+            ids = np.arange(n).reshape(self.iota_reshape)
+            if self.iota_transpose:
+                ids = ids.transpose(self.iota_transpose)
+            return ids.reshape(self.iota_shape).tolist()
+        raise ValueError(f"cannot expand replica groups {self.text!r}")
+
+    def __str__(self) -> str:
+        if self.groups is not None:
+            return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in self.groups) + "}"
+        if self.iota_shape is not None:
+            text = f"[{self.iota_shape[0]},{self.iota_shape[1]}]<=[" + ",".join(map(str, self.iota_reshape)) + "]"
+            if self.iota_transpose:
+                text += "T(" + ",".join(map(str, self.iota_transpose)) + ")"
+            return text
+        return self.text or "{}"
+
+
+_KV_RE = re.compile(r'([A-Za-z_][\w.\-]*)=("(?:[^"\\]|\\.)*"|[^\s{}]+)')
+
+
+@dataclass(frozen=True, slots=True)
+class OpMetadata:
+    """``metadata={op_type="..." op_name="..." source_file="..." source_line=N ...}``.
+
+    Kept as text; ``fields`` decodes it on first use (metadata is ~40% of a dump's bytes).
+    """
+
+    text: str  # the braces and what is inside them
+
+    @property
+    def fields(self) -> dict[str, str | int]:
+        out: dict[str, str | int] = {}
+        for key, value in _KV_RE.findall(self.text[1:-1]):
+            if value.startswith('"'):
+                out[key] = unquote(value)
+            else:
+                try:
+                    out[key] = int(value)
+                except ValueError:
+                    out[key] = value
+        return out
+
+    @property
+    def op_name(self) -> str | None:
+        v = self.fields.get("op_name")
+        return None if v is None else str(v)
+
+    @property
+    def op_type(self) -> str | None:
+        v = self.fields.get("op_type")
+        return None if v is None else str(v)
+
+    @property
+    def source_file(self) -> str | None:
+        v = self.fields.get("source_file")
+        return None if v is None else str(v)
+
+    @property
+    def source_line(self) -> int | None:
+        v = self.fields.get("source_line")
+        return v if isinstance(v, int) else None
+
+    @property
+    def stack_frame_id(self) -> int | None:
+        v = self.fields.get("stack_frame_id")
+        return v if isinstance(v, int) else None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class FrontendAttributes:
+    """``frontend_attributes={key="value",...}``, kept as text, decoded on demand."""
+
+    text: str
+
+    @property
+    def map(self) -> dict[str, str]:
+        return {k: (unquote(v) if v.startswith('"') else v) for k, v in _KV_RE.findall(self.text[1:-1])}
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class BackendConfig:
+    """``backend_config`` as written: a quoted string or a JSON object in braces."""
+
+    text: str
+
+    @property
+    def raw(self) -> str:
+        """The configuration itself (string unescaped, or the JSON text)."""
+        return unquote(self.text) if self.text.startswith('"') else self.text
+
+    def json(self) -> Any:
+        """The configuration parsed as JSON, or None when it is not JSON (e.g. a serialized proto)."""
+        raw = self.raw
+        if not raw.strip().startswith("{"):
+            return None
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class Sharding:
+    """An HloSharding as written (``{devices=[4,1]0,1,2,3}``, ``{replicated}``, tuples, ...).
+
+    ``text`` is kept verbatim; :meth:`parsed` decodes it into a :class:`ShardingSpec`.
+    """
+
+    text: str
+
+    def parsed(self) -> ShardingSpec:
+        from hloscope.ir.sharding import parse_sharding
+
+        return parse_sharding(self.text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingSpec:
+    """A decoded sharding. ``kind`` is replicated, manual, maximal, tiled, tuple or unknown."""
+
+    kind: str
+    device: int | None = None
+    tile_assignment_dims: tuple[int, ...] = ()
+    tile_assignment_devices: tuple[int, ...] = ()
+    replicate_on_last_tile_dim: bool = False
+    last_tile_dims: tuple[str, ...] = ()
+    tuple_elements: tuple[ShardingSpec, ...] = ()
+    extra: str = ""  # metadata, shard_as/shard_like, anything else after the main form
+
+
+@dataclass(frozen=True, slots=True)
+class AliasEntry:
+    """One ``{output_index}: (parameter_number, {parameter_index}, kind)`` alias."""
+
+    output_index: tuple[int, ...]
+    parameter_number: int
+    parameter_index: tuple[int, ...]
+    kind: str = ""  # "may-alias" / "must-alias" / "" (unspecified)
+
+    def __str__(self) -> str:
+        oi = "{" + ",".join(map(str, self.output_index)) + "}"
+        pi = "{" + ",".join(map(str, self.parameter_index)) + "}"
+        kind = f", {self.kind}" if self.kind else ""
+        return f"{oi}: ({self.parameter_number}, {pi}{kind})"
+
+
+@dataclass(frozen=True, slots=True)
+class StackFrameIndex:
+    """The ``FileNames / FunctionNames / FileLocations / StackFrames`` tables of a module."""
+
+    file_names: tuple[tuple[int, str], ...] = ()
+    function_names: tuple[tuple[int, str], ...] = ()
+    file_locations: tuple[tuple[int, str], ...] = ()  # id -> "{file_name_id=.. ...}" text
+    stack_frames: tuple[tuple[int, str], ...] = ()  # id -> "{file_location_id=.. parent_frame_id=..}"
+    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+
+    def frame(self, frame_id: int) -> list[tuple[str, str, int]]:
+        """The call stack of ``frame_id``, innermost first, as (file, function, line)."""
+        files = dict(self.file_names)
+        funcs = dict(self.function_names)
+        locs = {k: dict((a, int(b)) for a, b in re.findall(r"(\w+)=(-?\d+)", v)) for k, v in self.file_locations}
+        frames = {k: dict((a, int(b)) for a, b in re.findall(r"(\w+)=(-?\d+)", v)) for k, v in self.stack_frames}
+        out = []
+        seen = set()
+        while frame_id in frames and frame_id not in seen:
+            seen.add(frame_id)
+            f = frames[frame_id]
+            loc = locs.get(f.get("file_location_id", -1), {})
+            out.append((files.get(loc.get("file_name_id", -1), "?"), funcs.get(loc.get("function_name_id", -1), "?"),
+                        loc.get("line", 0)))
+            parent = f.get("parent_frame_id", 0)
+            if parent == frame_id:
+                break
+            frame_id = parent
+        return out
+
+    def __str__(self) -> str:
+        blocks = []
+        for title, rows in (("FileNames", self.file_names), ("FunctionNames", self.function_names)):
+            if rows:
+                blocks.append(title + "\n" + "\n".join(f"{k} {quote(v)}" for k, v in rows))
+        for title, rows in (("FileLocations", self.file_locations), ("StackFrames", self.stack_frames)):
+            if rows:
+                blocks.append(title + "\n" + "\n".join(f"{k} {v}" for k, v in rows))
+        return "\n\n".join(blocks)
+
+

@@ -1,0 +1,153 @@
+"""Module: computations, the entry computation, and the module header's configuration."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from hloscope.ir.attributes import AliasEntry, StackFrameIndex
+from hloscope.ir.computation import Computation
+from hloscope.ir.instruction import Instruction
+from hloscope.ir.opcode import Opcode
+
+if TYPE_CHECKING:
+    from hloscope.ir.shape import Shape
+
+__all__ = ["Module", "ProgramShape"]
+
+
+class ProgramShape:
+    """``entry_computation_layout={(p0, p1)->result}``: parameter and result shapes with layouts."""
+
+    __slots__ = ("parameters", "result")
+
+    def __init__(self, parameters: list[Shape], result: Shape) -> None:
+        self.parameters = parameters
+        self.result = result
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ProgramShape) and (self.parameters, self.result) == (other.parameters, other.result)
+
+    def __hash__(self) -> int:
+        return hash((tuple(self.parameters), self.result))
+
+    def __str__(self) -> str:
+        return "{(" + ", ".join(s.to_text() for s in self.parameters) + ")->" + self.result.to_text() + "}"
+
+    def __repr__(self) -> str:
+        return f"ProgramShape{self}"
+
+
+class Module:
+    """An HLO module.
+
+    ``attrs`` holds the header attributes in written order (``is_scheduled``,
+    ``input_output_alias``, ``entry_computation_layout``, ``replica_count``, ...), typed where
+    known. Computations are in written order; callees precede callers in XLA's dumps.
+    """
+
+    __slots__ = ("name", "computations", "entry", "attrs", "stack_frames", "style", "source",
+                 "_by_name", "_fusion_comps")
+
+    def __init__(
+        self,
+        name: str,
+        computations: list[Computation],
+        entry: Computation,
+        attrs: dict[str, Any] | None = None,
+        *,
+        stack_frames: StackFrameIndex | None = None,
+        style: Any = None,
+        source: Any = None,
+    ) -> None:
+        self.name = name
+        self.computations = computations
+        self.entry = entry
+        self.attrs: dict[str, Any] = attrs or {}
+        self.stack_frames = stack_frames
+        self.style = style  # the text style the module was read in (see hloscope.text.PrintOptions)
+        self.source = source  # the Source it was parsed from, if any
+        for c in computations:
+            c.module = self
+        self._by_name: dict[str, Computation] = {c.name: c for c in computations}
+        self._fusion_comps: set[Computation] | None = None
+
+    # --- configuration ----------------------------------------------------------------------
+    @property
+    def is_scheduled(self) -> bool:
+        return bool(self.attrs.get("is_scheduled", False))
+
+    @property
+    def replica_count(self) -> int | None:
+        """``replica_count=`` from the header, or None when the header does not say."""
+        return self.attrs.get("replica_count")
+
+    @property
+    def num_partitions(self) -> int | None:
+        return self.attrs.get("num_partitions")
+
+    @property
+    def input_output_alias(self) -> list[AliasEntry]:
+        return list(self.attrs.get("input_output_alias", []))
+
+    @property
+    def buffer_donor(self) -> list[tuple[int, tuple[int, ...]]]:
+        return list(self.attrs.get("buffer_donor", []))
+
+    @property
+    def entry_computation_layout(self) -> ProgramShape | None:
+        return self.attrs.get("entry_computation_layout")
+
+    # --- structure ----------------------------------------------------------------------------
+    def computation(self, name: str) -> Computation:
+        """The computation called ``name``; KeyError if none."""
+        return self._by_name[name]
+
+    def __iter__(self) -> Iterator[Computation]:
+        return iter(self.computations)
+
+    def instructions(self) -> Iterator[Instruction]:
+        """Every instruction of every computation, computation by computation."""
+        for c in self.computations:
+            yield from c.instructions
+
+    @property
+    def instruction_count(self) -> int:
+        return sum(len(c.instructions) for c in self.computations)
+
+    def fusion_computations(self) -> set[Computation]:
+        """Computations called by fusion instructions (their bodies are not scheduled)."""
+        if self._fusion_comps is None:
+            out: set[Computation] = set()
+            for inst in self.instructions():
+                if inst.opcode is Opcode.FUSION:
+                    out.update(inst.called_computations)
+            self._fusion_comps = out
+        return self._fusion_comps
+
+    def schedule(self) -> dict[str, list[Instruction]] | None:
+        """For a scheduled module, each non-fusion computation's instruction sequence."""
+        if not self.is_scheduled:
+            return None
+        fusions = self.fusion_computations()
+        return {c.name: list(c.instructions) for c in self.computations if c not in fusions}
+
+    def to_text(self, **options: Any) -> str:
+        """The module as HLO text XLA's parser accepts (see ``hloscope.text.PrintOptions``)."""
+        from hloscope.text.printer import to_text
+
+        return to_text(self, **options)
+
+    def equals(self, other: Module) -> bool:
+        """Structural equality: same header, computations, instructions, shapes and attributes."""
+        from hloscope.ir.equality import modules_equal
+
+        return modules_equal(self, other)
+
+    def _repr_html_(self) -> str:
+        from hloscope.report.summary_html import module_summary_html
+
+        return module_summary_html(self)
+
+    def __repr__(self) -> str:
+        return (f"<Module {self.name}: {len(self.computations)} computations, "
+                f"{self.instruction_count} instructions, entry {self.entry.name}>")

@@ -1,0 +1,154 @@
+"""Shapes: arrays (with optional layout and dynamic dimensions), tuples, token and opaque."""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from hloscope.ir.dtypes import PRIMITIVE_TYPES, PrimitiveType
+from hloscope.ir.layout import COMBINE_DIMENSION, Layout
+
+__all__ = ["Shape", "ArrayShape", "TupleShape", "ShapeIndex", "UNBOUNDED", "POINTER_SIZE"]
+
+# XLA's Shape::kUnboundedSize: a dynamic dimension with no bound, printed as "?".
+UNBOUNDED = -1
+# Size XLA charges a tuple buffer per element (a table of pointers).
+POINTER_SIZE = 8
+
+ShapeIndex = tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ArrayShape:
+    """An array (or token/opaque) shape such as ``f32[8,<=128]{1,0}``.
+
+    ``dimensions`` holds each dimension's size, or its bound when the dimension is dynamic
+    (``UNBOUNDED`` for ``?``); ``dynamic`` flags dynamic dimensions and is empty when none are.
+    """
+
+    element_type: str
+    dimensions: tuple[int, ...] = ()
+    dynamic: tuple[bool, ...] = ()
+    layout: Layout | None = None
+
+    is_tuple = False
+
+    @property
+    def primitive_type(self) -> PrimitiveType:
+        return PRIMITIVE_TYPES[self.element_type]
+
+    @property
+    def rank(self) -> int:
+        return len(self.dimensions)
+
+    @property
+    def dtype(self) -> np.dtype:
+        dt = PRIMITIVE_TYPES[self.element_type].dtype
+        if dt is None:
+            raise ValueError(f"{self.element_type} has no numpy dtype")
+        return dt
+
+    @property
+    def element_count(self) -> int:
+        return math.prod(max(d, 0) for d in self.dimensions)
+
+    def is_dynamic_dimension(self, i: int) -> bool:
+        return bool(self.dynamic) and self.dynamic[i]
+
+    def byte_size(self, *, tiled: bool = True) -> int:
+        """Bytes of the buffer, padded to whole tiles when the layout is tiled (as XLA counts)."""
+        pt = PRIMITIVE_TYPES[self.element_type]
+        if not pt.is_array_type:
+            return 0
+        count = self.element_count
+        layout = self.layout
+        if tiled and layout is not None and layout.tiles and self.dimensions:
+            count = _tiled_element_count(self.dimensions, layout)
+        if layout is not None and layout.element_size_bits and pt.bits < 8:
+            return (count * layout.element_size_bits + 7) // 8
+        return count * pt.byte_size
+
+    def leaves(self) -> Iterator[tuple[ShapeIndex, ArrayShape]]:
+        yield (), self
+
+    def with_layout(self, layout: Layout | None) -> ArrayShape:
+        return ArrayShape(self.element_type, self.dimensions, self.dynamic, layout)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def to_text(self, *, layout: bool = True) -> str:
+        if self.dynamic:
+            dims = ",".join(
+                ("?" if d == UNBOUNDED else f"<={d}") if dyn else str(d)
+                for d, dyn in zip(self.dimensions, self.dynamic, strict=True)
+            )
+        else:
+            dims = ",".join(map(str, self.dimensions))
+        text = f"{self.element_type}[{dims}]"
+        if layout and self.layout is not None:
+            text += str(self.layout)
+        return text
+
+
+def _tiled_element_count(dims: tuple[int, ...], layout: Layout) -> int:
+    # Physical (major-to-minor) sizes; the first tile pads the minor-most ones. A shape of
+    # lower rank than the tile still fills a whole tile (leading dimensions of size 1).
+    physical = [dims[d] for d in reversed(layout.minor_to_major)]
+    tile = layout.tiles[0].dimensions
+    physical = [1] * max(0, len(tile) - len(physical)) + physical
+    for k in range(1, len(tile) + 1):
+        t = tile[-k]
+        if t != COMBINE_DIMENSION and t > 0:
+            physical[-k] = -(-physical[-k] // t) * t
+    return math.prod(physical)
+
+
+@dataclass(frozen=True, slots=True)
+class TupleShape:
+    """A tuple shape ``(s0, s1, ...)``."""
+
+    elements: tuple[Shape, ...]
+
+    is_tuple = True
+    layout = None
+
+    def byte_size(self, *, tiled: bool = True) -> int:
+        """A tuple's own buffer: one pointer per element, as XLA allocates it."""
+        return POINTER_SIZE * len(self.elements)
+
+    def leaves(self) -> Iterator[tuple[ShapeIndex, ArrayShape]]:
+        for i, e in enumerate(self.elements):
+            for index, leaf in e.leaves():
+                yield (i, *index), leaf
+
+    def subshape(self, index: ShapeIndex) -> Shape:
+        shape: Shape = self
+        for i in index:
+            assert isinstance(shape, TupleShape)
+            shape = shape.elements[i]
+        return shape
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def to_text(self, *, layout: bool = True) -> str:
+        parts = []
+        for i, e in enumerate(self.elements):
+            prefix = f"/*index={i}*/" if i and i % 5 == 0 else ""
+            parts.append(prefix + e.to_text(layout=layout))
+        return "(" + ", ".join(parts) + ")"
+
+
+Shape = ArrayShape | TupleShape
+
+
+def subshape(shape: Shape, index: ShapeIndex) -> Shape:
+    """The shape at ``index`` inside ``shape`` (``()`` is the shape itself)."""
+    for i in index:
+        if not isinstance(shape, TupleShape):
+            raise IndexError(f"shape index {index} goes inside non-tuple {shape}")
+        shape = shape.elements[i]
+    return shape

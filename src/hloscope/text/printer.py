@@ -1,0 +1,159 @@
+"""The printer: writes modules, computations and instructions as HLO text XLA's parser accepts.
+
+Attribute values are written by their kind from ``attribute_specs`` (the same table the parser
+reads), raw attributes verbatim. Output is built as a list of strings and joined once.
+"""
+from __future__ import annotations
+
+from typing import Any, TextIO
+
+from hloscope.ir.attributes import quote
+from hloscope.ir.computation import Computation
+from hloscope.ir.instruction import Instruction
+from hloscope.ir.literal import Literal
+from hloscope.ir.module import Module
+from hloscope.ir.opcode import Opcode
+from hloscope.text.attribute_specs import ATTRIBUTE_KINDS, MODULE_ATTRIBUTE_KINDS
+from hloscope.text.options import PrintOptions
+
+__all__ = ["to_text", "write", "computation_to_text", "instruction_to_text"]
+
+
+def _options(module: Module | None, options: PrintOptions | None, overrides: dict[str, Any]) -> PrintOptions:
+    base = options
+    if base is None:
+        base = module.style if module is not None and isinstance(module.style, PrintOptions) else PrintOptions()
+    return base.updated(**overrides) if overrides else base
+
+
+def to_text(module: Module, options: PrintOptions | None = None, **overrides: Any) -> str:
+    """The module as HLO text. With no options, in the style it was read in."""
+    opts = _options(module, options, overrides)
+    out: list[str] = []
+    _module(module, opts, out)
+    return "".join(out)
+
+
+def write(module: Module, stream: TextIO, options: PrintOptions | None = None, **overrides: Any) -> None:
+    """Write the module's text to ``stream``."""
+    stream.write(to_text(module, options, **overrides))
+
+
+def computation_to_text(comp: Computation, options: PrintOptions | None = None, **overrides: Any) -> str:
+    opts = _options(comp.module, options, overrides)
+    out: list[str] = []
+    _computation(comp, opts, out)
+    return "".join(out)
+
+
+def instruction_to_text(inst: Instruction, options: PrintOptions | None = None, **overrides: Any) -> str:
+    comp = inst.computation
+    opts = _options(comp.module if comp is not None else None, options, overrides)
+    return _instruction(inst, opts)
+
+
+def _module(module: Module, o: PrintOptions, out: list[str]) -> None:
+    header = "HloModule " + module.name
+    for key, value in module.attrs.items():
+        header += f", {key}={_module_attr(key, value, o)}"
+    out.append(header + "\n\n")
+    if o.stack_frames and module.stack_frames is not None and str(module.stack_frames):
+        out.append(str(module.stack_frames) + "\n\n\n")
+    for comp in module.computations:
+        _computation(comp, o, out)
+        out.append("\n\n")
+
+
+def _module_attr(key: str, value: Any, o: PrintOptions) -> str:
+    kind = MODULE_ATTRIBUTE_KINDS.get(key)
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "io_alias":
+        return "{ " + ", ".join(str(e) for e in value) + " }"
+    if kind == "buffer_donor":
+        return "{ " + ", ".join(f"({p}, {{{','.join(map(str, idx))}}})" for p, idx in value) + " }"
+    if kind == "program_shape":
+        return "{(" + ", ".join(s.to_text(layout=o.layouts) for s in value.parameters) + ")->" + \
+            value.result.to_text(layout=o.layouts) + "}"
+    return str(value)
+
+
+def _name(name: str, o: PrintOptions) -> str:
+    return "%" + name if o.percent else name
+
+
+def _computation(comp: Computation, o: PrintOptions, out: list[str]) -> None:
+    head = ("ENTRY " if comp.is_entry else "") + _name(comp.name, o)
+    if o.signatures:
+        params = ", ".join(f"{p.name}: {p.shape.to_text(layout=False)}" for p in comp.parameters)
+        head += f" ({params}) -> {comp.root.shape.to_text(layout=False)}"
+    lines = [head + " {"]
+    root = comp.root
+    for inst in comp.instructions:
+        lines.append("  " + ("ROOT " if inst is root else "") + _instruction(inst, o))
+    tail = "}"
+    if o.end_comments and len(comp.instructions) > 5:
+        tail += " // " + comp.name
+    for key, value in comp.attrs.items():
+        tail += f", {key}=" + (quote(value) if isinstance(value, str) else str(value))
+    lines.append(tail)
+    out.append("\n".join(lines))
+
+
+def _instruction(inst: Instruction, o: PrintOptions) -> str:
+    parts = [_name(inst.name, o), " = ", inst.shape.to_text(layout=o.layouts), " ", inst.opcode.text, "("]
+    attrs = inst.attrs
+    op = inst.opcode
+    if op is Opcode.CONSTANT:
+        lit = attrs.get("literal")
+        parts.append(str(lit) if isinstance(lit, Literal) else str(lit))
+    elif op is Opcode.PARAMETER:
+        parts.append(str(attrs["parameter_number"]))
+    elif o.operand_shapes:
+        parts.append(", ".join(_index_comment(i) + f"{x.shape.to_text(layout=o.layouts)} {_name(x.name, o)}"
+                               for i, x in enumerate(inst.operands)))
+    else:
+        parts.append(", ".join(_index_comment(i) + _name(x.name, o) for i, x in enumerate(inst.operands)))
+    parts.append(")")
+    for key, value in attrs.items():
+        if key in ("literal", "parameter_number"):
+            continue
+        if key == "metadata" and not o.metadata:
+            continue
+        if key == "backend_config" and not o.backend_config:
+            continue
+        if key == "control-predecessors":
+            if value:
+                parts.append(", control-predecessors={" + ", ".join(_name(p.name, o) for p in value) + "}")
+            continue
+        parts.append(f", {key}={_value(ATTRIBUTE_KINDS.get(key, 'raw'), value, o)}")
+    return "".join(parts)
+
+
+def _index_comment(i: int) -> str:
+    # XLA marks every fifth operand so long operand lists can be read.
+    return f"/*index={i}*/" if i and i % 5 == 0 else ""
+
+
+def _value(kind: str, value: Any, o: PrintOptions) -> str:
+    if kind == "bool":
+        return "true" if value else "false"
+    if kind == "ints":
+        return "{" + ",".join(map(str, value)) + "}"
+    if kind == "intss":
+        return "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in value) + "}"
+    if kind in ("computation", "computations", "computation_or_list"):
+        if isinstance(value, list):
+            return "{" + ", ".join(_name(c.name, o) for c in value) + "}"
+        return _name(value.name if isinstance(value, Computation) else str(value), o)
+    if kind == "string":
+        return quote(value)
+    if kind == "slice":
+        return "{" + ", ".join(map(str, value)) + "}"
+    if kind == "precision":
+        return "{" + ",".join(value) + "}"
+    if kind == "bools":
+        return "{" + ",".join("true" if b else "false" for b in value) + "}"
+    if kind == "shapes":
+        return "{" + ", ".join(s.to_text(layout=o.layouts) for s in value) + "}"
+    return str(value)

@@ -1,0 +1,839 @@
+"""The XLA bridge: the one module of hloscope that talks to jax/jaxlib (optional dependency).
+
+It gives hloscope XLA's own answers to compare against: XLA's parser (``parse_hlo_text``), XLA's
+cost analysis (``cost_analysis``), XLA:CPU execution of arbitrary HLO text (``compile_hlo``,
+``compile_and_run``, ``compile_and_time``) and the artifacts of lowering a jax function
+(``lower_jax``). jax is imported lazily, inside functions, so ``import hloscope`` never needs it.
+
+jaxlib's Python surface for HLO is private and moves between releases, so every private name is
+looked up from a list of candidates (see ``_PROBES``); when jax is missing or none of the
+candidates exists, a ``MissingDependencyError`` with one line of advice is raised.
+
+Note [Recompiling optimized HLO]
+    jaxlib 0.10 compiles only MLIR, so HLO text goes HloModule -> HloModuleProto ->
+    XlaComputation -> StableHLO/MHLO -> compile. That import keeps logical shapes but drops the
+    layouts of fusion parameters, and XLA:CPU then aborts the process (a CHECK failure, not an
+    exception) on modules that were already optimized. So before compiling, a module that holds
+    fusions, bitcasts or non-default layouts is rewritten into an equivalent unoptimized module
+    (``_recompilable_text``): every ``fusion`` becomes a ``call`` of its fused computation,
+    layouts are dropped (they never change values, except through ``bitcast`` and custom calls),
+    each ``bitcast`` becomes transpose-to-physical-order, reshape, transpose-to-logical-order,
+    and custom-call lines keep their layouts because library calls (LAPACK) depend on them.
+    The rewrite works line by line on XLA's own canonical printing of the module (one
+    instruction a line, known spelling), never on user text.
+
+Note [Partitioned modules as replicated modules]
+    XLA:CPU compiles ``num_partitions > 1`` only through its SPMD partitioner, which would split
+    an already partitioned module again (and rejects its ``partition-id``). Such a module with
+    one replica is the same program as a module of ``n`` replicas: ``partition-id`` becomes
+    ``replica-id``, collectives that named partitions by ``channel_id`` lose it so the same
+    groups name replicas, collectives with ``use_global_device_ids`` keep their ids (with one
+    replica a global id is the partition number), and ``sharding=`` attributes are dropped.
+
+Note [Device numbering]
+    A run on ``replicas`` x ``partitions`` devices uses device ``k = replica * partitions +
+    partition``, the order of ``DeviceAssignment`` rows; inputs and outputs are lists indexed
+    by ``k``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import glob
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from hloscope.errors import HloscopeError, InputError, MissingDependencyError, ParseError
+
+__all__ = [
+    "available",
+    "parse_hlo_text",
+    "xla_canonical_text",
+    "instruction_opcodes",
+    "module_config",
+    "cost_analysis",
+    "CompiledHlo",
+    "XlaCompileError",
+    "XlaTiming",
+    "compile_hlo",
+    "compile_and_run",
+    "compile_and_time",
+    "JaxArtifacts",
+    "lower_jax",
+    "use_shardy",
+]
+
+_INSTALL_HINT = "pip install 'hloscope[jax]'"
+
+
+class XlaCompileError(HloscopeError):
+    """XLA:CPU refused to compile or run a module (unknown custom call, GPU-only op, ...)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Probing jaxlib's private API
+
+
+# Each entry: attribute name in the namespace -> candidate dotted paths, first found wins.
+_PROBES: dict[str, tuple[str, ...]] = {
+    "hlo_module_from_text": (
+        "jax._src.lib.xla_client.hlo.hlo_module_from_text",
+        "jax._src.lib._jax.hlo_module_from_text",
+        "jax._src.lib.xla_client._xla.hlo_module_from_text",
+        "jax._src.lib.xla_extension.hlo_module_from_text",
+    ),
+    "hlo_module_cost_analysis": (
+        "jax._src.lib._jax.hlo_module_cost_analysis",
+        "jax._src.lib.xla_client._xla.hlo_module_cost_analysis",
+        "jax._src.lib.xla_extension.hlo_module_cost_analysis",
+    ),
+    "xla_computation_to_mlir_module": (
+        "jax._src.lib._jax.mlir.xla_computation_to_mlir_module",
+        "jax._src.lib.xla_client._xla.mlir.xla_computation_to_mlir_module",
+        "jax._src.lib.xla_extension.mlir.xla_computation_to_mlir_module",
+    ),
+    "XlaComputation": (
+        "jax._src.lib.xla_client.XlaComputation",
+        "jax._src.lib.xla_client.hlo.XlaComputation",
+    ),
+    "HloPrintOptions": (
+        "jax._src.lib.xla_client.hlo.HloPrintOptions",
+        "jax._src.lib._jax.HloPrintOptions",
+    ),
+    "CompileOptions": ("jax._src.lib.xla_client.CompileOptions", "jax._src.lib._jax.CompileOptions"),
+    "DeviceAssignment": (
+        "jax._src.lib.xla_client.DeviceAssignment",
+        "jax._src.lib._jax.DeviceAssignment",
+    ),
+    "DeviceList": ("jax._src.lib.xla_client.DeviceList", "jax._src.lib._jax.DeviceList"),
+    "get_backend": ("jax._src.xla_bridge.get_backend", "jax.extend.backend.get_backend"),
+}
+
+
+def _resolve(path: str) -> Any:
+    import importlib
+
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(path)
+
+
+@functools.cache
+def _api() -> SimpleNamespace:
+    """The probed jaxlib names; raises MissingDependencyError with one line if any is missing."""
+    try:
+        import jax  # noqa: F401
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"the XLA bridge needs jax and jaxlib ({e}); {_INSTALL_HINT}"
+        ) from None
+    found: dict[str, Any] = {}
+    for name, candidates in _PROBES.items():
+        for path in candidates:
+            try:
+                found[name] = _resolve(path)
+                found[name + "_path"] = path
+                break
+            except (ImportError, AttributeError):
+                continue
+        else:
+            raise MissingDependencyError(
+                f"this jax/jaxlib ({jax.__version__}) has none of {', '.join(candidates)}; "
+                f"{_INSTALL_HINT} installs the tested version"
+            )
+    return SimpleNamespace(**found)
+
+
+def probed_paths() -> dict[str, str]:
+    """Which dotted path each private jaxlib name was found at (for bug reports)."""
+    api = _api()
+    return {name: getattr(api, name + "_path") for name in _PROBES}
+
+
+def available() -> bool:
+    """True when jax/jaxlib are installed and expose everything this bridge needs."""
+    try:
+        _api()
+    except MissingDependencyError:
+        return False
+    return True
+
+
+def _cpu_client() -> Any:
+    return _api().get_backend("cpu")
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing and inspection
+
+
+def parse_hlo_text(text: str) -> Any:
+    """Parse HLO module text with XLA's own parser and return jaxlib's ``HloModule``.
+
+    Raises ``ParseError`` carrying XLA's message (``line:col: error: ...``) when XLA rejects it.
+    """
+    api = _api()
+    try:
+        return api.hlo_module_from_text(text)
+    except Exception as e:  # jaxlib raises XlaRuntimeError/JaxRuntimeError
+        raise ParseError(f"XLA's parser rejected the module: {e}") from None
+
+
+def _print_options(*, metadata: bool = True, layouts: bool = True) -> Any:
+    opts = _api().HloPrintOptions()
+    opts.print_large_constants = True
+    opts.print_metadata = metadata
+    opts.include_layout_in_shapes = layouts
+    return opts
+
+
+def xla_canonical_text(text: str) -> str:
+    """XLA's ``to_string`` of the parsed module (large constants in full, metadata kept)."""
+    return parse_hlo_text(text).to_string(_print_options())
+
+
+def instruction_opcodes(text_or_module: str | Any) -> dict[str, list[tuple[str, str]]]:
+    """Per computation name, the ``(instruction name, opcode text)`` pairs in XLA's order.
+
+    Lets tests assert that XLA's parser reads our printed text as the same instructions.
+    """
+    module = parse_hlo_text(text_or_module) if isinstance(text_or_module, str) else text_or_module
+    result: dict[str, list[tuple[str, str]]] = {}
+    for comp in module.computations():
+        result[comp.name] = [(i.name, _opcode_text(i)) for i in comp.instructions()]
+    return result
+
+
+_OPCODE_IN_TEXT = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")
+
+
+def _opcode_text(instruction: Any) -> str:
+    # jaxlib's HloOpcode names (kExp, kPopulationCount) are not XLA's spellings (exponential,
+    # popcnt); XLA's own printing of the instruction is.
+    m = _OPCODE_IN_TEXT.search(instruction.to_string())
+    if m is None:
+        raise XlaCompileError(f"cannot find the opcode in {instruction.to_string()!r}")
+    return m.group(1)
+
+
+_HEADER_INT = re.compile(r"\b(replica_count|num_partitions)=(\d+)")
+
+
+def module_config(text: str) -> dict[str, int]:
+    """``replica_count`` and ``num_partitions`` from the module header (1 when absent)."""
+    header = text.lstrip().split("\n", 1)[0]
+    config = {"replica_count": 1, "num_partitions": 1}
+    for key, value in _HEADER_INT.findall(header):
+        config[key] = int(value)
+    return config
+
+
+def cost_analysis(text: str) -> dict[str, float]:
+    """XLA's ``HloCostAnalysis`` of the module as configured for XLA:CPU.
+
+    Keys are XLA's: ``flops``, ``transcendentals``, ``bytes accessed`` (bytes), plus per-operand
+    ``bytes accessed{i}{shape index}``, ``bytes accessedout{...}`` and ``utilization...``.
+    """
+    api = _api()
+    module = parse_hlo_text(text)
+    try:
+        return dict(api.hlo_module_cost_analysis(_cpu_client(), module))
+    except Exception as e:
+        raise XlaCompileError(f"XLA's cost analysis failed: {e}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Making any module compilable (Note [Recompiling optimized HLO])
+
+_DTYPE_ALT = r"(?:pred|token|s\d+|u\d+|f\d+(?:e\d+m\d+\w*)?|bf16|c64|c128)"
+_LAYOUT = re.compile(r"(" + _DTYPE_ALT + r"\[[0-9,<=?]*\])\{[^{}]*\}")
+_DEF = re.compile(r"^(\s*)(ROOT )?%(\S+) = (.*?) ([a-z][a-z0-9-]*)\((.*)$")
+_ARRAY_SHAPE = re.compile(r"^(" + _DTYPE_ALT + r")\[([0-9,]*)\](?:\{([0-9,]*)[^}]*\})?$")
+_OPERAND = re.compile(r"%([^\s,()]+)")
+
+
+def _needs_rewrite(canonical: str) -> bool:
+    # Only already-optimized modules trip the MLIR import (fusion parameters lose layouts);
+    # non-default layouts alone survive it as result_layout attributes.
+    header = canonical.split("\n", 1)[0]
+    return "is_scheduled=true" in header or bool(re.search(r" (fusion|bitcast)\(", canonical))
+
+
+def _drop_attr(line: str, attr: str) -> str:
+    """``line`` without ``, attr={...}`` (balanced braces)."""
+    start = line.find(", " + attr + "={")
+    if start < 0:
+        return line
+    depth, i = 0, start + len(attr) + 3
+    while i < len(line):
+        depth += {"{": 1, "}": -1}.get(line[i], 0)
+        i += 1
+        if depth == 0:
+            break
+    return line[:start] + line[i:]
+
+
+def _drop_header_attr(header: str, attr: str) -> str:
+    start = header.find(attr + "={")
+    if start < 0:
+        return header
+    depth, i = 0, start + len(attr) + 1
+    while i < len(header):
+        depth += {"{": 1, "}": -1}.get(header[i], 0)
+        i += 1
+        if depth == 0:
+            break
+    return (header[:start].rstrip(", ") + header[i:]).replace(", ,", ",")
+
+
+def _bitcast_lines(indent: str, root: str, name: str, out: str, operand: str, in_shape: str) -> list[str]:
+    """Lines computing ``bitcast`` of ``operand`` (shape ``in_shape``) to ``out`` by value."""
+    mi, mo = _ARRAY_SHAPE.match(in_shape), _ARRAY_SHAPE.match(out)
+    if mi is None or mo is None:
+        raise XlaCompileError(f"cannot rewrite bitcast %{name} from {in_shape} to {out}")
+
+    def dims_layout(m: re.Match[str]) -> tuple[str, list[int], list[int]]:
+        dims = [int(d) for d in m.group(2).split(",") if d]
+        layout = [int(d) for d in (m.group(3) or "").split(",") if d] or list(
+            range(len(dims) - 1, -1, -1)
+        )
+        return m.group(1), dims, layout
+
+    ti, di, li = dims_layout(mi)
+    to, do, lo = dims_layout(mo)
+    fmt = lambda t, ds: f"{t}[{','.join(map(str, ds))}]"  # noqa: E731
+    major_i = list(reversed(li))  # physical (major-to-minor) order of the operand's dimensions
+    major_o = list(reversed(lo))
+    lines = []
+    cur = f"%{operand}"
+    if ti != to:  # element type changes only with same width; bitcast-convert does it by value
+        cur_name = f"{name}.hloscope_bc"
+        lines.append(f"{indent}%{cur_name} = {fmt(to, di)} bitcast-convert({cur})")
+        cur = f"%{cur_name}"
+    phys_i = [di[d] for d in major_i]
+    lines.append(f"{indent}%{name}.hloscope_t0 = {fmt(to, phys_i)} transpose({cur}), "
+                 f"dimensions={{{','.join(map(str, major_i))}}}")
+    phys_o = [do[d] for d in major_o]
+    lines.append(f"{indent}%{name}.hloscope_r = {fmt(to, phys_o)} reshape(%{name}.hloscope_t0)")
+    inverse = [major_o.index(d) for d in range(len(do))]
+    lines.append(f"{indent}{root}%{name} = {fmt(to, do)} transpose(%{name}.hloscope_r), "
+                 f"dimensions={{{','.join(map(str, inverse))}}}")
+    return lines
+
+
+_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
+                "collective-permute", "all-reduce-start", "all-gather-start",
+                "collective-permute-start", "collective-broadcast", "ragged-all-to-all")
+
+
+def _partition_to_replica(line: str, opcode: str) -> tuple[str, str]:
+    """One line of Note [Partitioned modules as replicated modules]."""
+    if opcode == "partition-id":
+        return line.replace(" partition-id()", " replica-id()"), "replica-id"
+    if opcode == "replica-id":
+        return line.replace(" replica-id()", " constant(0)"), "constant"
+    if opcode in _COLLECTIVES and "use_global_device_ids=true" not in line:
+        # channel_id without global ids means "groups of partitions"; without channel_id the
+        # same groups are read as replicas, which is what the partitions have become.
+        line = re.sub(r", channel_id=\d+", "", line)
+    return line, opcode
+
+
+def _recompilable_text(canonical: str, *, partitions_as_replicas: bool = False) -> str:
+    """Rewrite XLA's canonical text of an optimized module into an equivalent unoptimized one.
+
+    See Note [Recompiling optimized HLO]. ``canonical`` must be XLA's printing without metadata.
+    """
+    lines = canonical.split("\n")
+    header = lines[0]
+    for attr in ("entry_computation_layout", "input_output_alias", "buffer_donor"):
+        header = _drop_header_attr(header, attr)
+    header = header.replace(", is_scheduled=true", "")
+    if partitions_as_replicas:
+        n = module_config(canonical)["num_partitions"]
+        header = re.sub(r", (replica_count|num_partitions)=\d+", "", header)
+        header += f", replica_count={n}"
+    out = [_LAYOUT.sub(r"\1", header)]
+    shapes: dict[str, str] = {}
+    for line in lines[1:]:
+        m = _DEF.match(line)
+        if m is None:
+            # Computation headers `%name (p: f32[2]{0}) -> f32[2]{0} {` and closing braces.
+            if line.endswith("{"):
+                shapes.clear()
+            out.append(_LAYOUT.sub(r"\1", line))
+            continue
+        # The module is already partitioned: shardings describe global values that no longer
+        # exist, and would make the SPMD partitioner (required for num_partitions > 1) re-split.
+        line = _drop_attr(line, "sharding")
+        m = _DEF.match(line)
+        assert m is not None
+        indent, root, name, shape, opcode, rest = m.groups()
+        root = root or ""
+        shapes[name] = shape
+        if partitions_as_replicas:
+            line, opcode = _partition_to_replica(line, opcode)
+            m = _DEF.match(line)
+            assert m is not None
+            indent, root, name, shape, opcode, rest = m.groups()
+            root = root or ""
+        if opcode == "custom-call":
+            out.append(line)  # library calls depend on their layouts
+            continue
+        if opcode == "bitcast":
+            operand = _OPERAND.match(rest)
+            if operand is None or operand.group(1) not in shapes:
+                raise XlaCompileError(f"cannot rewrite line: {line.strip()}")
+            out.extend(_bitcast_lines(indent, root, name, shape, operand.group(1),
+                                      shapes[operand.group(1)]))
+            continue
+        if opcode == "fusion":
+            rest = re.sub(r", kind=k\w+", "", rest)
+            rest = re.sub(r", output_to_operand_aliasing=\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}", "", rest)
+            rest = rest.replace(", calls=", ", to_apply=")
+            line = f"{indent}{root}%{name} = {shape} call({rest}"
+        out.append(_LAYOUT.sub(r"\1", line))
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+# Compiling and running
+
+
+def _result_tree(shape: Any) -> Any:
+    """Nested structure of leaf counts: None for an array leaf, a tuple for a tuple shape."""
+    if shape.is_tuple():
+        return tuple(_result_tree(s) for s in shape.tuple_shapes())
+    return None
+
+
+def _unflatten(tree: Any, leaves: list[np.ndarray], pos: int = 0) -> tuple[Any, int]:
+    if tree is None:
+        return leaves[pos], pos + 1
+    items = []
+    for sub in tree:
+        value, pos = _unflatten(sub, leaves, pos)
+        items.append(value)
+    return tuple(items), pos
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in _flatten(v)]
+    return [value]
+
+
+@dataclasses.dataclass
+class CompiledHlo:
+    """An HLO module compiled by XLA:CPU for ``replicas`` x ``partitions`` devices.
+
+    ``run(inputs)`` executes it. With one device ``inputs`` is the list of entry parameters
+    and the result is one value; with several it is a list (indexed by device, Note [Device
+    numbering]) of such lists and the result is the list of per-device values. A value is an
+    ``np.ndarray`` or, for a tuple-shaped root, a tuple nested like the root's shape.
+    """
+
+    executable: Any
+    devices: list[Any]
+    replicas: int
+    partitions: int
+    parameter_count: int
+    result_tree: Any
+    compiled_text: str
+
+    @property
+    def num_devices(self) -> int:
+        return self.replicas * self.partitions
+
+    def run(self, inputs: Sequence[Any]) -> Any:
+        """Execute once; see the class docstring for the shape of ``inputs`` and the result."""
+        import jax
+
+        n = self.num_devices
+        per_device = [list(inputs)] if n == 1 else [list(x) for x in inputs]
+        if len(per_device) != n:
+            raise InputError(f"expected inputs for {n} devices, got {len(per_device)}")
+        flat = [[np.asarray(a) for arg in args for a in _flatten(arg)] for args in per_device]
+        for k, args in enumerate(flat):
+            if len(args) != self.parameter_count:
+                raise InputError(
+                    f"device {k}: the module takes {self.parameter_count} array parameters, "
+                    f"got {len(args)}"
+                )
+        arrays = []
+        for i in range(self.parameter_count):
+            shards = [jax.device_put(flat[k][i], self.devices[k]) for k in range(n)]
+            arrays.append(_assemble(shards, self.devices))
+        try:
+            results = self.executable.execute_sharded(arrays)
+            per_output = results.disassemble_into_single_device_arrays()
+        except Exception as e:
+            raise XlaCompileError(f"XLA:CPU failed to execute the module: {e}") from None
+        values = []
+        for k in range(n):
+            leaves = [np.asarray(per_output[j][k]) for j in range(len(per_output))]
+            values.append(_unflatten(self.result_tree, leaves)[0])
+        return values[0] if n == 1 else values
+
+
+def _assemble(shards: list[Any], devices: list[Any]) -> Any:
+    """One jax Array whose per-device buffers are ``shards`` (for ``execute_sharded``).
+
+    The array claims a replicated sharding although its buffers differ: ``execute_sharded``
+    only hands each device its own buffer, and this is the one sharding every shape (scalars
+    included) admits.
+    """
+    import jax
+
+    if len(shards) == 1:
+        return shards[0]
+    mesh = jax.sharding.Mesh(np.array(devices), ("hloscope_devices",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    return jax.make_array_from_single_device_arrays(shards[0].shape, sharding, shards)
+
+
+def compile_hlo(
+    text: str,
+    *,
+    replicas: int | None = None,
+    partitions: int | None = None,
+    spmd_partition: bool | None = None,
+) -> CompiledHlo:
+    """Compile HLO module text for XLA:CPU.
+
+    ``replicas``/``partitions`` default to the header's ``replica_count``/``num_partitions``.
+    ``spmd_partition`` says the module is sharded but not yet partitioned, so XLA's SPMD
+    partitioner (Shardy when the text has ``xla.sdy.`` attributes) splits it; by default it is
+    on when ``partitions > 1`` and the module is not scheduled (optimized). When off, the
+    module's ``sharding=`` attributes are ignored: it already is the per-device program.
+    Optimized modules are first rewritten (Note [Recompiling optimized HLO]). Raises ``ParseError``
+    if XLA cannot parse the text and ``XlaCompileError`` if XLA:CPU cannot compile it.
+    """
+    api = _api()
+    config = module_config(text)
+    replicas = config["replica_count"] if replicas is None else replicas
+    partitions = config["num_partitions"] if partitions is None else partitions
+    header = text.lstrip().split("\n", 1)[0]
+    if spmd_partition is None:
+        spmd_partition = partitions > 1 and "is_scheduled=true" not in header
+    module = parse_hlo_text(text)
+    canonical = module.to_string(_print_options(metadata=False))
+    compiled_text = canonical
+    # Note [Partitioned modules as replicated modules]
+    as_replicas = partitions > 1 and not spmd_partition
+    if as_replicas and replicas > 1:
+        raise XlaCompileError(
+            f"the XLA:CPU bridge cannot run an already partitioned module on {replicas} replicas "
+            f"x {partitions} partitions (only one of the two may exceed 1)"
+        )
+    if _needs_rewrite(canonical) or as_replicas:
+        compiled_text = _recompilable_text(canonical, partitions_as_replicas=as_replicas)
+        module = parse_hlo_text(compiled_text)
+    client = _cpu_client()
+    n = replicas * partitions
+    if n > client.device_count():
+        raise InputError(
+            f"the module needs {n} devices but XLA:CPU has {client.device_count()}; set "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before jax is imported"
+        )
+    xla_computation = api.XlaComputation(module.as_serialized_hlo_module_proto())
+    program_shape = xla_computation.program_shape()
+    parameter_count = sum(len(_flatten(_result_tree(s)) ) for s in program_shape.parameter_shapes())
+    try:
+        mlir = api.xla_computation_to_mlir_module(xla_computation)
+    except Exception as e:
+        raise XlaCompileError(f"XLA could not convert the module to MLIR: {e}") from None
+    compile_replicas, compile_partitions = (n, 1) if as_replicas else (replicas, partitions)
+    options = api.CompileOptions()
+    options.num_replicas = compile_replicas
+    options.num_partitions = compile_partitions
+    build = options.executable_build_options
+    build.num_replicas = compile_replicas
+    build.num_partitions = compile_partitions
+    if compile_partitions > 1:
+        build.use_spmd_partitioning = True
+        build.use_shardy_partitioner = "xla.sdy." in text
+    devices = list(client.local_devices()[:n])
+    assignment = np.arange(n).reshape(compile_replicas, compile_partitions)
+    options.device_assignment = api.DeviceAssignment.create(
+        np.array([[devices[k].id for k in row] for row in assignment])
+    )
+    try:
+        executable = client.compile_and_load(mlir, api.DeviceList(tuple(devices)), options)
+    except Exception as e:
+        raise XlaCompileError(f"XLA:CPU could not compile the module: {e}") from None
+    return CompiledHlo(
+        executable=executable,
+        devices=devices,
+        replicas=replicas,
+        partitions=partitions,
+        parameter_count=parameter_count,
+        result_tree=_result_tree(program_shape.result_shape()),
+        compiled_text=compiled_text,
+    )
+
+
+def compile_and_run(
+    text: str,
+    inputs: Sequence[Any],
+    *,
+    replicas: int | None = None,
+    partitions: int | None = None,
+    spmd_partition: bool | None = None,
+) -> Any:
+    """Compile ``text`` on XLA:CPU and run it once on ``inputs``; see ``CompiledHlo.run``.
+
+    bf16/fp8/int4 inputs are ``ml_dtypes`` arrays; outputs come back in the same dtypes.
+    """
+    compiled = compile_hlo(text, replicas=replicas, partitions=partitions,
+                           spmd_partition=spmd_partition)
+    return compiled.run(inputs)
+
+
+@dataclasses.dataclass(frozen=True)
+class XlaTiming:
+    """Wall-clock seconds of XLA:CPU stages: parse (+rewrite), compile, and the fastest run."""
+
+    parse_s: float
+    compile_s: float
+    execute_s: float
+    execute_runs: tuple[float, ...]
+    outputs: Any
+
+    @property
+    def total_s(self) -> float:
+        """Parse + compile + one (the fastest) execution, in seconds."""
+        return self.parse_s + self.compile_s + self.execute_s
+
+
+def compile_and_time(
+    text: str,
+    inputs: Sequence[Any],
+    *,
+    replicas: int | None = None,
+    partitions: int | None = None,
+    repeat: int = 3,
+) -> XlaTiming:
+    """Like ``compile_and_run`` but measures seconds for parsing, compiling and executing.
+
+    The execution is repeated ``repeat`` times (inputs transferred each time); ``execute_s`` is
+    the minimum. ``parse_s`` is XLA parsing the text alone.
+    """
+    t0 = time.perf_counter()
+    parse_hlo_text(text)
+    t1 = time.perf_counter()
+    compiled = compile_hlo(text, replicas=replicas, partitions=partitions)
+    t2 = time.perf_counter()
+    runs = []
+    outputs = None
+    for _ in range(max(1, repeat)):
+        s = time.perf_counter()
+        outputs = compiled.run(inputs)
+        runs.append(time.perf_counter() - s)
+    return XlaTiming(t1 - t0, t2 - t1, min(runs), tuple(runs), outputs)
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering jax functions
+
+
+@dataclasses.dataclass(frozen=True)
+class JaxArtifacts:
+    """What XLA produces for one jax program, all as plain Python/numpy data.
+
+    ``inputs``/``outputs`` are flattened lists of numpy arrays. For multi-device programs
+    (``num_devices > 1``) they are per device: ``inputs[k]`` is device k's list of entry
+    parameters (pmap: the k-th slice; sharded jit: device k's shard), likewise ``outputs``.
+    ``dump_files`` maps the dump's file names (XLA's ``module_XXXX.<name>.`` prefix removed) to
+    their text; only the text artifacts this project reads are kept.
+    """
+
+    pre_optimization_text: str
+    post_optimization_text: str
+    cost_analysis: dict[str, float]
+    memory_analysis: dict[str, int]
+    inputs: list[Any]
+    outputs: list[Any]
+    num_replicas: int
+    num_partitions: int
+    dump_files: dict[str, str]
+
+    @property
+    def num_devices(self) -> int:
+        return self.num_replicas * self.num_partitions
+
+
+_DUMP_SUFFIXES = (
+    "before_optimizations.txt",
+    "after_optimizations.txt",
+    "after_optimizations-buffer-assignment.txt",
+    "after_optimizations-buffer-assignment-values.txt",
+    "after_optimizations-live-range.txt",
+    "after_optimizations-memory-usage-report.txt",
+)
+
+
+def _normalize_cost(cost: Any) -> dict[str, float]:
+    if isinstance(cost, list | tuple):
+        cost = cost[0] if cost else {}
+    return {str(k): float(v) for k, v in dict(cost or {}).items()}
+
+
+def _memory_dict(stats: Any) -> dict[str, int]:
+    if stats is None:
+        return {}
+    keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+            "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
+            "host_argument_size_in_bytes", "host_output_size_in_bytes",
+            "host_alias_size_in_bytes", "host_temp_size_in_bytes",
+            "host_generated_code_size_in_bytes")
+    return {k: int(getattr(stats, k)) for k in keys if hasattr(stats, k)}
+
+
+def _read_dump(dirpath: str) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for path in sorted(glob.glob(os.path.join(dirpath, "module_*.txt"))):
+        base = os.path.basename(path)
+        for suffix in _DUMP_SUFFIXES:
+            if base.endswith(suffix):
+                with open(path, encoding="utf-8") as f:
+                    files[_dump_key(base, suffix)] = f.read()
+                break
+    return files
+
+
+def _dump_key(base: str, suffix: str) -> str:
+    # The stage prefix (cpu_) sits just before the suffix; keep it so names say what they are.
+    stem = base[: -len(suffix)]
+    prefix = stem.rsplit(".", 1)[-1]
+    return prefix + suffix
+
+
+def use_shardy(enabled: bool | None) -> Any:
+    """Context manager setting ``jax_use_shardy_partitioner`` (None leaves it unchanged)."""
+    import contextlib
+
+    import jax
+
+    @contextlib.contextmanager
+    def ctx() -> Any:
+        if enabled is None:
+            yield
+            return
+        name = "jax_use_shardy_partitioner"
+        old = getattr(jax.config, name)
+        jax.config.update(name, enabled)
+        try:
+            yield
+        finally:
+            jax.config.update(name, old)
+
+    return ctx()
+
+
+def lower_jax(
+    f: Callable[..., Any],
+    *args: Any,
+    mode: str = "jit",
+    shardy: bool | None = None,
+    dump: bool = True,
+    **jit_kwargs: Any,
+) -> JaxArtifacts:
+    """Lower, compile and run ``f(*args)`` with jax on XLA:CPU and collect XLA's artifacts.
+
+    ``mode`` is ``"jit"`` (``jax.jit(f, **jit_kwargs)``; shardings go in ``jit_kwargs``) or
+    ``"pmap"`` (``jax.pmap(f, **jit_kwargs)``; leading axis of each arg = devices). ``shardy``
+    sets ``jax_use_shardy_partitioner`` during the lowering (None: jax's default). With ``dump``
+    the compile writes XLA's dump into a temporary directory and the text files are returned.
+    """
+    import jax
+
+    _api()
+    if mode not in ("jit", "pmap"):
+        raise InputError(f"mode must be 'jit' or 'pmap', got {mode!r}")
+    if mode == "jit":
+        # jit drops unused parameters by default; keep them so HLO parameters = flat inputs.
+        jit_kwargs.setdefault("keep_unused", True)
+    transform = jax.pmap if mode == "pmap" else jax.jit
+    with use_shardy(shardy), tempfile.TemporaryDirectory(prefix="hloscope-dump-") as d:
+        wrapped = transform(f, **jit_kwargs)
+        lowered = wrapped.lower(*args)
+        pre = _lowered_hlo_text(lowered)
+        options = {"xla_dump_to": d, "xla_dump_hlo_as_text": True} if dump else {}
+        compiled = lowered.compile(compiler_options=options) if options else lowered.compile()
+        post = compiled.as_text()
+        dump_files = _read_dump(d) if dump else {}
+        outputs = compiled(*args) if mode == "jit" else wrapped(*args)
+        jax.block_until_ready(outputs)
+        try:
+            cost = _normalize_cost(compiled.cost_analysis())
+        except Exception:
+            cost = {}
+        try:
+            memory = _memory_dict(compiled.memory_analysis())
+        except Exception:
+            memory = {}
+        config = module_config(post)
+        replicas, partitions = config["replica_count"], config["num_partitions"]
+        n = replicas * partitions
+        in_leaves = jax.tree_util.tree_leaves(args)
+        out_leaves = jax.tree_util.tree_leaves(outputs)
+        if n == 1:
+            inputs: list[Any] = [np.asarray(a) for a in in_leaves]
+            outs: list[Any] = [np.asarray(a) for a in out_leaves]
+        elif mode == "pmap":
+            inputs = [[np.asarray(a)[k] for a in in_leaves] for k in range(n)]
+            outs = [[np.asarray(a)[k] for a in out_leaves] for k in range(n)]
+        else:
+            in_shardings = jax.tree_util.tree_leaves(compiled.input_shardings[0])
+            inputs = _shards_by_device(in_leaves, in_shardings, n)
+            outs = _shards_by_device(out_leaves, [a.sharding for a in out_leaves], n)
+    return JaxArtifacts(pre, post, cost, memory, inputs, outs, replicas, partitions, dump_files)
+
+
+def _shards_by_device(leaves: list[Any], shardings: list[Any], n: int) -> list[list[Any]]:
+    """Device k's piece of each global value, by the value's sharding (Note [Device numbering]).
+
+    Device k is the k-th device of the compiled module's device assignment, which for the
+    meshes built over ``jax.devices()`` in order is ``jax.devices()[k]``.
+    """
+    import jax
+
+    devices = jax.devices()[:n]
+    result: list[list[Any]] = [[] for _ in range(n)]
+    for leaf, sharding in zip(leaves, shardings, strict=True):
+        arr = np.asarray(leaf)
+        index_map = sharding.devices_indices_map(arr.shape)
+        for k in range(n):
+            result[k].append(np.ascontiguousarray(arr[index_map[devices[k]]]))
+    return result
+
+
+def _lowered_hlo_text(lowered: Any) -> str:
+    for attempt in (lambda: lowered.as_text(dialect="hlo"),
+                    lambda: lowered.compiler_ir("hlo").as_hlo_text()):
+        try:
+            return attempt()
+        except Exception:
+            continue
+    raise MissingDependencyError(f"cannot get HLO text from jax's Lowered; {_INSTALL_HINT}")
+
+
+def dump_json(obj: Any) -> str:
+    """JSON text for cost/memory dicts (sorted keys, stable across runs)."""
+    return json.dumps(obj, indent=1, sort_keys=True)

@@ -1,0 +1,155 @@
+"""Hardware profiles: every bundled profile loads and is sane; calibration measures this host."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hloscope.analysis.hardware import (
+    REQUIRED_DTYPES,
+    HardwareSpec,
+    LinkSpec,
+    calibrate,
+    list_hardware,
+    load_hardware,
+    save_hardware,
+)
+from hloscope.errors import HloscopeError, InputError
+
+EXPECTED = {"h100-sxm", "h200", "a100-sxm-80gb", "b200", "tpu-v4", "tpu-v5e", "tpu-v5p", "cpu"}
+SRC_DIR = Path(__file__).parents[2] / "src" / "hloscope" / "analysis" / "hardware"
+
+
+def test_bundled_names():
+    assert EXPECTED <= set(list_hardware())
+    assert {p.stem for p in SRC_DIR.glob("*.json")} == set(list_hardware())
+
+
+def test_package_data_ships_the_profiles():
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    assert '"analysis/hardware/*.json"' in pyproject
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_bundled_profile_is_valid(name):
+    spec = load_hardware(name)
+    assert spec.name == name
+    assert spec.kind in ("gpu", "tpu", "cpu")
+    assert spec.problems() == []
+    for dtype in REQUIRED_DTYPES:
+        assert spec.peak_flops[dtype] > 0
+    assert all(rate > 0 for rate in spec.peak_flops.values())
+    assert spec.memory_bandwidth > 0 and spec.memory_bytes > 0
+    assert spec.intra_node.bandwidth > 0 and spec.intra_node.latency >= 0
+    assert spec.kernel_launch_overhead >= 0 and spec.collective_latency >= 0
+    assert spec.sources and spec.notes
+    if spec.kind != "cpu":
+        # Reduced precision is never slower than f32 on an accelerator.
+        assert spec.peak_flops["bf16"] >= spec.peak_flops["f32"]
+    # The file is exactly what save_hardware writes back (users copy and edit these).
+    raw = json.loads((SRC_DIR / f"{name}.json").read_text())
+    assert raw == spec.to_json()
+
+
+def test_datasheet_figures():
+    h100 = load_hardware("h100-sxm")
+    assert h100.peak_flops["bf16"] == 989e12
+    assert h100.peak_flops["f32"] == 67e12
+    assert h100.peak_flops["tf32"] == 494.5e12
+    assert h100.memory_bandwidth == 3.35e12
+    assert h100.intra_node.bandwidth == 450e9  # 900 GB/s NVLink is bidirectional
+    assert load_hardware("a100-sxm-80gb").peak_flops["bf16"] == 312e12
+    assert load_hardware("tpu-v5e").peak_flops["bf16"] == 197e12
+
+
+def test_flops_fallback():
+    a100 = load_hardware("a100-sxm-80gb")
+    assert a100.flops_per_second("f8e4m3fn") == a100.peak_flops["bf16"]  # no FP8 on A100
+    assert a100.flops_per_second("f8e5m2") == a100.peak_flops["bf16"]
+    assert a100.flops_per_second("u8") == a100.peak_flops["s8"]
+    assert a100.flops_per_second("s32") == a100.peak_flops["f32"]
+    tpu = load_hardware("tpu-v4")
+    assert tpu.flops_per_second("f16") == tpu.peak_flops["bf16"]
+    assert tpu.flops_per_second("f64") == tpu.peak_flops["f32"]
+
+
+def test_names_are_forgiving():
+    assert load_hardware("H100-SXM").name == "h100-sxm"
+    assert load_hardware("h100").name == "h100-sxm"
+    assert load_hardware("tpu_v5p").name == "tpu-v5p"
+
+
+def test_unknown_name_lists_known_names():
+    with pytest.raises(HloscopeError) as info:
+        load_hardware("h900")
+    message = str(info.value)
+    assert "h900" in message
+    for name in EXPECTED:
+        assert name in message
+
+
+def test_copy_edit_and_load_by_path(tmp_path):
+    data = json.loads((SRC_DIR / "h100-sxm.json").read_text())
+    data["name"] = "my-h100"
+    data["memory_bandwidth"] = 3.0e12
+    path = tmp_path / "my-h100.json"
+    path.write_text(json.dumps(data))
+    spec = load_hardware(path)
+    assert spec.name == "my-h100" and spec.memory_bandwidth == 3.0e12
+    assert load_hardware(str(path)) == spec
+
+
+def test_invalid_profiles_are_rejected(tmp_path):
+    good = load_hardware("cpu").to_json()
+    bad = dict(good, peak_flops={"f64": 1e12})
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(InputError, match="'f32'"):
+        load_hardware(path)
+    with pytest.raises(InputError, match="memory_bandwidth"):
+        HardwareSpec.from_json(dict(good, memory_bandwidth=-1))
+    with pytest.raises(InputError, match="kind"):
+        HardwareSpec.from_json(dict(good, kind="fpga"))
+    with pytest.raises(InputError, match="missing the field 'interconnect'"):
+        HardwareSpec.from_json({k: v for k, v in good.items() if k != "interconnect"})
+    path.write_text("{not json")
+    with pytest.raises(InputError, match=r"bad.json:1:2"):
+        load_hardware(path)
+    with pytest.raises(InputError, match="no hardware profile file"):
+        load_hardware(tmp_path / "missing.json")
+
+
+def test_spec_is_frozen():
+    spec = load_hardware("cpu")
+    with pytest.raises(AttributeError):
+        spec.memory_bandwidth = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        spec.peak_flops["f32"] = 1.0  # type: ignore[index]
+
+
+def test_save_is_atomic_and_round_trips(tmp_path):
+    spec = HardwareSpec(
+        name="toy", kind="gpu", peak_flops={"f32": 1e12, "bf16": 2e12}, memory_bandwidth=1e11,
+        memory_bytes=2**30, intra_node=LinkSpec(1e10, 1e-6), inter_node=None,
+    )
+    target = tmp_path / "sub" / "toy.json"
+    save_hardware(spec, target)
+    target.write_text(target.read_text())  # readable text
+    assert load_hardware(target) == spec
+    assert [p.name for p in target.parent.iterdir()] == ["toy.json"]  # no temp file left
+    save_hardware(spec, target)  # replacing an existing file
+    assert load_hardware(target) == spec
+
+
+def test_calibrate_measures_plausible_rates(tmp_path):
+    spec = calibrate(seconds=0.5)
+    assert spec.name == "cpu-calibrated" and spec.kind == "cpu"
+    assert spec.peak_flops["f32"] > 1e9
+    assert spec.peak_flops["f64"] > 1e9
+    assert spec.memory_bandwidth > 1e9
+    assert spec.memory_bytes > 2**28
+    assert spec.problems() == []
+    assert load_hardware(save_hardware(spec, tmp_path / "me.json")) == spec
+    with pytest.raises(InputError):
+        calibrate(seconds=0)

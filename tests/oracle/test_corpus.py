@@ -1,0 +1,177 @@
+"""The oracle corpus builds, XLA parses every module in it, and ``hloscope.xla.compile_and_run``
+reproduces jax's outputs from the stored text: the reference every interpreter test relies on."""
+from __future__ import annotations
+
+import json
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from hloscope import xla
+from hloscope.errors import HloscopeError, MissingDependencyError, ParseError
+from hloscope.interpret.npz_io import device_values, load_npz, save_npz
+
+# The fixtures come from tests/oracle_fixtures.py (a pytest plugin, see tests/conftest.py);
+# importing them here keeps this file runnable before the plugin is registered.
+from oracle_fixtures import (  # noqa: F401
+    ORACLE_PROGRAM_NAMES,
+    assert_values_close,
+    oracle_case,
+    oracle_corpus,
+)
+
+from .programs import MODES, PROGRAMS
+
+SEEDS = {
+    "000": "000_31f0e50696cb742c.txt",
+    "001": "001_8d2741cff48cd2ab.txt",
+    "003": "003_83a80cec1e7cc5e6.txt",
+    "004": "004_54e5854892ee064a.txt",
+}
+
+
+def test_program_table_is_broad() -> None:
+    names = [p.name for p in PROGRAMS]
+    assert len(names) == len(set(names)), "program names must be unique"
+    assert len(names) >= 50
+    assert {p.mode for p in PROGRAMS} == set(MODES)
+
+
+def test_case_files(oracle_case) -> None:
+    files = {p.name for p in oracle_case.path.iterdir()}
+    assert {"meta.json", "pre.hlo", "post.hlo", "inputs.npz", "outputs.npz", "cost_pre.json",
+            "cost_post.json", "memory.json", "dump"} <= files
+    dump = oracle_case.dump_files()
+    assert "cpu_after_optimizations-buffer-assignment.txt" in dump
+    assert "cpu_after_optimizations.txt" in dump
+    cost = oracle_case.json("cost_post.json")
+    assert "bytes accessed" in cost["hlo_module_cost_analysis"]  # XLA omits zero counts
+    assert "argument_size_in_bytes" in oracle_case.json("memory.json")
+
+
+def test_xla_parses_and_declared_families_occur(oracle_case) -> None:
+    opcodes: set[str] = set()
+    for text in (oracle_case.pre_text, oracle_case.post_text):
+        per_computation = xla.instruction_opcodes(text)
+        assert per_computation
+        opcodes |= {op for instrs in per_computation.values() for _, op in instrs}
+    families = set(oracle_case.meta["families"])
+    # Families are XLA opcode spellings except "integer-pow", which XLA expands into multiplies.
+    missing = families - opcodes - {"integer-pow"}
+    assert not missing, f"declared but absent from pre/post HLO: {sorted(missing)}"
+
+
+@pytest.mark.parametrize("stage", ["post", "pre"])
+def test_compile_and_run_reproduces_outputs(oracle_case, stage: str) -> None:
+    meta = oracle_case.meta
+    text = oracle_case.post_text if stage == "post" else oracle_case.pre_text
+    got = xla.compile_and_run(text, oracle_case.inputs(), replicas=meta["num_replicas"],
+                              partitions=meta["num_partitions"])
+    expected = oracle_case.outputs()
+    assert_values_close(got, expected, rtol=meta["rtol"], atol=meta["atol"])
+
+
+@pytest.mark.parametrize("seed", sorted(SEEDS))
+def test_gpu_and_tpu_seeds_fail_cleanly(seed: str) -> None:
+    from conftest import SEEDS_DIR
+
+    text = (SEEDS_DIR / SEEDS[seed]).read_text()
+    assert xla.instruction_opcodes(text)  # XLA parses every seed module
+    with pytest.raises(xla.XlaCompileError, match="XLA:CPU could not compile"):
+        xla.compile_hlo(text)
+
+
+def test_parse_error_carries_xla_message() -> None:
+    with pytest.raises(ParseError, match="XLA's parser rejected"):
+        xla.parse_hlo_text("HloModule m\nENTRY e {\n  ROOT x = f32[2] bogus()\n}\n")
+
+
+TUPLE_MODULE = """HloModule t
+ENTRY e {
+  p = (f32[2], (s32[], bf16[2])) parameter(0)
+  a = f32[2] get-tuple-element(p), index=0
+  q = (s32[], bf16[2]) get-tuple-element(p), index=1
+  b = bf16[2] get-tuple-element(q), index=1
+  i = s32[] get-tuple-element(q), index=0
+  c = f32[2] convert(b)
+  s = f32[2] add(a, c)
+  inner = (bf16[2], s32[]) tuple(b, i)
+  ROOT r = (f32[2], (bf16[2], s32[])) tuple(s, inner)
+}
+"""
+
+
+def test_tuple_parameters_and_nested_tuple_root() -> None:
+    a = np.array([1.0, 2.0], np.float32)
+    b = np.array([0.5, -1.5], ml_dtypes.bfloat16)
+    got = xla.compile_and_run(TUPLE_MODULE, [(a, (np.int32(7), b))])
+    assert_values_close(got, (a + b.astype(np.float32), (b, np.int32(7))))
+
+
+REPLICA_MODULE = """HloModule r, replica_count=4
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  p = f32[3] parameter(0)
+  id = u32[] replica-id()
+  f = f32[] convert(id)
+  b = f32[3] broadcast(f), dimensions={}
+  m = f32[3] multiply(p, b)
+  ROOT ar = f32[3] all-reduce(m), replica_groups={{0,1},{2,3}}, to_apply=add
+}
+"""
+
+
+def test_replicated_module_and_timing() -> None:
+    inputs = [[np.full(3, k + 1, np.float32)] for k in range(4)]
+    timing = xla.compile_and_time(REPLICA_MODULE, inputs, repeat=2)
+    expected = [np.full(3, 0 * 1 + 1 * 2, np.float32)] * 2 + [np.full(3, 2 * 3 + 3 * 4, np.float32)] * 2
+    assert_values_close(timing.outputs, expected)
+    assert timing.compile_s > 0 and timing.execute_s > 0 and len(timing.execute_runs) == 2
+
+
+def test_cost_analysis_keys() -> None:
+    cost = xla.cost_analysis(TUPLE_MODULE)
+    assert {"flops", "bytes accessed"} <= set(cost)
+
+
+def test_npz_io_round_trip(tmp_path) -> None:
+    values = {
+        "arg0": np.arange(4, dtype=ml_dtypes.bfloat16),
+        "arg1.0": np.array([-8, 7], ml_dtypes.int4),
+        "arg1.1": np.array([1, 2], ml_dtypes.float8_e5m2),
+        "d1.out.0": np.float64(2.5),
+        "d1.out.1": np.array([True, False]),
+    }
+    path = tmp_path / "x.npz"
+    save_npz(path, values)
+    loaded = load_npz(path)
+    assert set(loaded) == set(values)
+    for key, value in values.items():
+        assert loaded[key].dtype == value.dtype
+        np.testing.assert_array_equal(loaded[key].astype(np.float64), value.astype(np.float64))
+    raw = np.load(path, allow_pickle=False)
+    assert json.loads(str(raw["__dtypes__"])) == {"arg0": "bf16", "arg1.0": "s4",
+                                                   "arg1.1": "f8e5m2"}
+    assert raw["arg0"].dtype == np.uint16
+    args = device_values(loaded, "arg")
+    assert len(args) == 2 and isinstance(args[1], tuple)
+
+
+def test_missing_jax_is_one_clear_line(monkeypatch) -> None:
+    monkeypatch.setitem(xla._PROBES, "hlo_module_from_text", ("jax._src.lib.no_such_name",))
+    xla._api.cache_clear()
+    try:
+        assert not xla.available()
+        with pytest.raises(MissingDependencyError, match=r"pip install 'hloscope\[jax\]'") as e:
+            xla.parse_hlo_text("HloModule m")
+        assert "\n" not in str(e.value)
+        assert isinstance(e.value, HloscopeError)
+    finally:
+        monkeypatch.undo()
+        xla._api.cache_clear()
+    assert xla.available()
