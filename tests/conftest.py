@@ -22,3 +22,6 @@ SEED_FILES = {
     "004": SEEDS_DIR / "004_54e5854892ee064a.txt",
 }
 MODULE_SEEDS = ("000", "001", "003", "004")
+
+# The JAX-program corpus (tests/oracle) as fixtures: oracle_corpus, oracle_case.
+pytest_plugins = ["tests.oracle_fixtures"]

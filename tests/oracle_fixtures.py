@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 try:
-    from oracle import corpus as _corpus
-    from oracle.programs import PROGRAMS
-except ImportError:  # tests/ became a package
-    from tests.oracle import corpus as _corpus  # type: ignore[no-redef]
-    from tests.oracle.programs import PROGRAMS  # type: ignore[no-redef]
+    from tests.oracle import corpus as _corpus
+    from tests.oracle.programs import PROGRAMS
+except ImportError:  # tests/ is not a package
+    from oracle import corpus as _corpus  # type: ignore[no-redef]
+    from oracle.programs import PROGRAMS  # type: ignore[no-redef]
 
 OracleCase = _corpus.OracleCase
 ORACLE_PROGRAM_NAMES = [p.name for p in PROGRAMS]

@@ -6,7 +6,7 @@
 """
 from hloscope.api import load, parse
 from hloscope.errors import HloscopeError, InterpretError, ParseError, VerifyError
-from hloscope.ir import Computation, Instruction, Module, Opcode
+from hloscope.ir import Computation, Instruction, Module, Opcode, verify
 from hloscope.text import PrintOptions, to_text
 
 __version__ = "0.1.0"
@@ -24,4 +24,5 @@ __all__ = [
     "load",
     "parse",
     "to_text",
+    "verify",
 ]

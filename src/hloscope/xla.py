@@ -354,6 +354,10 @@ def _partition_to_replica(line: str, opcode: str) -> tuple[str, str]:
     return line, opcode
 
 
+def _strip_layouts(line: str) -> str:
+    return _LAYOUT.sub(r"\1", line)
+
+
 def _recompilable_text(canonical: str, *, partitions_as_replicas: bool = False) -> str:
     """Rewrite XLA's canonical text of an optimized module into an equivalent unoptimized one.
 
@@ -376,7 +380,7 @@ def _recompilable_text(canonical: str, *, partitions_as_replicas: bool = False) 
             # Computation headers `%name (p: f32[2]{0}) -> f32[2]{0} {` and closing braces.
             if line.endswith("{"):
                 shapes.clear()
-            out.append(_LAYOUT.sub(r"\1", line))
+            out.append(_strip_layouts(line))
             continue
         # The module is already partitioned: shardings describe global values that no longer
         # exist, and would make the SPMD partitioner (required for num_partitions > 1) re-split.
@@ -407,7 +411,7 @@ def _recompilable_text(canonical: str, *, partitions_as_replicas: bool = False) 
             rest = re.sub(r", output_to_operand_aliasing=\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}", "", rest)
             rest = rest.replace(", calls=", ", to_apply=")
             line = f"{indent}{root}%{name} = {shape} call({rest}"
-        out.append(_LAYOUT.sub(r"\1", line))
+        out.append(_strip_layouts(line))
     return "\n".join(out)
 
 
@@ -432,6 +436,13 @@ def _unflatten(tree: Any, leaves: list[np.ndarray], pos: int = 0) -> tuple[Any, 
     return tuple(items), pos
 
 
+def _leaf_shapes(shape: Any) -> list[tuple[np.dtype[Any], tuple[int, ...]]]:
+    """(dtype, dims) of each array leaf of an XLA shape, depth first."""
+    if shape.is_tuple():
+        return [leaf for s in shape.tuple_shapes() for leaf in _leaf_shapes(s)]
+    return [(np.dtype(shape.numpy_dtype()), tuple(shape.dimensions()))]
+
+
 def _flatten(value: Any) -> list[Any]:
     if isinstance(value, tuple):
         return [leaf for v in value for leaf in _flatten(v)]
@@ -452,13 +463,18 @@ class CompiledHlo:
     devices: list[Any]
     replicas: int
     partitions: int
-    parameter_count: int
+    parameter_shapes: list[tuple[np.dtype[Any], tuple[int, ...]]]
     result_tree: Any
     compiled_text: str
 
     @property
     def num_devices(self) -> int:
         return self.replicas * self.partitions
+
+    @property
+    def parameter_count(self) -> int:
+        """Number of array leaves over all entry parameters (tuple parameters flattened)."""
+        return len(self.parameter_shapes)
 
     def run(self, inputs: Sequence[Any]) -> Any:
         """Execute once; see the class docstring for the shape of ``inputs`` and the result."""
@@ -468,25 +484,37 @@ class CompiledHlo:
         per_device = [list(inputs)] if n == 1 else [list(x) for x in inputs]
         if len(per_device) != n:
             raise InputError(f"expected inputs for {n} devices, got {len(per_device)}")
-        flat = [[np.asarray(a) for arg in args for a in _flatten(arg)] for args in per_device]
+        # Own, contiguous copies: XLA:CPU may alias host memory of transferred arrays.
+        flat = [[np.array(a, copy=True, order="C") for arg in args for a in _flatten(arg)]
+                for args in per_device]
         for k, args in enumerate(flat):
             if len(args) != self.parameter_count:
                 raise InputError(
                     f"device {k}: the module takes {self.parameter_count} array parameters, "
                     f"got {len(args)}"
                 )
-        arrays = []
-        for i in range(self.parameter_count):
-            shards = [jax.device_put(flat[k][i], self.devices[k]) for k in range(n)]
-            arrays.append(_assemble(shards, self.devices))
-        try:
-            results = self.executable.execute_sharded(arrays)
-            per_output = results.disassemble_into_single_device_arrays()
-        except Exception as e:
-            raise XlaCompileError(f"XLA:CPU failed to execute the module: {e}") from None
+            for i, (arg, (dtype, dims)) in enumerate(zip(args, self.parameter_shapes)):
+                # execute_sharded does not check, and a mismatch crashes the process.
+                if arg.dtype != dtype or arg.shape != dims:
+                    raise InputError(
+                        f"device {k}: array parameter {i} must be {dtype}{list(dims)}, "
+                        f"got {arg.dtype}{list(arg.shape)}"
+                    )
+        # x64 on, so that jax's transfer keeps f64/s64 arrays as they are.
+        with jax.enable_x64(True):
+            arrays = []
+            for i in range(self.parameter_count):
+                shards = [jax.device_put(flat[k][i], self.devices[k]) for k in range(n)]
+                arrays.append(_assemble(shards, self.devices))
+            try:
+                results = self.executable.execute_sharded(arrays)
+                per_output = results.disassemble_into_single_device_arrays()
+                jax.block_until_ready(per_output)
+            except Exception as e:
+                raise XlaCompileError(f"XLA:CPU failed to execute the module: {e}") from None
         values = []
         for k in range(n):
-            leaves = [np.asarray(per_output[j][k]) for j in range(len(per_output))]
+            leaves = [np.array(per_output[j][k], copy=True) for j in range(len(per_output))]
             values.append(_unflatten(self.result_tree, leaves)[0])
         return values[0] if n == 1 else values
 
@@ -553,7 +581,7 @@ def compile_hlo(
         )
     xla_computation = api.XlaComputation(module.as_serialized_hlo_module_proto())
     program_shape = xla_computation.program_shape()
-    parameter_count = sum(len(_flatten(_result_tree(s)) ) for s in program_shape.parameter_shapes())
+    parameter_shapes = [leaf for s in program_shape.parameter_shapes() for leaf in _leaf_shapes(s)]
     try:
         mlir = api.xla_computation_to_mlir_module(xla_computation)
     except Exception as e:
@@ -577,12 +605,19 @@ def compile_hlo(
         executable = client.compile_and_load(mlir, api.DeviceList(tuple(devices)), options)
     except Exception as e:
         raise XlaCompileError(f"XLA:CPU could not compile the module: {e}") from None
+    if compile_partitions > 1:
+        # The partitioner changed the entry signature from global to per-device shapes.
+        partitioned = executable.hlo_modules()[0]
+        program_shape = api.XlaComputation(
+            partitioned.as_serialized_hlo_module_proto()).program_shape()
+        parameter_shapes = [leaf for s in program_shape.parameter_shapes()
+                            for leaf in _leaf_shapes(s)]
     return CompiledHlo(
         executable=executable,
         devices=devices,
         replicas=replicas,
         partitions=partitions,
-        parameter_count=parameter_count,
+        parameter_shapes=parameter_shapes,
         result_tree=_result_tree(program_shape.result_shape()),
         compiled_text=compiled_text,
     )
@@ -797,13 +832,25 @@ def lower_jax(
             inputs: list[Any] = [np.asarray(a) for a in in_leaves]
             outs: list[Any] = [np.asarray(a) for a in out_leaves]
         elif mode == "pmap":
-            inputs = [[np.asarray(a)[k] for a in in_leaves] for k in range(n)]
-            outs = [[np.asarray(a)[k] for a in out_leaves] for k in range(n)]
+            # Device k holds slice k; its HLO shape may keep the mapped axis as size 1.
+            params, results = _entry_leaf_shapes(post)
+            inputs = [[np.asarray(a)[k].reshape(s[1]) for a, s in zip(in_leaves, params)]
+                      for k in range(n)]
+            outs = [[np.asarray(a)[k].reshape(s[1]) for a, s in zip(out_leaves, results)]
+                    for k in range(n)]
         else:
             in_shardings = jax.tree_util.tree_leaves(compiled.input_shardings[0])
             inputs = _shards_by_device(in_leaves, in_shardings, n)
             outs = _shards_by_device(out_leaves, [a.sharding for a in out_leaves], n)
     return JaxArtifacts(pre, post, cost, memory, inputs, outs, replicas, partitions, dump_files)
+
+
+def _entry_leaf_shapes(text: str) -> tuple[list[Any], list[Any]]:
+    """(dtype, dims) of the entry parameters' and the result's array leaves."""
+    module = parse_hlo_text(text)
+    program_shape = _api().XlaComputation(module.as_serialized_hlo_module_proto()).program_shape()
+    params = [leaf for s in program_shape.parameter_shapes() for leaf in _leaf_shapes(s)]
+    return params, _leaf_shapes(program_shape.result_shape())
 
 
 def _shards_by_device(leaves: list[Any], shardings: list[Any], n: int) -> list[list[Any]]:

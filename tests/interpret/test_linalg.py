@@ -105,7 +105,7 @@ def run_conv(lhs, rhs, specs, strides, padding, lhs_dil, rhs_dil, fgc=1, bgc=1, 
     window = [
         dict(size=rhs.shape[d], stride=s, pad_low=lo, pad_high=hi, lhs_dilation=ld, rhs_dilation=rd,
              window_reversal=bool(reversal and reversal[i]))
-        for i, (d, s, (lo, hi), ld, rd) in enumerate(zip(labels.rhs_spatial, strides, padding, lhs_dil, rhs_dil))
+        for i, (d, s, (lo, hi), ld, rd) in enumerate(zip(labels.rhs_spatial, strides, padding, lhs_dil, rhs_dil, strict=True))
     ]
     out_dtype = preferred or lhs.dtype
     ours = linalg.convolution(lhs, rhs, window=window, dim_labels=labels, feature_group_count=fgc,

@@ -106,7 +106,7 @@ def test_reduce_variadic_argmax():
     inits = (np.float32(-np.inf), np.int32(0))
     ours = reduction.reduce([x, idx], inits, (1,), reducer=argmax_reducer)
     theirs = lax.reduce((x, idx), inits, jax_argmax_reducer, (1,))
-    for o, t in zip(ours, theirs):
+    for o, t in zip(ours, theirs, strict=True):
         assert_close(o, t)
 
 
@@ -121,9 +121,10 @@ WINDOW_CASES = [
 
 @pytest.mark.parametrize("window,strides,padding,base,wdil", WINDOW_CASES)
 @pytest.mark.parametrize("known", ["max", "add"])
-def test_reduce_window_known(window, strides, padding, base, wdil, known):
-    x = data((5, 7), np.float32)
-    init = np.float32(INIT[known])
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_reduce_window_known(window, strides, padding, base, wdil, known, dtype):
+    x = data((5, 7), dtype)
+    init = np.asarray(INIT[known], dtype)
     (ours,) = reduction.reduce_window([x], [init], window, strides, base, wdil, padding, known=known)
     theirs = lax.reduce_window(x, init, KNOWN_LAX[known], window, strides, padding, base, wdil)
     assert_close(ours, theirs)
@@ -149,7 +150,7 @@ def test_reduce_window_variadic_argmax_pool():
     ours = reduction.reduce_window([x, idx], inits, args[0], args[1], None, None, args[2],
                                    reducer=argmax_reducer)
     theirs = lax.reduce_window((x, idx), inits, jax_argmax_reducer, *args)
-    for o, t in zip(ours, theirs):
+    for o, t in zip(ours, theirs, strict=True):
         assert_close(o, t)
 
 
@@ -203,7 +204,7 @@ def _jax_sort_key(x):
 def jax_like_comparator(num_keys):
     def less(lhs, rhs):
         result = None
-        for lk, rk in reversed(list(zip(lhs[:num_keys], rhs[:num_keys]))):
+        for lk, rk in reversed(list(zip(lhs[:num_keys], rhs[:num_keys], strict=True))):
             if lk.dtype.kind == "f":
                 lk, rk = _jax_sort_key(lk), _jax_sort_key(rk)
             lt = lk < rk
@@ -240,7 +241,7 @@ def test_sort_general_comparator_two_keys():
     payload = np.arange(150, dtype=np.int32).reshape(3, 50)
     ours = reduction.sort([k0, k1, payload], 1, jax_like_comparator(2), is_stable=True)
     theirs = lax.sort((k0, k1, payload), dimension=1, is_stable=True, num_keys=2)
-    for o, t in zip(ours, theirs):
+    for o, t in zip(ours, theirs, strict=True):
         assert_close(o, t)
 
 
@@ -251,7 +252,7 @@ def test_sort_known_fast_path(dtype):
     payload = np.arange(x.size, dtype=np.int32).reshape(x.shape)
     ours = reduction.sort([x, payload], 1, known=("LT", "TOTALORDER"), is_stable=True)
     theirs = lax.sort((x, payload), dimension=1, is_stable=True, num_keys=1)
-    for o, t in zip(ours, theirs):
+    for o, t in zip(ours, theirs, strict=True):
         assert_close(o, t)
     general = reduction.sort([x, payload], 1, jax_like_comparator(1), is_stable=True)
     np.testing.assert_array_equal(general[1], ours[1])
@@ -286,3 +287,12 @@ def test_top_k_nan_and_signed_zero_order():
     theirs = lax.top_k(x, 7)
     np.testing.assert_array_equal(indices, theirs[1])
     np.testing.assert_array_equal(values.view(np.uint32), np.asarray(theirs[0]).view(np.uint32))
+
+
+def test_sort_with_inconsistent_comparator_still_permutes():
+    # IEEE "<" with NaNs is not a strict weak order; XLA leaves the order unspecified, but the
+    # result must still be a permutation of the input.
+    x = special_floats((3, 45))
+    payload = np.broadcast_to(np.arange(45, dtype=np.int32), x.shape).copy()
+    _, perm = reduction.sort([x, payload], 1, lambda lhs, rhs: lhs[0] < rhs[0])
+    np.testing.assert_array_equal(np.sort(perm, axis=1), payload)

@@ -54,7 +54,7 @@ def test_iota(dtype):
 def test_pad_negative_and_interior():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     cfg = [(-1, 2, 1), (2, -3, 0)]
-    assert_same(shape_ops.pad(x, np.float32(-1), *zip(*cfg)), lax.pad(x, np.float32(-1), cfg))
+    assert_same(shape_ops.pad(x, np.float32(-1), *zip(*cfg, strict=True)), lax.pad(x, np.float32(-1), cfg))
 
 
 pad_dim = st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(0, 2))
@@ -64,11 +64,11 @@ pad_dim = st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(0, 2))
 @given(shape=st.lists(st.integers(0, 4), min_size=1, max_size=3), data=st.data())
 def test_pad_random_configs(shape, data):
     cfg = [data.draw(pad_dim) for _ in shape]
-    for n, (lo, hi, it) in zip(shape, cfg):
+    for n, (lo, hi, it) in zip(shape, cfg, strict=True):
         if lo + hi + n + max(n - 1, 0) * it < 0:
             return  # an invalid configuration; XLA rejects it too
     x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape)
-    lows, highs, interiors = zip(*cfg)
+    lows, highs, interiors = zip(*cfg, strict=True)
     assert_same(shape_ops.pad(x, np.int32(-7), lows, highs, interiors), lax.pad(x, np.int32(-7), cfg))
 
 

@@ -83,6 +83,8 @@ _FLOATS = frozenset(np.dtype(t) for t in [np.float16, np.float32, np.float64, *_
 # Floats narrower than f32: computed in f32 (Note [Low-precision floats]).
 _NARROW_FLOATS = _FLOATS - {np.dtype(np.float32), np.dtype(np.float64)}
 _F4 = np.dtype(ml_dtypes.float4_e2m1fn)
+_FNUZ = frozenset(np.dtype(t) for t in (ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz,
+                                        ml_dtypes.float8_e4m3b11fnuz))
 _E8M0 = np.dtype(ml_dtypes.float8_e8m0fnu)
 _UINT_OF_BYTES = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 _INT_OF_BYTES = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
@@ -408,8 +410,10 @@ def _minimum(a: Array, b: Array) -> Array:
 
 
 def _power(a: Array, b: Array) -> Array:
-    # Integers: wrapping exponentiation by squaring; pow(x, 0) = 1 (also 0^0); negative
-    # exponents give 1 for base 1, ±1 for base -1 (by parity), else 0 (0^-1 = 0).
+    # Integers follow XLA's elemental emitter: pow(x, 0) = 1 (also 0^0); a negative exponent
+    # gives 1 for base 1, ±1 for base -1 (by parity), else 0 (0^-1 = 0); otherwise wrapping
+    # exponentiation by squaring over the exponent's low 6 bits only (XLA stops after 6 steps,
+    # so 3^65 = 3^1 in any width: a surprise, but it is what XLA:CPU computes).
     if a.dtype == np.bool_:
         return a | ~b
     if not _is_int(a.dtype):
@@ -419,18 +423,20 @@ def _power(a: Array, b: Array) -> Array:
     a, b = np.broadcast_arrays(a, b)
     result = np.ones_like(a)
     base = a.copy()
-    e = b.astype(np.uint64) if not _is_signed_int(b.dtype) else np.where(b < 0, 0, b).astype(
-        np.uint64
-    )
-    while np.any(e):
+    e = b.astype(np.uint64)
+    for _ in range(6):
         odd = (e & np.uint64(1)) != 0
         result = np.where(odd, result * base, result)
         base = base * base
         e = e >> np.uint64(1)
-    if _is_signed_int(b.dtype):
-        negative = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
-        result = np.where(b < 0, negative.astype(a.dtype), result)
-    return result
+    # The sign test reads the exponent's bits as signed, for unsigned types too (u8 200 < 0).
+    is_negative = _as_signed(b) < 0
+    is_minus_one = a == np.invert(np.zeros_like(a))
+    odd = (b & np.ones_like(b)) != 0
+    negative = np.where(a == 1, np.ones_like(a),
+                        np.where(is_minus_one, np.where(odd, np.invert(np.zeros_like(a)),
+                                                        np.ones_like(a)), np.zeros_like(a)))
+    return np.where(is_negative, negative, result)
 
 
 def _shift_count(a: Array, b: Array) -> tuple[Array, Array]:
@@ -446,14 +452,15 @@ def _shift_count(a: Array, b: Array) -> tuple[Array, Array]:
 def _shift_left(a: Array, b: Array) -> Array:
     # count >= bit width (or negative) -> 0.
     big, n = _shift_count(a, b)
-    return np.where(big, np.zeros_like(a), np.left_shift(a, n))
+    return np.where(big, np.zeros_like(a), np.left_shift(a, n.astype(a.dtype)))
 
 
 def _shift_right_arithmetic(a: Array, b: Array) -> Array:
     # Shifts in copies of the sign bit; count >= bit width -> 0 or -1 (all sign bits).
     big, n = _shift_count(a, b)
     s = _as_signed(a)
-    r = np.where(big, np.where(s < 0, -np.ones_like(s), np.zeros_like(s)), np.right_shift(s, n))
+    r = np.where(big, np.where(s < 0, -np.ones_like(s), np.zeros_like(s)),
+                 np.right_shift(s, n.astype(s.dtype)))
     return _back_from(r, a.dtype)
 
 
@@ -621,7 +628,8 @@ def _total_order_key(x: Array) -> Array:
     """Signed int64 keys ordering floats as -NaN < -inf < ... < -0 < +0 < ... < inf < NaN.
 
     The key reads the bits as sign-magnitude, as XLA does, so it orders NaNs by payload too.
-    f8e8m0fnu has no sign bit: its bits are the key.
+    f8e8m0fnu has no sign bit: its bits are the key. The fnuz types' only NaN (the bits of
+    -0.0) sorts below everything, as on XLA:CPU.
     """
     u = _unsigned_bits(x).astype(np.uint64)
     if x.dtype == _E8M0:
@@ -629,7 +637,10 @@ def _total_order_key(x: Array) -> Array:
     width = bit_width(x.dtype)
     negative = (u >> np.uint64(width - 1)) != 0
     magnitude = (u & np.uint64((1 << (width - 1)) - 1)).astype(np.int64)
-    return np.where(negative, -magnitude - 1, magnitude)
+    key = np.where(negative, -magnitude - 1, magnitude)
+    if x.dtype in _FNUZ:
+        key = np.where(u == np.uint64(1 << (width - 1)), np.int64(-(1 << (width - 1)) - 1), key)
+    return key
 
 
 def compare(lhs: Array, rhs: Array, direction: str, compare_type: str | None = None) -> Array:
@@ -765,8 +776,8 @@ def reduce_precision(x: Array, exponent_bits: int, mantissa_bits: int) -> Array:
     A transcription of XLA's EmitReducePrecisionIR, on the bits of ``x``'s own type (f16, bf16,
     f32, f64; fp8 types go through f32): round to nearest even on the mantissa; values above
     the reduced type's largest exponent become ±inf; values at or below its smallest normal
-    exponent become ±0 (no denormals in the reduced type); NaN stays NaN (with no mantissa
-    bits, NaN becomes inf, as XLA does).
+    exponent become ±0 (no denormals in the reduced type); NaN stays NaN, even with no mantissa
+    bits (XLA:CPU gives NaN there, although EmitReducePrecisionIR's comment suggests inf).
     """
     if x.dtype not in (np.float16, np.float32, np.float64, np.dtype(ml_dtypes.bfloat16)):
         return reduce_precision(x.astype(np.float32), exponent_bits, mantissa_bits).astype(x.dtype)
@@ -799,6 +810,4 @@ def reduce_precision(x: Array, exponent_bits: int, mantissa_bits: int) -> Array:
             out = np.where(exponent > uint(max_exp), signed_inf, out)
             out = np.where(exponent <= uint(min_exp), signed_zero, out)
     result = out.astype(uint).view(x.dtype)
-    if mantissa_bits > 0:
-        return np.where(is_nan, x, result)
-    return np.where(is_nan, np.array(np.inf, x.dtype), result)
+    return np.where(is_nan, x, result)

@@ -96,7 +96,7 @@ def combine_at(
         combined = _call(computation, tuple(v[has_partner] for v in vals),
                          tuple(v[has_partner + 1] for v in vals))
         new_vals = []
-        for v, c in zip(vals, combined):
+        for v, c in zip(vals, combined, strict=True):
             v = v.copy()
             v[has_partner] = c
             new_vals.append(v)
@@ -104,7 +104,7 @@ def combine_at(
         vals = tuple(v[keep] for v in new_vals)
         tgt, rank, size = tgt[keep], rank[keep] // 2, (size[keep] + 1) // 2
     result = _call(computation, tuple(o[tgt] for o in outs), vals)
-    for o, r in zip(outs, result):
+    for o, r in zip(outs, result, strict=True):
         o[tgt] = r
 
 
@@ -113,6 +113,8 @@ def _index_batch(start_indices: np.ndarray, index_vector_dim: int) -> np.ndarray
     s = np.asarray(start_indices)
     if index_vector_dim == s.ndim:
         s = s[..., None]
+    if s.dtype.kind == "u":
+        s = np.minimum(s, np.iinfo(np.int64).max)  # huge unsigned indices stay huge, not negative
     return np.moveaxis(s, index_vector_dim, -1).astype(np.int64)
 
 
@@ -177,7 +179,7 @@ def gather(
         else:
             perm.append(next_batch)
             next_batch += 1
-    return np.ascontiguousarray(np.transpose(res, perm))
+    return np.array(np.transpose(res, perm))
 
 
 def scatter(

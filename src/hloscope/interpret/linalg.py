@@ -136,7 +136,7 @@ _WINDOW_DEFAULTS = {"stride": 1, "pad_low": 0, "pad_high": 0, "lhs_dilation": 1,
 
 
 def _window_dim(w: Mapping | Sequence) -> dict:
-    d = dict(w) if isinstance(w, Mapping) else dict(zip(_WINDOW_FIELDS, w))
+    d = dict(w) if isinstance(w, Mapping) else dict(zip(_WINDOW_FIELDS, w, strict=False))  # short tuples take defaults
     return {**_WINDOW_DEFAULTS, **d}
 
 
@@ -177,7 +177,7 @@ def convolution(
     x = pad(x, np.zeros((), compute), [0, 0] + [w["pad_low"] for w in wins],
             [0, 0] + [w["pad_high"] for w in wins], [0, 0] + [w["lhs_dilation"] - 1 for w in wins])
     eff = [(w["size"] - 1) * w["rhs_dilation"] + 1 for w in wins]
-    out_sp = [(n - e) // w["stride"] + 1 if n >= e else 0 for n, e, w in zip(x.shape[2:], eff, wins)]
+    out_sp = [(n - e) // w["stride"] + 1 if n >= e else 0 for n, e, w in zip(x.shape[2:], eff, wins, strict=True)]
     nbatch, cin = x.shape[:2]
     cout = k.shape[0]
     g, bg = feature_group_count, batch_group_count
@@ -250,7 +250,7 @@ def triangular_solve(
         x = x[..., ::-1, :]
     if not left_side:
         x = np.swapaxes(x, -1, -2)
-    return np.ascontiguousarray(x).astype(out_dtype)
+    return x.astype(out_dtype)
 
 
 def cholesky(a: np.ndarray, lower: bool = True) -> np.ndarray:

@@ -108,13 +108,13 @@ def _tree_reduce(values: tuple[np.ndarray, ...], reducer: Reducer, dtypes: Seque
         r = _apply(reducer, a, b, dtypes)
         if valid is not None:
             va, vb = valid[..., 0 : 2 * h : 2], valid[..., 1 : 2 * h : 2]
-            r = tuple(np.where(va & vb, ri, np.where(va, ai, bi)) for ri, ai, bi in zip(r, a, b))
+            r = tuple(np.where(va & vb, ri, np.where(va, ai, bi)) for ri, ai, bi in zip(r, a, b, strict=True))
             new_valid = va | vb
             if k % 2:
                 new_valid = np.concatenate([new_valid, valid[..., -1:]], axis=-1)
             valid = new_valid
         if k % 2:
-            r = tuple(np.concatenate([ri, v[..., -1:]], axis=-1) for ri, v in zip(r, vals))
+            r = tuple(np.concatenate([ri, v[..., -1:]], axis=-1) for ri, v in zip(r, vals, strict=True))
         vals = r
     return tuple(v[..., 0] for v in vals), (valid[..., 0] if valid is not None else None)
 
@@ -126,7 +126,7 @@ def _combine_with_init(inits: Sequence[np.ndarray], total: tuple[np.ndarray, ...
     r = _apply(reducer, init_b, total, dtypes)
     if valid is None:
         return tuple(np.array(x) for x in r)
-    return tuple(np.where(valid, x, i) for x, i in zip(r, init_b))
+    return tuple(np.where(valid, x, i) for x, i in zip(r, init_b, strict=True))
 
 
 def _reduce_last(values: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...], reducer: Reducer | None,
@@ -135,7 +135,7 @@ def _reduce_last(values: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...], 
     dtypes = [v.dtype for v in values]
     shape = values[0].shape[:-1]
     if values[0].shape[-1] == 0:
-        return tuple(np.full(shape, i, dtype=dt) for i, dt in zip(inits, dtypes))
+        return tuple(np.full(shape, i, dtype=dt) for i, dt in zip(inits, dtypes, strict=True))
     if known is not None and len(values) == 1:
         x, init = values[0], inits[0]
         uf = _known_ufunc(known, x.dtype)
@@ -190,7 +190,7 @@ def _window_geometry(shape, window, strides, base_dilations, window_dilations, p
 
 def _windows(a: np.ndarray, window, strides, window_dilations) -> np.ndarray:
     """View of shape out_shape + window: windows of `a` (already padded and base-dilated)."""
-    eff = tuple((w - 1) * wd + 1 for w, wd in zip(window, window_dilations))
+    eff = tuple((w - 1) * wd + 1 for w, wd in zip(window, window_dilations, strict=True))
     v = sliding_window_view(a, eff)
     nd = a.ndim
     sel = tuple(np.s_[::s] for s in strides) + tuple(np.s_[::wd] for wd in window_dilations)
@@ -228,12 +228,12 @@ def reduce_window(
     window = tuple(window_dimensions)
     out_shape = _window_geometry(operands[0].shape, window, strides, base, wdil, padding)
     if 0 in out_shape or 0 in window:
-        return tuple(np.full(out_shape, i, dtype=o.dtype) for i, o in zip(inits, operands))
+        return tuple(np.full(out_shape, i, dtype=o.dtype) for i, o in zip(inits, operands, strict=True))
     lo = [p[0] for p in padding]
     hi = [p[1] for p in padding]
     interior = [b - 1 for b in base]
     needs_mask = any(lo) or any(hi) or any(interior)
-    padded = tuple(pad(o, i, lo, hi, interior) if needs_mask else o for o, i in zip(operands, inits))
+    padded = tuple(pad(o, i, lo, hi, interior) if needs_mask else o for o, i in zip(operands, inits, strict=True))
     k = int(np.prod(window))
     wins = tuple(_windows(p, window, strides, wdil).reshape(out_shape + (k,)) for p in padded)
     valid = None

@@ -53,7 +53,7 @@ def reshape(x: np.ndarray, out_shape: Sequence[int]) -> np.ndarray:
 
 def transpose(x: np.ndarray, permutation: Sequence[int]) -> np.ndarray:
     """HLO `transpose`: result dimension i is operand dimension `permutation[i]`."""
-    return np.ascontiguousarray(np.transpose(x, tuple(permutation)))
+    return np.transpose(x, tuple(permutation)).copy()
 
 
 def slice(  # noqa: A001 - XLA's name for the op
@@ -61,7 +61,7 @@ def slice(  # noqa: A001 - XLA's name for the op
 ) -> np.ndarray:
     """HLO `slice`: `x[start:limit:stride]` per dimension (all static, in bounds)."""
     strides = strides if strides is not None else [1] * x.ndim
-    return x[tuple(np.s_[s:l:st] for s, l, st in zip(starts, limits, strides, strict=True))].copy()
+    return x[tuple(np.s_[s:lim:st] for s, lim, st in zip(starts, limits, strides, strict=True))].copy()
 
 
 def concatenate(xs: Sequence[np.ndarray], dimension: int) -> np.ndarray:
@@ -168,7 +168,7 @@ def physical_bytes(x: np.ndarray, minor_to_major: Sequence[int]) -> bytes:
     """The bytes of logical array `x` as XLA stores them under a layout with `minor_to_major`
     (see Note [Bitcast reinterprets the physical buffer]); little-endian, no tiling."""
     major_to_minor = tuple(reversed(tuple(minor_to_major)))
-    return np.ascontiguousarray(np.transpose(x, major_to_minor)).tobytes()
+    return np.transpose(x, major_to_minor).tobytes()
 
 
 def bitcast_between_layouts(
@@ -200,4 +200,4 @@ def bitcast_between_layouts(
     major_to_minor = tuple(reversed(tuple(out_minor_to_major)))
     physical = np.frombuffer(raw, dtype=out_dtype).reshape([out_dims[d] for d in major_to_minor])
     # physical axis j holds logical dimension major_to_minor[j]; invert that permutation.
-    return np.ascontiguousarray(np.transpose(physical, np.argsort(major_to_minor)))
+    return np.transpose(physical, np.argsort(major_to_minor)).copy()

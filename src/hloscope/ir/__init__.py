@@ -24,9 +24,11 @@ from hloscope.ir.literal import Literal, LiteralError
 from hloscope.ir.module import Module, ProgramShape
 from hloscope.ir.opcode import Family, Opcode, opcode_from_text
 from hloscope.ir.shape import ArrayShape, Shape, ShapeIndex, TupleShape, subshape
+from hloscope.ir.shape_inference import infer_shape
+from hloscope.ir.verifier import Diagnostic, check, verify
 
 __all__ = [
-    "AliasEntry", "ArrayShape", "BackendConfig", "Computation", "ConvolutionDimensionNumbers",
+    "AliasEntry", "ArrayShape", "Diagnostic", "check", "infer_shape", "verify", "BackendConfig", "Computation", "ConvolutionDimensionNumbers",
     "Family", "FrontendAttributes", "Instruction", "Layout", "Literal", "LiteralError", "Module",
     "OpMetadata", "Opcode", "PRIMITIVE_TYPES", "PaddingConfig", "PrimitiveType", "ProgramShape",
     "RawAttribute", "ReplicaGroups", "Shape", "ShapeIndex", "Sharding", "ShardingSpec",

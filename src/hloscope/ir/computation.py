@@ -88,10 +88,10 @@ class Computation:
         """(parameter shapes, result shape)."""
         return [p.shape for p in self.parameters], self.root.shape
 
-    def to_text(self, **options: Any) -> str:
+    def to_text(self, options: Any = None, **overrides: Any) -> str:
         from hloscope.text.printer import computation_to_text
 
-        return computation_to_text(self, **options)
+        return computation_to_text(self, options, **overrides)
 
     def __repr__(self) -> str:
         entry = "ENTRY " if self.is_entry else ""

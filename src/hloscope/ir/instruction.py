@@ -114,11 +114,11 @@ class Instruction:
         assert isinstance(self.shape, ArrayShape), f"{self.name} has tuple shape {self.shape}"
         return self.shape
 
-    def to_text(self, **options: Any) -> str:
+    def to_text(self, options: Any = None, **overrides: Any) -> str:
         """This instruction as one line of HLO text (see ``hloscope.text.PrintOptions``)."""
         from hloscope.text.printer import instruction_to_text
 
-        return instruction_to_text(self, **options)
+        return instruction_to_text(self, options, **overrides)
 
     def __repr__(self) -> str:
         ops = ", ".join(o.name for o in self.operands)

@@ -131,11 +131,11 @@ class Module:
         fusions = self.fusion_computations()
         return {c.name: list(c.instructions) for c in self.computations if c not in fusions}
 
-    def to_text(self, **options: Any) -> str:
+    def to_text(self, options: Any = None, **overrides: Any) -> str:
         """The module as HLO text XLA's parser accepts (see ``hloscope.text.PrintOptions``)."""
         from hloscope.text.printer import to_text
 
-        return to_text(self, **options)
+        return to_text(self, options, **overrides)
 
     def equals(self, other: Module) -> bool:
         """Structural equality: same header, computations, instructions, shapes and attributes."""

@@ -1,0 +1,47 @@
+"""Show a module: the self-contained HTML report, graph views, module diffs and the Jupyter summary.
+
+    import hloscope as hs
+    from hloscope.report import write_report
+    write_report(hs.load("module.txt"), "report.html")
+
+``report/`` only renders: it reads the module and the analyses' ``to_json()`` results and never
+computes figures of its own.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from hloscope.ir.module import Module
+
+__all__ = ["write_report", "report_html"]
+
+
+def report_html(module: Module, *, hardware: Any = None, title: str | None = None,
+                source_path: str | None = None) -> str:
+    """The report page for ``module`` as an HTML string (see ``write_report``)."""
+    from hloscope.report.data import collect_report_data
+    from hloscope.report.html import render_html
+
+    return render_html(collect_report_data(module, hardware=hardware, title=title, source_path=source_path))
+
+
+def write_report(module: Module, path: str | os.PathLike[str], *, hardware: Any = None,
+                 title: str | None = None, inputs: list[str | os.PathLike[str]] | None = None) -> str:
+    """Write the HTML report of ``module`` to ``path`` atomically; returns the path written.
+
+    Refuses (InputError) to write over the file the module was read from, or over any of
+    ``inputs``. ``hardware`` (a HardwareSpec or bundled hardware name) feeds the time estimate.
+    """
+    from hloscope.fileio import atomic_write_text, check_not_input
+
+    sources: list[str | os.PathLike[str]] = list(inputs or [])
+    source_name = getattr(getattr(module, "source", None), "name", None)
+    # Parsed text has a pseudo-name such as "<string>" or "<stdin>", which is no file.
+    if isinstance(source_name, str) and source_name and not source_name.startswith("<"):
+        sources.append(source_name)
+    check_not_input(path, sources)
+    text = report_html(module, hardware=hardware, title=title,
+                       source_path=str(source_name) if isinstance(source_name, str) else None)
+    atomic_write_text(path, text)
+    return os.fspath(path)

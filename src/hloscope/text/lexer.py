@@ -7,7 +7,6 @@ source text (for raw attributes) and offsets be computed only when a message nee
 """
 from __future__ import annotations
 
-import itertools
 import re
 
 from hloscope.text.source import Source, Span
@@ -17,6 +16,8 @@ __all__ = ["lex", "TokenStream"]
 # Possessive: a comment must never be re-split by backtracking into tokens.
 _WS = r"(?:\s+|/\*.*?\*/|//[^\n]*)*+"
 _STRING = r'"(?:[^"\\\n]|\\.)*"'
+# A string missing its closing quote runs to the end of the line: one token the parser rejects.
+_BAD_STRING = r'"[^\n]*'
 # Metadata and frontend attributes never nest braces outside strings, so each is one token:
 # they are ~40% of a dump's bytes, and nothing needs their insides while parsing.
 _FLAT_ATTR = r'(?:metadata|frontend_attributes)=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}'
@@ -24,33 +25,37 @@ _WORD = r"-?[\w.$%]+(?:[-+](?!>)[\w.$%]*)*"
 _PUNCT = r"->|<=|\S"
 # The empty alternative at \Z yields the end-of-input sentinel token "" (with the trailing
 # whitespace and comments before it), so no text is ever skipped.
-_TOKEN_RE = re.compile(f"({_WS})({_FLAT_ATTR}|{_STRING}|{_WORD}|{_PUNCT}|\\Z)", re.S)
+_TOKEN_RE = re.compile(f"({_WS})({_FLAT_ATTR}|{_STRING}|{_BAD_STRING}|{_WORD}|{_PUNCT}|\\Z)", re.S)
 
 
 class TokenStream:
     """Tokens of one Source, with lazy offsets.
 
-    ``toks[i]`` is the i-th token and ``wss[i]`` the whitespace/comments before it. The list
-    ends with a sentinel ``""`` token so lookahead never runs off the end.
+    ``toks[i]`` is the i-th token and ``ws(i)`` the whitespace/comments before it. The list
+    ends with three sentinel ``""`` tokens so lookahead never runs off the end.
     """
 
-    __slots__ = ("source", "toks", "wss", "_offsets")
+    __slots__ = ("source", "toks", "_pairs", "_offsets")
 
-    def __init__(self, source: Source, toks: list[str], wss: list[str]) -> None:
+    def __init__(self, source: Source, pairs: list[tuple[str, str]]) -> None:
         self.source = source
-        self.toks = toks
-        self.wss = wss
+        self._pairs = pairs
+        self.toks = [p[1] for p in pairs]
         self._offsets: list[int] | None = None
+
+    def ws(self, i: int) -> str:
+        """The whitespace and comments before token ``i``."""
+        return self._pairs[i][0] if i < len(self._pairs) else ""
 
     def offset(self, i: int) -> int:
         """Source offset of token ``i`` (computed for all tokens on first call)."""
         if self._offsets is None:
-            lens = itertools.accumulate(
-                itertools.chain.from_iterable((len(w), len(t)) for w, t in zip(self.wss, self.toks))
-            )
-            flat = list(lens)
-            # token i starts after wss[0..i], toks[0..i-1]: that is flat[2*i]
-            self._offsets = flat[0::2]
+            import numpy as np
+
+            lens = np.fromiter((len(w) + len(t) for w, t in self._pairs), dtype=np.int64, count=len(self._pairs))
+            ws_lens = np.fromiter((len(w) for w, _ in self._pairs), dtype=np.int64, count=len(self._pairs))
+            ends = np.cumsum(lens)
+            self._offsets = (ends - lens + ws_lens).tolist()
         return self._offsets[min(i, len(self._offsets) - 1)]
 
     def span(self, i: int, j: int | None = None) -> Span:
@@ -64,10 +69,11 @@ class TokenStream:
         """Exact source text of tokens ``i`` .. ``j-1`` (inner whitespace and comments kept)."""
         if j <= i:
             return ""
-        toks, wss = self.toks, self.wss
+        toks = self.toks
         if j == i + 1:
             return toks[i]
-        return toks[i] + "".join([wss[k] + toks[k] for k in range(i + 1, j)])
+        pairs = self._pairs
+        return toks[i] + "".join([w + t for w, t in pairs[i + 1 : j]])
 
 
 def lex(source: Source) -> TokenStream:
@@ -78,5 +84,6 @@ def lex(source: Source) -> TokenStream:
         pairs.pop()
     if not pairs or pairs[-1][1] != "":
         pairs.append(("", ""))
-    wss, toks = (list(x) for x in zip(*pairs))
-    return TokenStream(source, toks, wss)
+    # Two more sentinels so the parser's fixed lookahead (pos + 2) never leaves the list.
+    pairs.extend((("", ""), ("", "")))
+    return TokenStream(source, pairs)

@@ -16,6 +16,8 @@ class PrintOptions:
     - ``signatures``: computations written with ``(p: f32[]) -> f32[]`` signatures.
     - ``metadata``, ``backend_config``: print those attributes.
     - ``layouts``: print layouts in shapes.
+    - ``operand_index_comments``: mark every fifth operand ``/*index=5*/`` (XLA's default
+      printer does; ``lowered.as_text()`` does not).
     - ``end_comments``: close computations of more than five instructions with ``} // name``,
       as TPU dumps do.
     - ``canonical``: XLA's short canonical form (``HloPrintOptions::Canonical``): no ``%``,
@@ -30,6 +32,7 @@ class PrintOptions:
     layouts: bool = True
     stack_frames: bool = True
     end_comments: bool = False
+    operand_index_comments: bool = True
 
     def updated(self, **changes: object) -> PrintOptions:
         return replace(self, **changes)  # type: ignore[arg-type]

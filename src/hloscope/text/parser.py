@@ -84,6 +84,7 @@ class _Parser:
         self._saw_percent = False
         self._saw_signature = False
         self._saw_end_comment = False
+        self._index_comments: bool | None = None
 
     # --- errors and primitive steps ----------------------------------------------------------
     def _error(self, message: str, at: int | None = None) -> NoReturn:
@@ -113,6 +114,16 @@ class _Parser:
         if tok[0] == "%":
             self._saw_percent = True
             return tok[1:]
+        return tok
+
+    def _string(self, what: str) -> str:
+        """A quoted string token, returned with its quotes."""
+        tok = self.toks[self.pos]
+        if not tok.startswith('"'):
+            self._error(f"expected {what}" + (f", found {tok!r}" if tok else ""))
+        if len(tok) < 2 or not tok.endswith('"'):
+            self._error("unterminated string: expected a closing '\"' on this line")
+        self.pos += 1
         return tok
 
     def _int(self, what: str = "an integer") -> int:
@@ -149,14 +160,21 @@ class _Parser:
         return i + 1
 
     def _raw_value(self) -> str:
-        """Text of an attribute value we do not type: bracketed groups and tokens up to the next
-        top-level ',' or the end of the instruction (the next ``name =`` or ``ROOT`` or ``}``)."""
+        """Text of an attribute value we do not type: a bracketed group or token, continued by
+        tokens written against it (``[2,4]<=[8]T(1,0)``, ``b01f_01io->b01f``) or by further
+        bracketed groups (``mesh[...] {...}``), up to a top-level ',' or the end of the line's
+        instruction."""
         toks = self.toks
+        ws = self.ts.ws
         start = self.pos
         self._skip_balanced()
         while True:
             t = toks[self.pos]
             if t in ("", ",", "}", ")", "]", "ROOT") or toks[self.pos + 1] == "=":
+                break
+            if ws(self.pos) and t not in _OPEN:
+                break
+            if ws(self.pos) and "\n" in ws(self.pos):
                 break
             self._skip_balanced()
         return self.ts.text(start, self.pos)
@@ -346,6 +364,7 @@ class _Parser:
         style.operand_shapes = self._saw_typed_operand and not self._saw_untyped_operand
         style.signatures = self._saw_signature
         style.end_comments = self._saw_end_comment
+        style.operand_index_comments = self._index_comments is not False
         return Module(name, computations, entry, attrs, stack_frames=stack_frames, style=style,
                       source=self.ts.source)
 
@@ -427,10 +446,7 @@ class _Parser:
                 key = int(toks[self.pos])
                 self.pos += 1
                 if title in ("FileNames", "FunctionNames"):
-                    if not toks[self.pos].startswith('"'):
-                        self._error(f"expected a quoted name in {title}")
-                    rows.append((key, unquote(toks[self.pos])))
-                    self.pos += 1
+                    rows.append((key, unquote(self._string(f"a quoted name in {title}"))))
                 else:
                     if toks[self.pos] != "{":
                         self._error(f"expected '{{' in {title}")
@@ -478,7 +494,7 @@ class _Parser:
                     self._error(f"computation {name!r} has two ROOT instructions", inst_start)
                 root = inst
         self.pos += 1
-        if self.ts.wss[self.pos].startswith(" // "):
+        if self.ts.ws(self.pos).startswith(" // "):
             self._saw_end_comment = True
         for inst, operand_names in pending:
             ops = []
@@ -506,11 +522,11 @@ class _Parser:
             key = self._name()
             self.pos += 1
             if toks[self.pos].startswith('"'):
-                attrs[key] = unquote(toks[self.pos])
-                self.pos += 1
+                attrs[key] = unquote(self._string(f"a value for {key}"))
             else:
                 attrs[key] = RawAttribute(self._raw_value())
-        comp = Computation(name, instructions, root, is_entry=is_entry, attrs=attrs, span=self.ts.span(start))
+        comp = Computation(name, instructions, root, is_entry=is_entry, attrs=attrs,
+                           span=_LazySpan(self.ts, start))  # type: ignore[arg-type]
         return comp
 
     def _parse_instruction(self) -> tuple[bool, Instruction, list[tuple[str, int]], list[tuple[str, int]]]:
@@ -558,6 +574,9 @@ class _Parser:
         else:
             while True:
                 t = toks[self.pos]
+                if len(operand_names) == 5 and self._index_comments is None:
+                    # Whether the writer marks every fifth operand with /*index=N*/.
+                    self._index_comments = "/*index=" in self.ts.ws(self.pos)
                 if (t in PRIMITIVE_TYPES and toks[self.pos + 1] == "[") or t == "(":
                     self._parse_shape()  # old syntax: operand written with its shape
                     self._saw_typed_operand = True
@@ -600,7 +619,7 @@ class _Parser:
                 continue
             kind = ATTRIBUTE_KINDS.get(key, "raw")
             attrs[key] = self._parse_attr(kind, key, inst, key_at)
-        inst.span = _LazySpan(self.ts, name_at - is_root)
+        inst.span = _LazySpan(self.ts, name_at)
         return is_root, inst, operand_names, pred_names
 
     # --- attribute values ----------------------------------------------------------------------
@@ -622,11 +641,7 @@ class _Parser:
         if kind == "ident":
             return self._name(f"a value for {key}")
         if kind == "string":
-            tok = toks[self.pos]
-            if not tok.startswith('"'):
-                self._error(f"expected a quoted string for {key}")
-            self.pos += 1
-            return unquote(tok)
+            return unquote(self._string(f"a quoted string for {key}"))
         if kind in ("computation", "computations", "computation_or_list"):
             if toks[self.pos] == "{":
                 if kind == "computation":
@@ -698,8 +713,7 @@ class _Parser:
         if kind == "backend_config":
             tok = toks[self.pos]
             if tok.startswith('"'):
-                self.pos += 1
-                return BackendConfig(tok)
+                return BackendConfig(self._string("a quoted backend_config"))
             if tok == "{":
                 return BackendConfig(self.ts.text(self.pos, self._skip_balanced()))
             self._error("expected a quoted string or a JSON object for backend_config")
@@ -746,6 +760,7 @@ class _Parser:
         return RawAttribute(self._raw_value())
 
     def _parse_window(self) -> Window:
+        start = self.pos
         self._expect("{", "'{' to open the window")
         toks = self.toks
         fields: dict[str, list[str]] = {}
@@ -761,7 +776,7 @@ class _Parser:
         if not fields:
             return Window(())
         if "size" not in fields:
-            self._error("a window needs size=", self.pos - 1)
+            self._error("a window needs size=", start)
         n = len(fields["size"])
         try:
             def col(key: str, default: int) -> list[int]:
@@ -783,7 +798,7 @@ class _Parser:
                     lo, hi = _split_underscores(p)
                     pads.append((int(lo), int(hi)))
         except ValueError:
-            self._error("malformed window: every field needs one value per dimension", self.pos - 1)
+            self._error(f"malformed window: every field needs one value per dimension ({n} in size=)", start)
         return Window(tuple(
             WindowDimension(sizes[i], strides[i], pads[i][0], pads[i][1], rhs[i], lhs[i], bool(rev[i]))
             for i in range(n)

@@ -73,8 +73,8 @@ def _module_attr(key: str, value: Any, o: PrintOptions) -> str:
     if kind == "buffer_donor":
         return "{ " + ", ".join(f"({p}, {{{','.join(map(str, idx))}}})" for p, idx in value) + " }"
     if kind == "program_shape":
-        return "{(" + ", ".join(s.to_text(layout=o.layouts) for s in value.parameters) + ")->" + \
-            value.result.to_text(layout=o.layouts) + "}"
+        params = ", ".join(_index_comment(i) + s.to_text(layout=o.layouts) for i, s in enumerate(value.parameters))
+        return "{(" + params + ")->" + value.result.to_text(layout=o.layouts) + "}"
     return str(value)
 
 
@@ -110,10 +110,12 @@ def _instruction(inst: Instruction, o: PrintOptions) -> str:
     elif op is Opcode.PARAMETER:
         parts.append(str(attrs["parameter_number"]))
     elif o.operand_shapes:
-        parts.append(", ".join(_index_comment(i) + f"{x.shape.to_text(layout=o.layouts)} {_name(x.name, o)}"
+        mark = _index_comment if o.operand_index_comments else _no_comment
+        parts.append(", ".join(mark(i) + f"{x.shape.to_text(layout=o.layouts)} {_name(x.name, o)}"
                                for i, x in enumerate(inst.operands)))
     else:
-        parts.append(", ".join(_index_comment(i) + _name(x.name, o) for i, x in enumerate(inst.operands)))
+        mark = _index_comment if o.operand_index_comments else _no_comment
+        parts.append(", ".join(mark(i) + _name(x.name, o) for i, x in enumerate(inst.operands)))
     parts.append(")")
     for key, value in attrs.items():
         if key in ("literal", "parameter_number"):
@@ -135,6 +137,10 @@ def _index_comment(i: int) -> str:
     return f"/*index={i}*/" if i and i % 5 == 0 else ""
 
 
+def _no_comment(i: int) -> str:
+    return ""
+
+
 def _value(kind: str, value: Any, o: PrintOptions) -> str:
     if kind == "bool":
         return "true" if value else "false"
@@ -149,6 +155,9 @@ def _value(kind: str, value: Any, o: PrintOptions) -> str:
     if kind == "string":
         return quote(value)
     if kind == "slice":
+        # XLA writes every stride as soon as one of them is not 1.
+        if any(r.stride != 1 for r in value):
+            return "{" + ", ".join(f"[{r.start}:{r.limit}:{r.stride}]" for r in value) + "}"
         return "{" + ", ".join(map(str, value)) + "}"
     if kind == "precision":
         return "{" + ",".join(value) + "}"

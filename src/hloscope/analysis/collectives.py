@@ -1,0 +1,259 @@
+"""Collective communication: who talks to whom, how many bytes, by ring and by tree algorithms.
+
+For each collective instruction (all-reduce, all-gather, reduce-scatter, all-to-all,
+collective-permute, collective-broadcast and their ``-start`` forms) this finds the group mode
+and groups exactly as XLA forms them (``hloscope.interpret.devices``), the payload each device
+contributes, and the bytes each device sends under the two textbook algorithms:
+
+=================== ====================== ======================= =====================
+opcode              payload B              ring, bytes per device  tree, bytes per device
+=================== ====================== ======================= =====================
+all-reduce          operand bytes          2 (n-1)/n B             2 B (reduce + bcast)
+all-gather          output bytes           (n-1)/n B               (n-1)/n B
+reduce-scatter      operand bytes          (n-1)/n B               (n-1)/n B
+all-to-all          operand bytes          (n-1)/n B               (n-1)/n B
+collective-permute  operand bytes          B                       B
+collective-bcast    operand bytes          B                       B
+=================== ====================== ======================= =====================
+
+Latency steps (how many α terms an α-β model charges) are ``2(n-1)`` / ``n-1`` for the ring
+and ``2⌈log2 n⌉`` / ``⌈log2 n⌉`` for the tree. Bytes are logical (element count × element
+size), not tile-padded: padding is a memory layout, not data sent over the link.
+
+Collectives inside while loops run once per iteration; ``count`` says how many times per step
+(``analysis.trip_count.execution_counts``), and the report's totals are multiplied by it.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from hloscope.analysis.trip_count import execution_counts
+from hloscope.interpret.devices import CollectiveOpGroupMode, group_mode, participant_groups
+from hloscope.ir import Instruction, Module, Opcode
+from hloscope.ir.shape import Shape
+
+__all__ = ["CollectiveOp", "CollectivesReport", "analyze_collectives", "COLLECTIVE_OPCODES", "wire_bytes"]
+
+# Collective opcode -> the kind whose formulas apply (the -start form shares its op's).
+COLLECTIVE_OPCODES: dict[Opcode, str] = {
+    Opcode.ALL_REDUCE: "all-reduce",
+    Opcode.ALL_REDUCE_START: "all-reduce",
+    Opcode.ALL_GATHER: "all-gather",
+    Opcode.ALL_GATHER_START: "all-gather",
+    Opcode.REDUCE_SCATTER: "reduce-scatter",
+    Opcode.ALL_TO_ALL: "all-to-all",
+    Opcode.RAGGED_ALL_TO_ALL: "all-to-all",
+    Opcode.COLLECTIVE_PERMUTE: "collective-permute",
+    Opcode.COLLECTIVE_PERMUTE_START: "collective-permute",
+    Opcode.COLLECTIVE_BROADCAST: "collective-broadcast",
+}
+
+# Ops with a use_global_device_ids attribute (None = the op has no such attribute).
+_HAS_GLOBAL_IDS = frozenset({"all-reduce", "all-gather", "reduce-scatter"})
+
+
+def _logical_bytes(shape: Shape) -> int:
+    return sum(leaf.byte_size(tiled=False) for _, leaf in shape.leaves())
+
+
+def _operand_bytes(inst: Instruction) -> int:
+    return sum(_logical_bytes(o.shape) for o in inst.operands)
+
+
+def _output_bytes(inst: Instruction) -> int:
+    shape = inst.shape
+    if inst.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START) and shape.is_tuple:
+        # The start op's result is (operands, outputs[, contexts]); the output is element 1.
+        return _logical_bytes(shape.elements[1])  # type: ignore[union-attr]
+    return _logical_bytes(shape)
+
+
+@dataclass(frozen=True, slots=True)
+class _Formula:
+    payload: str  # "operand" or "output"
+    ring: Any  # (n, B) -> bytes per device
+    tree: Any
+    ring_steps: Any  # n -> latency terms
+    tree_steps: Any
+
+
+def _log2(n: int) -> int:
+    return max(1, math.ceil(math.log2(n))) if n > 1 else 0
+
+
+_SHARE = lambda n, b: (n - 1) / n * b if n > 1 else 0.0  # noqa: E731 - one-line table entries
+FORMULAS: dict[str, _Formula] = {
+    "all-reduce": _Formula("operand", lambda n, b: 2 * _SHARE(n, b), lambda n, b: 2.0 * b if n > 1 else 0.0,
+                           lambda n: 2 * (n - 1), lambda n: 2 * _log2(n)),
+    "all-gather": _Formula("output", _SHARE, _SHARE, lambda n: n - 1, _log2),
+    "reduce-scatter": _Formula("operand", _SHARE, _SHARE, lambda n: n - 1, _log2),
+    "all-to-all": _Formula("operand", _SHARE, _SHARE, lambda n: n - 1, lambda n: n - 1),
+    "collective-permute": _Formula("operand", lambda n, b: float(b), lambda n, b: float(b),
+                                   lambda n: 1, lambda n: 1),
+    "collective-broadcast": _Formula("operand", lambda n, b: float(b) if n > 1 else 0.0,
+                                     lambda n, b: float(b) if n > 1 else 0.0, lambda n: n - 1, _log2),
+}
+
+
+def wire_bytes(kind: str, group_size: int, payload: float, algorithm: str = "ring") -> float:
+    """Bytes one device sends for collective ``kind`` of ``payload`` bytes among ``group_size``."""
+    f = FORMULAS[kind]
+    return (f.ring if algorithm == "ring" else f.tree)(group_size, payload)
+
+
+@dataclass(frozen=True)
+class CollectiveOp:
+    """One collective instruction: its groups and bytes (per device, per execution)."""
+
+    name: str
+    opcode: str
+    kind: str
+    computation: str
+    group_mode: str
+    group_size: int
+    num_groups: int
+    payload_bytes: int
+    output_bytes: int
+    ring_bytes: float
+    tree_bytes: float
+    ring_steps: int
+    tree_steps: int
+    count: int  # executions per step (loop trip counts multiplied in)
+    channel_id: int | None = None
+    op_name: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class CollectivesReport:
+    """Every collective of a module, and per-step totals (loop-aware: × ``count``)."""
+
+    collectives: tuple[CollectiveOp, ...]
+    num_replicas: int
+    num_partitions: int
+
+    @property
+    def payload_bytes(self) -> int:
+        return sum(c.payload_bytes * c.count for c in self.collectives)
+
+    @property
+    def ring_bytes(self) -> float:
+        return sum(c.ring_bytes * c.count for c in self.collectives)
+
+    @property
+    def tree_bytes(self) -> float:
+        return sum(c.tree_bytes * c.count for c in self.collectives)
+
+    def by_name(self, name: str) -> CollectiveOp:
+        return next(c for c in self.collectives if c.name == name)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "num_replicas": self.num_replicas,
+            "num_partitions": self.num_partitions,
+            "collectives": [c.to_json() for c in self.collectives],
+            "totals": {"payload_bytes": self.payload_bytes, "ring_bytes": self.ring_bytes,
+                       "tree_bytes": self.tree_bytes, "count": sum(c.count for c in self.collectives)},
+        }
+
+
+def _groups_attr(inst: Instruction) -> list[list[int]]:
+    rg = inst.attrs.get("replica_groups")
+    if rg is None:
+        return []
+    try:
+        return rg.expanded()
+    except ValueError:
+        return []
+
+
+def _mode(inst: Instruction, kind: str) -> CollectiveOpGroupMode:
+    has_channel = inst.attrs.get("channel_id") is not None
+    use_global = bool(inst.attrs.get("use_global_device_ids", False)) if kind in _HAS_GLOBAL_IDS else None
+    return group_mode(has_channel, use_global)
+
+
+def _device_grid(module: Module, ops: list[Instruction],
+                 num_replicas: int | None, num_partitions: int | None) -> tuple[int, int]:
+    """Replicas × partitions: given, else the header's, else what the replica groups imply.
+
+    Old pmap dumps carry neither ``replica_count`` nor ``num_partitions``; their groups name
+    every replica, so the largest id + 1 is the device count of that kind.
+    """
+    replicas = num_replicas or module.replica_count
+    partitions = num_partitions or module.num_partitions
+    if replicas and partitions:
+        return replicas, partitions
+    max_id: dict[CollectiveOpGroupMode, int] = {}
+    for inst in ops:
+        kind = COLLECTIVE_OPCODES[inst.opcode]
+        try:
+            mode = _mode(inst, kind)
+        except Exception:
+            continue
+        ids = [i for g in _groups_attr(inst) for i in g]
+        if kind == "collective-permute":
+            ids = [i for pair in inst.attrs.get("source_target_pairs", ()) for i in pair]
+        if ids:
+            max_id[mode] = max(max_id.get(mode, 0), max(ids) + 1)
+    if not replicas:
+        replicas = max(max_id.get(CollectiveOpGroupMode.CROSS_REPLICA, 0),
+                       max_id.get(CollectiveOpGroupMode.CROSS_REPLICA_AND_PARTITION, 0)) or 1
+    if not partitions:
+        total = max_id.get(CollectiveOpGroupMode.FLATTENED_ID, 0)
+        partitions = max(max_id.get(CollectiveOpGroupMode.CROSS_PARTITION, 0),
+                         total // replicas if total else 0) or 1
+    return replicas, partitions
+
+
+def _groups(inst: Instruction, kind: str, replicas: int, partitions: int) -> tuple[str, int, int]:
+    """(group mode, group size, number of groups) of one collective."""
+    if kind == "collective-permute":
+        pairs = inst.attrs.get("source_target_pairs", ())
+        devices = {i for pair in pairs for i in pair}
+        mode = _mode(inst, kind)
+        return mode.value, len(devices), 1 if devices else 0
+    mode = _mode(inst, kind)
+    try:
+        groups = participant_groups(mode, _groups_attr(inst), replicas, partitions, must_cover=False)
+    except Exception:
+        # Groups that do not fit the grid we were given: report them as written.
+        written = _groups_attr(inst)
+        return mode.value, max((len(g) for g in written), default=replicas), max(1, len(written))
+    return mode.value, max((len(g) for g in groups), default=1), len(groups)
+
+
+def analyze_collectives(module: Module, num_replicas: int | None = None,
+                        num_partitions: int | None = None) -> CollectivesReport:
+    """Every collective of ``module`` with its groups and bytes per device.
+
+    ``num_replicas``/``num_partitions`` default to the module header, or when the header does
+    not say (old pmap dumps), to what the replica groups imply.
+    """
+    ops = [i for i in module.instructions() if i.opcode in COLLECTIVE_OPCODES]
+    replicas, partitions = _device_grid(module, ops, num_replicas, num_partitions)
+    counts = execution_counts(module)
+    out: list[CollectiveOp] = []
+    for inst in ops:
+        kind = COLLECTIVE_OPCODES[inst.opcode]
+        f = FORMULAS[kind]
+        mode, size, n_groups = _groups(inst, kind, replicas, partitions)
+        payload = _output_bytes(inst) if f.payload == "output" else _operand_bytes(inst)
+        md = inst.metadata
+        out.append(CollectiveOp(
+            name=inst.name, opcode=inst.opcode.text, kind=kind,
+            computation=inst.computation.name if inst.computation else "?",
+            group_mode=mode, group_size=size, num_groups=n_groups,
+            payload_bytes=payload, output_bytes=_output_bytes(inst),
+            ring_bytes=f.ring(size, payload), tree_bytes=f.tree(size, payload),
+            ring_steps=f.ring_steps(size) if size > 1 else 0,
+            tree_steps=f.tree_steps(size) if size > 1 else 0,
+            count=counts.get(inst.computation, 1) if inst.computation is not None else 1,  # type: ignore[arg-type]
+            channel_id=inst.attrs.get("channel_id"),
+            op_name=md.op_name if md is not None else None,
+        ))
+    return CollectivesReport(tuple(out), replicas, partitions)

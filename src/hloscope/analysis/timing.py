@@ -1,0 +1,261 @@
+"""Estimated run time: a roofline per instruction, an α-β model per collective, one schedule.
+
+Each top-level instruction of the entry computation (and of the bodies it calls) gets
+
+* compute time ``(flops + transcendentals) / peak_flops[dtype]``, with ``dtype`` the element
+  type of the dot or convolution it performs (else of its result);
+* memory time ``bytes_accessed / memory_bandwidth`` (XLA's bytes, see ``analysis.cost``);
+* the two combined as XLA's GPU performance model does
+  (``CombineComputeAndMemoryAccessTime`` in ``gpu_performance_model_base.cc``):
+  ``compute + memory - min(compute, memory) * 0.95``, i.e. the larger plus 5% of the smaller;
+* plus ``kernel_launch_overhead`` when it launches work (not for parameters, tuples,
+  get-tuple-element, bitcasts, constants and other pointer bookkeeping).
+
+A collective costs ``collective_latency + steps * link.latency + ring_bytes / link.bandwidth``
+on the intra-node link (``analysis.collectives`` gives steps and bytes). Synchronous
+collectives block the compute stream; a ``*-start``/``*-done`` pair runs on the
+communication stream and overlaps the instructions scheduled between the two. A while loop
+costs its trip count (``analysis.trip_count``; one iteration when unknown) times body plus
+condition; a conditional its slowest branch.
+
+The schedule is the module's instruction order (the schedule, for a scheduled module).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hloscope.analysis.collectives import (
+    COLLECTIVE_OPCODES,
+    FORMULAS,
+    _device_grid,
+    _groups,
+    _operand_bytes,
+    _output_bytes,
+)
+from hloscope.analysis.cost import Cost, CostReport, analyze_cost, custom_call_cost
+from hloscope.analysis.hardware import HardwareSpec
+from hloscope.analysis.trip_count import infer_trip_count
+from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
+
+__all__ = ["ScheduledOp", "TimeEstimate", "estimate_time", "MEMORY_COMPUTE_PARALLELISM", "roofline_seconds"]
+
+# XLA's GpuPerformanceModelOptions default: compute and memory overlap 95%.
+MEMORY_COMPUTE_PARALLELISM = 0.95
+
+# Instructions that only move pointers or exist at compile time: no launch, no time.
+_FREE = frozenset({
+    Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.BITCAST,
+    Opcode.AFTER_ALL, Opcode.ADD_DEPENDENCY, Opcode.OPTIMIZATION_BARRIER, Opcode.DOMAIN,
+    Opcode.PARTITION_ID, Opcode.REPLICA_ID,
+})
+# Completion of an asynchronous op: waits for its start, costs nothing itself.
+_DONE_OF = {
+    Opcode.ALL_REDUCE_DONE: Opcode.ALL_REDUCE_START,
+    Opcode.ALL_GATHER_DONE: Opcode.ALL_GATHER_START,
+    Opcode.COLLECTIVE_PERMUTE_DONE: Opcode.COLLECTIVE_PERMUTE_START,
+    Opcode.ASYNC_DONE: Opcode.ASYNC_START,
+    Opcode.COPY_DONE: Opcode.COPY_START,
+    Opcode.SEND_DONE: Opcode.SEND,
+    Opcode.RECV_DONE: Opcode.RECV,
+}
+_ASYNC_STARTS = frozenset(_DONE_OF.values())
+_MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
+
+COMPUTE, COMMUNICATION = "compute", "communication"
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduledOp:
+    """One interval of the simulated schedule (seconds from the start of the step)."""
+
+    instruction: str
+    opcode: str
+    start: float
+    end: float
+    stream: str
+    computation: str = ""
+
+    @property
+    def duration(self) -> float:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    """Estimated seconds of one step of a module on one hardware profile."""
+
+    hardware: str
+    total_seconds: float
+    compute_seconds: float
+    memory_seconds: float
+    communication_seconds: float
+    launch_seconds: float
+    schedule: tuple[ScheduledOp, ...] = field(repr=False)
+    trip_counts: dict[str, int | None] = field(default_factory=dict)
+
+    def to_json(self, *, top: int = 0) -> dict[str, Any]:
+        """Totals, and the ``top`` longest scheduled intervals when ``top`` > 0."""
+        data: dict[str, Any] = {
+            "hardware": self.hardware,
+            "total_seconds": self.total_seconds,
+            "compute_seconds": self.compute_seconds,
+            "memory_seconds": self.memory_seconds,
+            "communication_seconds": self.communication_seconds,
+            "launch_seconds": self.launch_seconds,
+            "trip_counts": dict(self.trip_counts),
+        }
+        if top:
+            longest = sorted(self.schedule, key=lambda s: s.duration, reverse=True)[:top]
+            data["longest"] = [{"instruction": s.instruction, "opcode": s.opcode, "seconds": s.duration,
+                                "stream": s.stream} for s in longest]
+        return data
+
+    def to_chrome_trace(self) -> dict[str, Any]:
+        """The schedule as Chrome/Perfetto trace JSON (complete events, microseconds)."""
+        tids = {COMPUTE: 1, COMMUNICATION: 2}
+        events: list[dict[str, Any]] = [
+            {"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": stream}}
+            for stream, tid in tids.items()
+        ]
+        for op in self.schedule:
+            events.append({
+                "ph": "X", "name": op.instruction, "cat": op.opcode, "pid": 1,
+                "tid": tids.get(op.stream, 3), "ts": op.start * 1e6, "dur": op.duration * 1e6,
+                "args": {"opcode": op.opcode, "computation": op.computation},
+            })
+        return {"traceEvents": events, "displayTimeUnit": "ns",
+                "otherData": {"hardware": self.hardware, "total_seconds": self.total_seconds}}
+
+
+def roofline_seconds(compute: float, memory: float) -> float:
+    """Compute and memory time combined as XLA's GPU performance model combines them."""
+    return compute + memory - min(compute, memory) * MEMORY_COMPUTE_PARALLELISM
+
+
+def _math_dtype(inst: Instruction) -> str:
+    """The element type whose FLOP rate applies: a dot's or convolution's operand type."""
+    target = inst
+    if inst.opcode is Opcode.FUSION:
+        fused: Computation = inst.attrs["calls"]
+        target = next((i for i in fused.instructions if i.opcode in _MATH_OPS), fused.root)
+    if target.opcode in _MATH_OPS and target.operands:
+        shape = target.operands[0].shape
+    elif inst.opcode is Opcode.CUSTOM_CALL and inst.operands:
+        shape = inst.operands[0].shape
+    else:
+        shape = target.shape
+    leaf = next((s for _, s in shape.leaves()), None)
+    return leaf.element_type if isinstance(leaf, ArrayShape) else "f32"
+
+
+class _Simulator:
+    """Walks computations in schedule order, keeping one clock per stream."""
+
+    def __init__(self, module: Module, hw: HardwareSpec, cost: CostReport) -> None:
+        self.hw = hw
+        self.cost = cost
+        self.module = module
+        self.replicas, self.partitions = _device_grid(
+            module, [i for i in module.instructions() if i.opcode in COLLECTIVE_OPCODES], None, None)
+        self.events: list[ScheduledOp] = []
+        self.compute = self.memory = self.comm = self.launch = 0.0
+        self.trip_counts: dict[str, int | None] = {}
+
+    # -- costs of single instructions --------------------------------------------------------
+    def _cost_of(self, inst: Instruction) -> Cost:
+        if inst.opcode is Opcode.CUSTOM_CALL:
+            known = custom_call_cost(inst)
+            if known is not None:
+                return known
+            return Cost(0, 0, sum(s.byte_size() for _, s in inst.shape.leaves())
+                        + sum(s.byte_size() for o in inst.operands for _, s in o.shape.leaves()))
+        return self.cost.per_instruction.get(inst, Cost())
+
+    def kernel_seconds(self, inst: Instruction, scale: float) -> float:
+        c = self._cost_of(inst)
+        rate = self.hw.flops_per_second(_math_dtype(inst))
+        compute = max(c.flops, 0) / rate + max(c.transcendentals, 0) / rate
+        memory = max(c.bytes_accessed, 0) / self.hw.memory_bandwidth
+        self.compute += compute * scale
+        self.memory += memory * scale
+        self.launch += self.hw.kernel_launch_overhead * scale
+        return roofline_seconds(compute, memory) + self.hw.kernel_launch_overhead
+
+    def collective_seconds(self, inst: Instruction, scale: float) -> float:
+        kind = COLLECTIVE_OPCODES[inst.opcode]
+        f = FORMULAS[kind]
+        _, size, _ = _groups(inst, kind, self.replicas, self.partitions)
+        payload = _output_bytes(inst) if f.payload == "output" else _operand_bytes(inst)
+        if size <= 1:
+            seconds = self.hw.kernel_launch_overhead
+        else:
+            link = self.hw.intra_node
+            seconds = (self.hw.collective_latency + f.ring_steps(size) * link.latency
+                       + f.ring(size, payload) / link.bandwidth)
+        self.comm += seconds * scale
+        return seconds
+
+    # -- the schedule --------------------------------------------------------------------------
+    def run(self, comp: Computation, t0: float, scale: float, record: bool) -> float:
+        """Simulate ``comp`` from time ``t0``; returns when its last instruction ends."""
+        clock = t0
+        comm_clock = t0
+        pending: dict[Instruction, float] = {}  # async start -> its end time
+        for inst in comp.instructions:
+            op = inst.opcode
+            if op in _FREE:
+                continue
+            if op in _DONE_OF:
+                start = inst.operands[0] if inst.operands else None
+                clock = max(clock, pending.pop(start, clock)) if start is not None else clock
+                continue
+            if op in COLLECTIVE_OPCODES:
+                seconds = self.collective_seconds(inst, scale)
+                begin = max(clock, comm_clock)
+                end = begin + seconds
+                comm_clock = end
+                if op in _ASYNC_STARTS:
+                    pending[inst] = end  # overlaps the work up to its -done
+                else:
+                    clock = end  # a synchronous collective blocks the compute stream
+                self._record(record, inst, begin, end, COMMUNICATION)
+                continue
+            if op is Opcode.WHILE:
+                n = infer_trip_count(inst)
+                self.trip_counts[inst.name] = n
+                k = n if n is not None else 1
+                body = self.run(inst.attrs["body"], 0.0, scale * k, False)
+                cond = self.run(inst.attrs["condition"], 0.0, scale * k, False)
+                end = clock + k * (body + cond)
+            elif op in (Opcode.CALL, Opcode.ASYNC_START) and inst.called_computations:
+                end = self.run(inst.called_computations[0], clock, scale, False)
+                if op is Opcode.ASYNC_START:
+                    pending[inst] = end
+                    self._record(record, inst, clock, end, COMMUNICATION)
+                    continue
+            elif op is Opcode.CONDITIONAL:
+                end = clock + max(self.run(c, 0.0, scale, False) for c in inst.called_computations)
+            else:
+                end = clock + self.kernel_seconds(inst, scale)
+            self._record(record, inst, clock, end, COMPUTE)
+            clock = end
+        # Outstanding asynchronous work must finish before the computation returns.
+        return max([clock, *pending.values()])
+
+    def _record(self, record: bool, inst: Instruction, start: float, end: float, stream: str) -> None:
+        if record:
+            self.events.append(ScheduledOp(inst.name, inst.opcode.text, start, end, stream,
+                                           inst.computation.name if inst.computation else ""))
+
+
+def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostReport | None = None) -> TimeEstimate:
+    """Estimated seconds of one execution of ``module`` on ``hardware`` (see the module docstring).
+
+    ``cost_report`` reuses an ``analyze_cost(module)`` result. Loops count their trip counts.
+    """
+    cost = cost_report if cost_report is not None else analyze_cost(module)
+    sim = _Simulator(module, hardware, cost)
+    total = sim.run(module.entry, 0.0, 1.0, True)
+    return TimeEstimate(hardware.name, total, sim.compute, sim.memory, sim.comm, sim.launch,
+                        tuple(sim.events), sim.trip_counts)

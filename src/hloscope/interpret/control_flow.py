@@ -1,0 +1,149 @@
+"""Control flow, tuples, sources and tokens: the ops that route values rather than compute them.
+
+call, while, conditional, fusion, map, async-start/update/done, copy-start/done,
+optimization-barrier, tuple, get-tuple-element, constant, parameter, after-all,
+add-dependency and domain. Handlers that evaluate another computation are generators, so a
+collective inside a loop body or a branch can still meet the other devices (run.py).
+"""
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+
+from hloscope.errors import InterpretError
+from hloscope.interpret.evaluator import EvalContext
+from hloscope.interpret.registry import evaluates
+from hloscope.interpret.values import TOKEN, Value, constant_value, zeros_of
+from hloscope.ir import Computation, Instruction, Opcode, TupleShape
+
+__all__: list[str] = []
+
+Operands = list[Any]
+Evaluation = Generator[Any, Any, Value]
+
+
+def _called(inst: Instruction) -> Computation:
+    comps = inst.called_computations
+    if len(comps) != 1:
+        raise InterpretError(f"{inst.opcode.text} must call exactly one computation, found {len(comps)}")
+    return comps[0]
+
+
+@evaluates(Opcode.CALL, Opcode.FUSION)
+def _call(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
+    # A fusion's value is its fused computation's value: fusion only changes how XLA emits code.
+    return (yield from ctx.call(_called(inst), operands))
+
+
+@evaluates(Opcode.WHILE)
+def _while(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
+    cond, body = inst.attrs["condition"], inst.attrs["body"]
+    state = operands[0]
+    progress = ctx.progress
+    while True:
+        if not bool((yield from ctx.call(cond, [state]))):
+            return state
+        state = yield from ctx.call(body, [state])
+        progress.loop_iterations += 1
+
+
+@evaluates(Opcode.CONDITIONAL)
+def _conditional(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
+    selector = operands[0]
+    if "branch_computations" in inst.attrs:
+        branches = inst.attrs["branch_computations"]
+        index = int(selector)
+        # XLA runs the last branch for an out-of-range index (negative ones too).
+        if not 0 <= index < len(branches):
+            index = len(branches) - 1
+    else:
+        branches = [inst.attrs["true_computation"], inst.attrs["false_computation"]]
+        index = 0 if bool(selector) else 1
+    return (yield from ctx.call(branches[index], [operands[1 + index]]))
+
+
+@evaluates(Opcode.MAP)
+def _map(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    # The mapped computation is scalar and elementwise, so one vectorized call covers every
+    # element; broadcast in case it ignores its parameters (a constant result).
+    result = ctx.call_now(inst.attrs["to_apply"], operands)
+    shape = inst.array_shape
+    return np.broadcast_to(np.asarray(result, shape.dtype), shape.dimensions).copy()
+
+
+# --- async wrappers -------------------------------------------------------------------------
+# Note [Async values]: an async-start's value is the tuple ((operands...), result, context...)
+# its shape describes; async-update passes it through and async-done takes element 1. The
+# wrapped computation runs entirely at async-start, which is allowed because the result
+# may not be read before async-done.
+
+
+@evaluates(Opcode.ASYNC_START)
+def _async_start(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
+    result = yield from ctx.call(_called(inst), operands)
+    shape = inst.shape
+    extra = tuple(zeros_of(s) for s in shape.elements[2:]) if isinstance(shape, TupleShape) else ()
+    return (tuple(operands), result, *extra)
+
+
+@evaluates(Opcode.ASYNC_UPDATE, Opcode.OPTIMIZATION_BARRIER)
+def _identity(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return operands[0]
+
+
+@evaluates(Opcode.ASYNC_DONE)
+def _async_done(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return operands[0][1]
+
+
+@evaluates(Opcode.COPY_START)
+def _copy_start(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    # (destination, source, u32[] context); values are logical, so the copy is the operand.
+    return (operands[0], operands[0], np.zeros((), np.uint32))
+
+
+@evaluates(Opcode.COPY_DONE)
+def _copy_done(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return operands[0][0]
+
+
+# --- tuples, sources, tokens ----------------------------------------------------------------
+
+
+@evaluates(Opcode.TUPLE)
+def _tuple(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return tuple(operands)
+
+
+@evaluates(Opcode.GET_TUPLE_ELEMENT)
+def _get_tuple_element(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return operands[0][inst.attrs["index"]]
+
+
+@evaluates(Opcode.CONSTANT)
+def _constant(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    # Decoding a literal is slow; do it once per instruction, not once per loop iteration.
+    # The cached array is shared, which is safe because no handler writes into its operands.
+    key = ("constant", id(inst))
+    value = ctx.cache.get(key)
+    if value is None:
+        value = ctx.cache[key] = constant_value(inst, ctx.options.fill_elided, ctx.rng)
+    return value
+
+
+@evaluates(Opcode.PARAMETER)
+def _parameter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    raise InterpretError("parameters are bound by the caller, not evaluated")  # plans skip them
+
+
+@evaluates(Opcode.AFTER_ALL)
+def _after_all(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return TOKEN
+
+
+@evaluates(Opcode.ADD_DEPENDENCY, Opcode.DOMAIN)
+def _first_operand(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    # add-dependency(value, token) only orders execution; domain only marks sharding regions.
+    return operands[0]

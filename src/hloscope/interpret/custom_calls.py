@@ -1,0 +1,306 @@
+"""Custom calls: a public registry keyed by ``custom_call_target``, and the targets we know.
+
+``register_custom_call(target)(fn)`` adds ``fn(ctx, inst, operands) -> value``; like opcode
+handlers, ``fn`` is a thin adapter that reads the instruction's backend_config and output shape
+and calls a pure function. A target ending in ``*`` registers a prefix (``xla.sdy.*``).
+
+Known targets: cuBLAS gemms (``__cublas$gemm``, ``__cublas$lt$matmul``), jax's threefry kernel
+(``cuda_threefry2x32`` and its ffi names), ``TopK``, the partitioner's annotations (``Sharding``,
+``SPMDFullToShardShape``, ``SPMDShardToFullShape``, ``xla.sdy.*``: identities in a single
+global program), and XLA:CPU's LAPACK FFI kernels (``lapack_?getrf_ffi`` ...), evaluated with
+the same LAPACK routines through scipy so results follow jax's conventions (1-based pivots,
+``info`` codes, the untouched triangle of potrf).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from hloscope.errors import UnsupportedCustomCallError
+from hloscope.interpret import linalg, reduction, rng
+from hloscope.interpret.evaluator import EvalContext
+from hloscope.interpret.registry import evaluates
+from hloscope.interpret.values import Value, zeros_of
+from hloscope.ir import ArrayShape, Instruction, Opcode, TupleShape
+
+__all__ = ["CustomCallHandler", "register_custom_call", "custom_call_targets", "lookup_custom_call"]
+
+CustomCallHandler = Callable[[EvalContext, Instruction, list[Any]], Value]
+
+_TARGETS: dict[str, CustomCallHandler] = {}
+_PREFIXES: dict[str, CustomCallHandler] = {}
+
+
+def register_custom_call(*targets: str) -> Callable[[CustomCallHandler], CustomCallHandler]:
+    """Register ``fn(ctx, inst, operands) -> value`` for each custom_call_target in ``targets``
+    (``"prefix*"`` matches every target starting with prefix). Later registrations win, so a
+    user may override a built-in target."""
+
+    def register(fn: CustomCallHandler) -> CustomCallHandler:
+        for t in targets:
+            if t.endswith("*"):
+                _PREFIXES[t[:-1]] = fn
+            else:
+                _TARGETS[t] = fn
+        return fn
+
+    return register
+
+
+def custom_call_targets() -> list[str]:
+    """Every registered target (prefixes end in ``*``), sorted."""
+    return sorted([*_TARGETS, *(p + "*" for p in _PREFIXES)])
+
+
+def lookup_custom_call(target: str) -> CustomCallHandler | None:
+    """The handler of ``target``, or None."""
+    fn = _TARGETS.get(target)
+    if fn is None:
+        for prefix, f in _PREFIXES.items():
+            if target.startswith(prefix):
+                return f
+    return fn
+
+
+@evaluates(Opcode.CUSTOM_CALL)
+def _custom_call(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    target = inst.custom_call_target or ""
+    fn = lookup_custom_call(target)
+    if fn is None:
+        raise UnsupportedCustomCallError(
+            f"custom-call target {target!r} ({inst.name}) has no handler; register one with "
+            "hloscope.interpret.register_custom_call(target)")
+    return fn(ctx, inst, operands)
+
+
+# --- cuBLAS ------------------------------------------------------------------------------------
+
+
+def _ints(xs: Any) -> list[int]:
+    return [int(x) for x in xs or ()]
+
+
+def _gemm_config(inst: Instruction) -> dict[str, Any]:
+    bc = inst.backend_config
+    cfg = bc.json() if bc is not None else None
+    if not isinstance(cfg, dict):
+        raise UnsupportedCustomCallError(f"{inst.custom_call_target} needs a JSON backend_config")
+    # Newer XLA wraps it: {"gemm_backend_config": {...}, "operation_queue_id": ...}.
+    return cfg.get("gemm_backend_config", cfg)
+
+
+def _result_shape(inst: Instruction) -> ArrayShape:
+    shape = inst.shape
+    return shape.elements[0] if isinstance(shape, TupleShape) else shape
+
+
+def _with_workspace(inst: Instruction, result: np.ndarray) -> Value:
+    """The gemm's value: the result, or (result, workspace...) with zeroed scratch buffers."""
+    if isinstance(inst.shape, TupleShape):
+        return (result, *(zeros_of(s) for s in inst.shape.elements[1:]))
+    return result
+
+
+_EPILOGUES = {"DEFAULT": (False, False), "BIAS": (True, False), "RELU": (False, True),
+              "BIAS_RELU": (True, True)}
+
+
+@register_custom_call("__cublas$gemm", "__cublas$lt$matmul")
+def _gemm(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    """``alpha * dot(lhs, rhs) + beta * c`` (+ bias vector, relu for cublasLt epilogues),
+    accumulated in f32 for narrow floats and rounded once to the result type."""
+    cfg = _gemm_config(inst)
+    dims = cfg.get("dot_dimension_numbers", {})
+    out = _result_shape(inst)
+    compute = np.dtype(np.float32) if reduction.is_float_dtype(out.dtype) and out.dtype.itemsize < 4 else out.dtype
+    lhs, rhs = operands[0], operands[1]
+    r = linalg.dot_general(lhs, rhs, _ints(dims.get("lhs_batch_dimensions")),
+                           _ints(dims.get("rhs_batch_dimensions")), _ints(dims.get("lhs_contracting_dimensions")),
+                           _ints(dims.get("rhs_contracting_dimensions")), compute)
+    alpha = complex(float(cfg.get("alpha_real", 1)), float(cfg.get("alpha_imag", 0)))
+    alpha_v = alpha if compute.kind == "c" else alpha.real
+    beta = float(cfg.get("beta", 0))
+    if alpha_v != 1:
+        r = (r * alpha_v).astype(compute)
+    rest = list(operands[2:])
+    if beta != 0:
+        c = rest.pop(0)
+        r = (r + beta * c.astype(compute)).astype(compute)
+    epilogue = str(cfg.get("epilogue", "DEFAULT"))
+    if epilogue not in _EPILOGUES:
+        raise UnsupportedCustomCallError(f"{inst.custom_call_target} epilogue {epilogue} is not supported")
+    bias, relu = _EPILOGUES[epilogue]
+    if bias:
+        r = (r + rest.pop(0).astype(compute)).astype(compute)  # a vector along the last dimension
+    if relu:
+        r = np.maximum(r, 0).astype(compute)
+    return _with_workspace(inst, r.astype(out.dtype).reshape(out.dimensions))
+
+
+# --- jax's threefry kernel ---------------------------------------------------------------------
+
+
+@register_custom_call("cuda_threefry2x32", "cu_threefry2x32", "cu_threefry2x32_ffi",
+                      "hip_threefry2x32", "hip_threefry2x32_ffi")
+def _threefry(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    """jax's GPU threefry: operands (key0, key1, x0, x1), result (y0, y1), keys broadcast."""
+    out = inst.shape.elements[0].dimensions
+    k0, k1, x0, x1 = (np.broadcast_to(np.asarray(o, np.uint32), out) for o in operands[:4])
+    y0, y1 = rng.threefry2x32(k0, k1, x0, x1)
+    return (np.asarray(y0, np.uint32).reshape(out), np.asarray(y1, np.uint32).reshape(out))
+
+
+@register_custom_call("TopK")
+def _top_k(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    """XLA's TopK custom call: the k largest along the last dimension, (values, s32 indices)."""
+    k = inst.shape.elements[0].dimensions[-1]
+    return reduction.top_k(operands[0], k)
+
+
+# --- partitioner annotations -------------------------------------------------------------------
+
+
+@register_custom_call("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.*",
+                      "MoveToHost", "MoveToDevice", "annotate_device_placement")
+def _annotation(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    """Sharding and placement annotations change no values in a single global program."""
+    x = operands[0] if len(operands) == 1 else tuple(operands)
+    if isinstance(inst.shape, ArrayShape) and tuple(np.shape(x)) != tuple(inst.shape.dimensions):
+        raise UnsupportedCustomCallError(
+            f"{inst.custom_call_target} changes the shape ({np.shape(x)} -> {inst.shape}): this is "
+            "a manual (shard_map) region of a sharded module, which hloscope does not split into "
+            "shards yet; run the partitioned (post-optimization) module instead")
+    return x
+
+
+# --- XLA:CPU LAPACK kernels --------------------------------------------------------------------
+# jax lowers linalg on CPU to "lapack_<t><routine>_ffi" with t in s/d/c/z; leading dimensions
+# are a batch (frontend attribute num_batch_dims). backend_config is an MLIR dictionary such as
+# {uplo = 76 : ui8, mode = 86 : ui8}: characters as their ASCII codes.
+
+_MLIR_INT = re.compile(r"(\w+)\s*=\s*(-?\d+)")
+
+
+def _ffi_attrs(inst: Instruction) -> dict[str, int]:
+    bc = inst.backend_config
+    return {k: int(v) for k, v in _MLIR_INT.findall(bc.text if bc is not None else "")}
+
+
+def _lapack(prefix: str, name: str) -> Callable[..., Any]:
+    from scipy.linalg import lapack
+
+    return getattr(lapack, prefix + name)
+
+
+def _batched(a: np.ndarray, per_matrix: Callable[[np.ndarray], tuple[Any, ...]]) -> tuple[np.ndarray, ...]:
+    """Apply ``per_matrix`` to every matrix of a batch; stack each output over the batch.
+
+    The loop runs once per matrix (LAPACK itself is per matrix), never per element."""
+    batch = a.shape[:-2]
+    mats = a.reshape((-1, *a.shape[-2:]))
+    results = [per_matrix(m) for m in mats]
+    if not results:
+        raise UnsupportedCustomCallError("empty batches of LAPACK calls are not supported")
+    return tuple(np.stack([np.asarray(r[i]) for r in results]).reshape(batch + np.shape(results[0][i]))
+                 for i in range(len(results[0])))
+
+
+def _cast(inst: Instruction, values: tuple[np.ndarray, ...]) -> Value:
+    shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
+    out = tuple(np.asarray(v).astype(s.dtype).reshape(s.dimensions) for v, s in zip(values, shapes, strict=True))
+    return out if isinstance(inst.shape, TupleShape) else out[0]
+
+
+def _getrf(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    f = _lapack(p, "getrf")
+
+    def one(m: np.ndarray) -> tuple[Any, ...]:
+        lu, piv, info = f(m)
+        return lu, piv + 1, info  # LAPACK (and jax) pivots are 1-based; scipy's are 0-based
+
+    return _cast(inst, _batched(ops[0], one))
+
+
+def _potrf(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    f = _lapack(p, "potrf")
+    lower = attrs.get("uplo", ord("L")) == ord("L")
+    # clean=0 keeps the other triangle as LAPACK leaves it (the input's values), as jax sees it.
+    return _cast(inst, _batched(ops[0], lambda m: f(m, lower=lower, clean=0)))
+
+
+def _geqrf(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    f = _lapack(p, "geqrf")
+    return _cast(inst, _batched(ops[0], lambda m: f(m)[:2]))
+
+
+def _orgqr(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    f = _lapack(p, "orgqr" if p in "sd" else "ungqr")
+    a, tau = ops[0], ops[1]
+    mats = a.reshape((-1, *a.shape[-2:]))
+    taus = tau.reshape((-1, tau.shape[-1]))
+    q = np.stack([f(m, t)[0] for m, t in zip(mats, taus, strict=True)])
+    return _cast(inst, (q,))
+
+
+def _syevd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    f = _lapack(p, "syevd" if p in "sd" else "heevd")
+    lower = attrs.get("uplo", ord("L")) == ord("L")
+    vectors = attrs.get("mode", ord("V")) == ord("V")
+
+    def one(m: np.ndarray) -> tuple[Any, ...]:
+        w, v, info = f(m, compute_v=int(vectors), lower=int(lower))
+        return (v if vectors else m), w, info
+
+    return _cast(inst, _batched(ops[0], one))
+
+
+def _gesdd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    f = _lapack(p, "gesdd")
+    mode = chr(attrs.get("mode", ord("A")))
+    shapes = inst.shape.elements
+
+    def one(m: np.ndarray) -> tuple[Any, ...]:
+        u, s, vt, info = f(m, compute_uv=int(mode != "N"), full_matrices=int(mode == "A"))
+        if mode == "N":  # jax still declares u and vt outputs; their contents are unspecified
+            u = np.zeros(shapes[2].dimensions[-2:], m.dtype)
+            vt = np.zeros(shapes[3].dimensions[-2:], m.dtype)
+        return m, s, u, vt, info
+
+    return _cast(inst, _batched(ops[0], one))
+
+
+def _gehrd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    f = _lapack(p, "gehrd")
+    n = ops[0].shape[-1]
+    lo, hi = attrs.get("low", 1) - 1, attrs.get("high", n) - 1  # LAPACK's ilo/ihi are 1-based
+    return _cast(inst, _batched(ops[0], lambda m: f(m, lo=lo, hi=hi)))
+
+
+def _sytrd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    f = _lapack(p, "sytrd" if p in "sd" else "hetrd")
+    lower = attrs.get("uplo", ord("L")) == ord("L")
+    return _cast(inst, _batched(ops[0], lambda m: f(m, lower=int(lower))))
+
+
+_LAPACK_ROUTINES = {"getrf": _getrf, "potrf": _potrf, "geqrf": _geqrf, "orgqr": _orgqr,
+                    "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd, "gesdd": _gesdd,
+                    "gehrd": _gehrd, "sytrd": _sytrd, "hetrd": _sytrd}
+
+
+def _lapack_handler(prefix: str, routine: str) -> CustomCallHandler:
+    impl = _LAPACK_ROUTINES[routine]
+
+    def handler(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+        return impl(prefix, inst, operands, _ffi_attrs(inst))
+
+    handler.__name__ = f"lapack_{prefix}{routine}_ffi"
+    return handler
+
+
+for _p in "sdcz":
+    for _r in _LAPACK_ROUTINES:
+        if (_r in ("ungqr", "heevd", "hetrd")) == (_p in "cz") or _r in ("getrf", "potrf", "geqrf", "gesdd", "gehrd"):
+            register_custom_call(f"lapack_{_p}{_r}_ffi")(_lapack_handler(_p, _r))

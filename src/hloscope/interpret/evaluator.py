@@ -1,0 +1,279 @@
+"""The evaluator loop: run one computation on one device, instruction by instruction.
+
+Each computation gets a *plan* once (Note [Plans]); ``evaluate`` walks it, keeping values in a
+slot list and dropping each value after its last use, because real modules hold hundreds of MB.
+Failures are wrapped in an ``InterpretError`` that names the computation and the instruction
+and shows its text (Note [Located errors]). Observers see every instruction through ``Hooks``
+passed in ``RunOptions``; there is no global state.
+
+``evaluate`` is a generator: handlers that call computations or meet other devices are
+generator functions and the loop drives them with ``yield from``; whatever they yield (a
+collective's rendezvous request) travels up to the device driver in run.py. A device that never
+meets a collective simply never yields.
+
+Note [Plans]
+    A plan lists, for each non-parameter instruction in order: its handler, its operands' slot
+    numbers, and the slots whose last use it is. Building one costs a pass over the computation;
+    a while loop's body and condition reuse theirs every iteration, so the per-iteration cost is
+    one handler call per instruction plus list stores.
+
+Note [Located errors]
+    The innermost failing instruction makes the error: its computation, its name, and its text
+    (``span.render`` with file:line:col and a caret when the module came from a file). Each
+    calling instruction on the way out (while, call, fusion, ...) adds a ``called from`` line,
+    so a failure deep in a loop body reads like a short stack trace.
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from hloscope.errors import HloscopeError, InterpretError, UnsupportedOpcodeError
+from hloscope.interpret.devices import ProcessId
+from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
+from hloscope.interpret.values import Value
+from hloscope.ir import Computation, Instruction, Module, Opcode
+
+__all__ = ["Hooks", "Progress", "RunOptions", "EvalContext", "EvaluationInterrupted", "Plan",
+           "evaluate", "run_to_completion", "known_reduction", "located_error"]
+
+
+class Hooks(Protocol):
+    """Observer of an evaluation. Implement the methods you need (missing ones are skipped)."""
+
+    def on_instruction(self, inst: Instruction, operands: list[Value], result: Value) -> None:
+        """Called after each instruction of any computation has produced ``result``."""
+
+
+@dataclasses.dataclass
+class Progress:
+    """Counts across all devices: instructions evaluated and while-loop iterations run."""
+
+    instructions: int = 0
+    loop_iterations: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class RunOptions:
+    """How to run a module.
+
+    hooks           observers (``Hooks``) told about every instruction.
+    fill_elided     None (elided constants are an error), "zeros" or "random".
+    seed            seeds the legacy ``rng`` op and ``fill_elided="random"``.
+    progress        ``progress(Progress)`` every ``progress_every`` instructions.
+    """
+
+    hooks: Sequence[Any] = ()
+    fill_elided: str | None = None
+    seed: int = 0
+    progress: Callable[[Progress], None] | None = None
+    progress_every: int = 100_000
+
+    def __post_init__(self) -> None:
+        if self.fill_elided not in (None, "zeros", "random"):
+            raise ValueError(f"fill_elided must be None, 'zeros' or 'random', not {self.fill_elided!r}")
+
+
+class EvaluationInterrupted(HloscopeError):
+    """The user interrupted the evaluation (Ctrl-C); the message says where it was."""
+
+    exit_code = 130
+
+
+@dataclasses.dataclass(slots=True)
+class _Step:
+    handler: Callable[..., Any]
+    inst: Instruction
+    slot: int
+    operand_slots: tuple[int, ...]
+    dead: tuple[int, ...]
+    is_generator: bool
+
+
+@dataclasses.dataclass(slots=True)
+class Plan:
+    """A computation prepared for evaluation (Note [Plans])."""
+
+    computation: Computation
+    size: int
+    parameter_slots: tuple[int, ...]
+    steps: list[_Step]
+    root_slot: int
+
+
+def _unsupported(reason: str) -> Callable[..., Any]:
+    def handler(ctx: Any, inst: Instruction, operands: list[Value]) -> Value:
+        raise UnsupportedOpcodeError(f"{inst.opcode.text} is not supported by the interpreter: {reason}")
+
+    return handler
+
+
+def build_plan(comp: Computation) -> Plan:
+    """The plan of ``comp``: handlers, operand slots and last-use frees (Note [Plans])."""
+    insts = comp.instructions
+    slot_of = {id(inst): i for i, inst in enumerate(insts)}
+    last_use = [-1] * len(insts)
+    for i, inst in enumerate(insts):
+        for op in inst.operands:
+            last_use[slot_of[id(op)]] = i
+    root_slot = slot_of[id(comp.root)]
+    dead_after: list[list[int]] = [[] for _ in insts]
+    for s, use in enumerate(last_use):
+        if s != root_slot:
+            dead_after[use if use >= 0 else s].append(s)
+    steps = []
+    for i, inst in enumerate(insts):
+        if inst.opcode is Opcode.PARAMETER:
+            continue
+        handler = handler_for(inst.opcode)
+        if handler is None:
+            handler = _unsupported(UNSUPPORTED.get(inst.opcode, "no handler registered"))
+        steps.append(_Step(handler, inst, i, tuple(slot_of[id(o)] for o in inst.operands),
+                           tuple(dead_after[i]), is_generator_handler(handler)))
+    params = tuple(slot_of[id(p)] for p in comp.parameters)
+    return Plan(comp, len(insts), params, steps, root_slot)
+
+
+class EvalContext:
+    """What handlers may use on one device: the module, options, the device's ProcessId and
+    the grid size, shared plan and computation caches, and the shared Progress counters."""
+
+    def __init__(self, module: Module, options: RunOptions, process: ProcessId = ProcessId(0, 0),
+                 num_replicas: int = 1, num_partitions: int = 1, *,
+                 shared: dict[str, Any] | None = None) -> None:
+        self.module = module
+        self.options = options
+        self.process = process
+        self.num_replicas = num_replicas
+        self.num_partitions = num_partitions
+        shared = shared if shared is not None else {}
+        self.plans: dict[Computation, Plan] = shared.setdefault("plans", {})
+        self.cache: dict[Any, Any] = shared.setdefault("cache", {})  # per-instruction derived data
+        self.progress: Progress = shared.setdefault("progress", Progress())
+        self.hooks = [h for h in options.hooks if hasattr(h, "on_instruction")]
+        self.rng = np.random.default_rng([options.seed, process.replica, process.partition])
+        self.async_state: dict[Any, Any] = {}
+
+    @property
+    def device(self) -> int:
+        """This device's flattened index ``replica * num_partitions + partition``."""
+        return self.process.replica * self.num_partitions + self.process.partition
+
+    def plan(self, comp: Computation) -> Plan:
+        plan = self.plans.get(comp)
+        if plan is None:
+            plan = self.plans[comp] = build_plan(comp)
+        return plan
+
+    def call(self, comp: Computation, args: Sequence[Value]) -> Generator[Any, Any, Value]:
+        """Evaluate ``comp`` on ``args`` (use with ``yield from`` inside generator handlers)."""
+        return evaluate(self, comp, args)
+
+    def call_now(self, comp: Computation, args: Sequence[Value]) -> Value:
+        """Evaluate ``comp`` to completion; it must not contain collectives."""
+        return run_to_completion(evaluate(self, comp, args), comp)
+
+    def vectorized(self, comp: Computation) -> Callable[..., Any]:
+        """``comp`` as a function of whole arrays (Note [Vectorized computations] in
+        reduction.py): scalar computations such as reducers and comparators are elementwise, so
+        evaluating them once on arrays applies them to every element at once."""
+        return lambda *args: self.call_now(comp, args)
+
+
+def run_to_completion(gen: Generator[Any, Any, Value], comp: Computation) -> Value:
+    """Drive an evaluation that must not meet other devices; return its result."""
+    try:
+        request = next(gen)
+    except StopIteration as stop:
+        return stop.value
+    gen.close()
+    raise InterpretError(f"computation {comp.name} reached a collective ({request!r}) where only a "
+                         "local computation is allowed (a reducer, comparator or mapped function)")
+
+
+def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value]) -> Generator[Any, Any, Value]:
+    """Evaluate ``comp`` on ``args`` on ``ctx``'s device; a generator returning the root value."""
+    plan = ctx.plan(comp)
+    if len(args) != len(plan.parameter_slots):
+        raise InterpretError(f"computation {comp.name} takes {len(plan.parameter_slots)} arguments, "
+                             f"got {len(args)}")
+    env: list[Any] = [None] * plan.size
+    for slot, value in zip(plan.parameter_slots, args):
+        env[slot] = value
+    hooks = ctx.hooks
+    progress = ctx.progress
+    report = ctx.options.progress
+    every = ctx.options.progress_every
+    for step in plan.steps:
+        operands = [env[s] for s in step.operand_slots]
+        try:
+            if step.is_generator:
+                result = yield from step.handler(ctx, step.inst, operands)
+            else:
+                result = step.handler(ctx, step.inst, operands)
+        except KeyboardInterrupt:
+            raise EvaluationInterrupted(
+                f"interrupted at instruction {step.inst.name} in computation {comp.name} after "
+                f"{progress.instructions} instructions and {progress.loop_iterations} loop iterations"
+            ) from None
+        except Exception as e:
+            raise located_error(e, step.inst) from e
+        env[step.slot] = result
+        for s in step.dead:
+            env[s] = None
+        if hooks:
+            for h in hooks:
+                h.on_instruction(step.inst, operands, result)
+        progress.instructions += 1
+        if report is not None and progress.instructions % every == 0:
+            report(progress)
+    return env[plan.root_slot]
+
+
+def _inst_text(inst: Instruction, message: str) -> str:
+    if inst.span is not None:
+        return inst.span.render(message)
+    try:
+        text = inst.to_text()
+    except Exception:  # printing must never hide the real error
+        text = repr(inst)
+    return f"error: {message}\n  {text}"
+
+
+def located_error(e: Exception, inst: Instruction) -> HloscopeError:
+    """``e`` as an error that names ``inst`` (Note [Located errors])."""
+    comp = inst.computation.name if inst.computation is not None else "?"
+    if isinstance(e, HloscopeError) and getattr(e, "instruction", None) is not None:
+        if isinstance(e, EvaluationInterrupted):
+            return e
+        e.args = (f"{e.args[0] if e.args else e}\n  called from {inst.name} in computation {comp}",)
+        return e
+    cls = type(e) if isinstance(e, InterpretError) else InterpretError
+    cause = str(e) if isinstance(e, HloscopeError) else f"{type(e).__name__}: {e}"
+    message = f"evaluating {inst.name} ({inst.opcode.text}) in computation {comp}: {cause}"
+    err = cls(_inst_text(inst, message))
+    err.instruction = inst  # type: ignore[attr-defined]
+    err.computation = comp  # type: ignore[attr-defined]
+    return err
+
+
+# Root opcodes of two-parameter computations that the pure functions have fast paths for.
+_KNOWN_BINARY = {
+    Opcode.ADD: "add", Opcode.MULTIPLY: "multiply", Opcode.MAXIMUM: "max",
+    Opcode.MINIMUM: "min", Opcode.AND: "and", Opcode.OR: "or",
+}
+
+
+def known_reduction(comp: Computation) -> str | None:
+    """"add", "max", ... when ``comp`` is ``op(parameter(0), parameter(1))`` for a commutative
+    op the pure functions have a numpy fast path for, else None."""
+    root = comp.root
+    name = _KNOWN_BINARY.get(root.opcode)
+    if name is None or len(comp.parameters) != 2:
+        return None
+    if {id(o) for o in root.operands} == {id(p) for p in comp.parameters} and len(root.operands) == 2:
+        return name
+    return None

@@ -1,0 +1,370 @@
+"""The verifier: shape inference plus a structural lint over a whole module.
+
+``verify(module)`` collects every problem as a ``Diagnostic`` and never raises, however
+malformed the module; ``check(module)`` raises ``VerifyError`` when any diagnostic is an error.
+Each message says what is wrong and what was expected; ``str(diagnostic)`` adds where, as
+``file:line:col: error: message`` with the source line and a caret when the module was parsed
+from text, else as ``computation/instruction: message``.
+
+The checks, in the order they run per instruction (XLA's ``HloVerifier`` and ``ShapeVerifier``):
+operand counts against the opcode table, operands and control predecessors defined in the same
+computation, called computations present in the module, the re-inferred shape against the
+declared one (``hloscope.ir.shape_inference``), and the signatures of called computations
+(while, conditional, call, fusion, map, async, reducers and comparators). Per computation:
+parameter numbers unique and contiguous, and no cycle through operands and control
+predecessors. Per module: the entry against ``entry_computation_layout`` and every
+``input_output_alias`` entry. All comparisons ignore layouts.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hloscope.errors import VerifyError
+from hloscope.ir.computation import Computation
+from hloscope.ir.instruction import CALLED_COMPUTATION_ATTRS, Instruction
+from hloscope.ir.module import Module
+from hloscope.ir.opcode import Opcode
+from hloscope.ir.shape import ArrayShape, Shape, TupleShape
+from hloscope.ir.shape_inference import (
+    ShapeInferenceError,
+    check_shape,
+    infer_shape,
+    same_shape,
+    shape_text,
+)
+
+__all__ = ["Diagnostic", "check", "verify"]
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One verifier finding. ``severity`` is ``"error"`` or ``"warning"``."""
+
+    severity: str
+    message: str
+    instruction: str | None = None
+    computation: str | None = None
+    span: Any = field(default=None, compare=False, repr=False)  # a text Span, when known
+
+    def __str__(self) -> str:
+        if self.span is not None:
+            try:
+                return self.span.render(self.message, self.severity)
+            except Exception:  # a span into a changed source must not hide the message
+                pass
+        where = "/".join(x for x in (self.computation, self.instruction) if x)
+        return f"{where}: {self.message}" if where else f"{self.severity}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The finding as plain JSON data (no rendering)."""
+        out: dict[str, Any] = {"severity": self.severity, "message": self.message,
+                               "instruction": self.instruction, "computation": self.computation}
+        if self.span is not None:
+            try:
+                out["line"], out["column"] = self.span.line, self.span.column
+            except Exception:
+                pass
+        return out
+
+
+def verify(module: Module) -> list[Diagnostic]:
+    """Every problem found in ``module``, in module order; an empty list when it is well formed."""
+    v = _Verifier(module)
+    v.run()
+    return v.diagnostics
+
+
+def check(module: Module) -> None:
+    """Raise ``VerifyError`` with every diagnostic when ``verify`` finds any error."""
+    diagnostics = verify(module)
+    if any(d.severity == "error" for d in diagnostics):
+        raise VerifyError(diagnostics)
+
+
+# Variadic opcodes' operand-count constraints: (minimum, "even"/"odd"/None), XLA's verifier.
+_VARIADIC_COUNTS: dict[Opcode, tuple[int, str | None]] = {
+    Opcode.REDUCE: (2, "even"), Opcode.REDUCE_WINDOW: (2, "even"), Opcode.SCATTER: (3, "odd"),
+    Opcode.DYNAMIC_SLICE: (2, None), Opcode.DYNAMIC_UPDATE_SLICE: (3, None),
+    Opcode.CONCATENATE: (1, None), Opcode.SORT: (1, None), Opcode.CONVOLUTION: (2, None),
+    Opcode.CONDITIONAL: (2, None), Opcode.ALL_REDUCE: (1, None), Opcode.ALL_GATHER: (1, None),
+    Opcode.REDUCE_SCATTER: (1, None), Opcode.ALL_TO_ALL: (1, None), Opcode.MAP: (1, None),
+    Opcode.COLLECTIVE_PERMUTE: (1, None),
+}
+
+
+def _operand_list(inst: Instruction) -> str:
+    return ", ".join(shape_text(o.shape) for o in inst.operands)
+
+
+def _params(comp: Computation) -> list[Shape]:
+    return [p.shape for p in comp.parameters]
+
+
+def _sig(shapes: Iterable[Shape], result: Shape) -> str:
+    return "(" + ", ".join(shape_text(s) for s in shapes) + ") -> " + shape_text(result)
+
+
+class _Verifier:
+    """One verification run; ``diagnostics`` accumulates in module order."""
+
+    def __init__(self, module: Module) -> None:
+        self.module = module
+        self.diagnostics: list[Diagnostic] = []
+        self.comps = {id(c) for c in module.computations}
+        self.inst: Instruction | None = None
+
+    # --- reporting ---------------------------------------------------------------------------
+    def error(self, message: str, inst: Instruction | None = None, comp: Computation | None = None) -> None:
+        inst = inst or self.inst
+        if comp is None and inst is not None:
+            comp = inst.computation
+        self.diagnostics.append(Diagnostic(
+            "error", message, inst.name if inst is not None else None,
+            comp.name if comp is not None else None,
+            getattr(inst, "span", None) if inst is not None else getattr(comp, "span", None)))
+
+    # --- driver ------------------------------------------------------------------------------
+    def run(self) -> None:
+        for comp in self.module.computations:
+            try:
+                self.computation(comp)
+            except Exception as e:  # never raise on a malformed module: report and go on
+                self.error(f"verifier could not check computation {comp.name}: {e!r}", None, comp)
+        self.inst = None
+        try:
+            self.entry_layout()
+            self.aliases()
+        except Exception as e:
+            self.error(f"verifier could not check the module header: {e!r}", None, self.module.entry)
+
+    def computation(self, comp: Computation) -> None:
+        members = {id(i) for i in comp.instructions}
+        if id(comp.root) not in members:
+            self.error(f"root {comp.root.name} is not an instruction of computation {comp.name}", None, comp)
+        numbers = sorted(p.attrs.get("parameter_number", -1) for p in comp.instructions
+                         if p.opcode is Opcode.PARAMETER)
+        if numbers != list(range(len(numbers))):
+            self.error(f"parameter numbers {numbers} of computation {comp.name} must be 0..{len(numbers) - 1}, "
+                       "each once", None, comp)
+        for inst in comp.instructions:
+            self.inst = inst
+            try:
+                self.instruction(inst, members)
+            except Exception as e:
+                self.error(f"verifier could not check {inst.opcode.text}: {e!r}")
+        self.inst = None
+        self.cycles(comp, members)
+
+    def instruction(self, inst: Instruction, members: set[int]) -> None:
+        op = inst.opcode
+        n = len(inst.operands)
+        if op.arity is not None and n != op.arity:
+            self.error(f"{op.text} takes {op.arity} operand{'s' * (op.arity != 1)}, got {n}")
+            return
+        rule = _VARIADIC_COUNTS.get(op)
+        if rule is not None and (n < rule[0] or (rule[1] == "even" and n % 2) or (rule[1] == "odd" and n % 2 == 0)):
+            parity = f" ({rule[1]} count)" if rule[1] else ""
+            self.error(f"{op.text} takes at least {rule[0]} operands{parity}, got {n}")
+            return
+        undefined = [o.name for o in (*inst.operands, *inst.control_predecessors) if id(o) not in members]
+        if undefined:
+            self.error(f"uses {', '.join(undefined)}, not defined in computation {inst.computation.name}")
+            return
+        for key in CALLED_COMPUTATION_ATTRS:
+            value = inst.attrs.get(key)
+            for c in value if isinstance(value, list) else () if value is None else (value,):
+                if isinstance(c, str) or id(c) not in self.comps:
+                    self.error(f"{key}={getattr(c, 'name', c)} is not a computation of module {self.module.name}")
+                    return
+        try:
+            inferred = infer_shape(inst)
+            check_shape(inst)
+        except ShapeInferenceError as e:
+            self.error(f"{e} (in {op.text}({_operand_list(inst)}))")
+            return
+        if inferred is not None and not same_shape(inferred, inst.shape):
+            self.error(f"expected shape {shape_text(inferred)} from {op.text}({_operand_list(inst)}), "
+                       f"declared {shape_text(inst.shape)}")
+        checker = _CALL_CHECKS.get(op)
+        if checker is not None:
+            checker(self, inst)
+
+    # --- called computations -----------------------------------------------------------------
+    def expect_signature(self, inst: Instruction, comp: Computation, role: str,
+                         params: list[Shape], result: Shape | None) -> None:
+        """Report when ``comp`` does not take ``params`` (and return ``result``, if given)."""
+        got = _params(comp)
+        ok = len(got) == len(params) and all(same_shape(a, b) for a, b in zip(got, params, strict=True))
+        if result is not None:
+            ok = ok and same_shape(comp.root.shape, result)
+        if not ok:
+            want = _sig(params, result) if result is not None else "(" + ", ".join(map(shape_text, params)) + ")"
+            self.error(f"{role} {comp.name} must be {want}, is {_sig(got, comp.root.shape)}")
+
+    def reducer(self, inst: Instruction, attr: str, types: list[str], result: str | None = None) -> None:
+        """``attr`` must be ``(T1..Tn, T1..Tn) -> (T1..Tn)`` over scalars (or ``-> pred[]``)."""
+        comp = inst.attrs.get(attr)
+        if comp is None:
+            return
+        scalars = [ArrayShape(t) for t in types]
+        if result == "pred":
+            out: Shape = ArrayShape("pred")
+        else:
+            out = scalars[0] if len(scalars) == 1 else TupleShape(tuple(scalars))
+        self.expect_signature(inst, comp, {"comparator": "comparator", "select": "select computation"}
+                              .get(attr, "reducer"), scalars + scalars, out)
+
+    def cycles(self, comp: Computation, members: set[int]) -> None:
+        """Report one instruction on each cycle through operands and control predecessors."""
+        state: dict[int, int] = {}  # 1 = on the DFS stack, 2 = done
+        for start in comp.instructions:
+            if id(start) in state:
+                continue
+            stack = [(start, iter((*start.operands, *start.control_predecessors)))]
+            state[id(start)] = 1
+            while stack:
+                node, it = stack[-1]
+                nxt = next(it, None)
+                if nxt is None:
+                    state[id(node)] = 2
+                    stack.pop()
+                    continue
+                s = state.get(id(nxt))
+                if s == 1:
+                    self.error(f"cycle through operands/control predecessors: {nxt.name} depends on itself "
+                               f"via {node.name}", nxt, comp)
+                elif s is None and id(nxt) in members:
+                    state[id(nxt)] = 1
+                    stack.append((nxt, iter((*nxt.operands, *nxt.control_predecessors))))
+
+    # --- module header -----------------------------------------------------------------------
+    def entry_layout(self) -> None:
+        layout = self.module.entry_computation_layout
+        entry = self.module.entry
+        if layout is None:
+            return
+        params = _params(entry)
+        if len(layout.parameters) != len(params) or not all(
+                same_shape(a, b) for a, b in zip(layout.parameters, params, strict=True)) or not same_shape(
+                layout.result, entry.root.shape):
+            self.error(f"entry_computation_layout {_sig(layout.parameters, layout.result)} does not match "
+                       f"entry computation {entry.name} {_sig(params, entry.root.shape)}", entry.root, entry)
+
+    def aliases(self) -> None:
+        entry = self.module.entry
+        for a in self.module.input_output_alias:
+            out = _subshape(entry.root.shape, a.output_index)
+            if a.parameter_number >= len(entry.parameters) or a.parameter_number < 0:
+                self.error(f"input_output_alias {a}: entry has no parameter {a.parameter_number}", None, entry)
+                continue
+            param = _subshape(entry.parameters[a.parameter_number].shape, a.parameter_index)
+            if out is None:
+                self.error(f"input_output_alias {a}: output index {list(a.output_index)} is not in "
+                           f"{shape_text(entry.root.shape)}", None, entry)
+            elif param is None:
+                self.error(f"input_output_alias {a}: parameter index {list(a.parameter_index)} is not in "
+                           f"{shape_text(entry.parameters[a.parameter_number].shape)}", None, entry)
+            elif not same_shape(out, param):
+                self.error(f"input_output_alias {a}: output {shape_text(out)} and parameter "
+                           f"{shape_text(param)} differ", None, entry)
+
+
+def _subshape(shape: Shape, index: tuple[int, ...]) -> Shape | None:
+    for i in index:
+        if not isinstance(shape, TupleShape) or not 0 <= i < len(shape.elements):
+            return None
+        shape = shape.elements[i]
+    return shape
+
+
+def _leaf_types(shapes: Iterable[Shape]) -> list[str]:
+    return [s.element_type for s in shapes if isinstance(s, ArrayShape)]
+
+
+# --- per-opcode signature checks of called computations ----------------------------------------
+_CALL_CHECKS: dict[Opcode, Callable[[_Verifier, Instruction], None]] = {}
+
+
+def _calls(*opcodes: Opcode) -> Callable[[Callable[[_Verifier, Instruction], None]], Any]:
+    def register(fn: Callable[[_Verifier, Instruction], None]) -> Any:
+        for op in opcodes:
+            _CALL_CHECKS[op] = fn
+        return fn
+    return register
+
+
+@_calls(Opcode.WHILE)
+def _check_while(v: _Verifier, inst: Instruction) -> None:
+    init = inst.operands[0].shape
+    v.expect_signature(inst, inst.attrs["body"], "while body", [init], init)
+    v.expect_signature(inst, inst.attrs["condition"], "while condition", [init], ArrayShape("pred"))
+
+
+@_calls(Opcode.CONDITIONAL)
+def _check_conditional(v: _Verifier, inst: Instruction) -> None:
+    branches = inst.attrs.get("branch_computations") or [
+        inst.attrs[k] for k in ("true_computation", "false_computation") if k in inst.attrs]
+    selector = inst.operands[0].shape
+    want = "pred" if "true_computation" in inst.attrs else "s32"
+    if not same_shape(selector, ArrayShape(want)) and not (want == "s32" and same_shape(selector, ArrayShape("pred"))):
+        v.error(f"conditional's selector must be {want}[], got {shape_text(selector)}")
+    if len(branches) != len(inst.operands) - 1:
+        v.error(f"conditional has {len(branches)} branches but {len(inst.operands) - 1} branch operands")
+        return
+    for k, (b, arg) in enumerate(zip(branches, inst.operands[1:], strict=True)):
+        v.expect_signature(inst, b, f"branch {k}", [arg.shape], inst.shape)
+
+
+@_calls(Opcode.CALL, Opcode.FUSION, Opcode.ASYNC_START)
+def _check_call(v: _Verifier, inst: Instruction) -> None:
+    key = "to_apply" if inst.opcode is Opcode.CALL else "calls"
+    comp = inst.attrs.get(key)
+    if isinstance(comp, list):
+        comp = comp[0] if comp else None
+    if comp is not None:
+        v.expect_signature(inst, comp, {Opcode.FUSION: "fused computation"}.get(inst.opcode, "callee"),
+                           [o.shape for o in inst.operands], None)
+
+
+@_calls(Opcode.MAP)
+def _check_map(v: _Verifier, inst: Instruction) -> None:
+    comp = inst.attrs["to_apply"]
+    v.expect_signature(inst, comp, "mapped computation",
+                       [ArrayShape(t) for t in _leaf_types(o.shape for o in inst.operands)], None)
+
+
+@_calls(Opcode.REDUCE, Opcode.REDUCE_WINDOW)
+def _check_reduce(v: _Verifier, inst: Instruction) -> None:
+    n = len(inst.operands) // 2
+    v.reducer(inst, "to_apply", _leaf_types(o.shape for o in inst.operands[n:]))
+
+
+@_calls(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START, Opcode.REDUCE_SCATTER)
+def _check_all_reduce(v: _Verifier, inst: Instruction) -> None:
+    types = sorted(set(_leaf_types(o.shape for o in inst.operands)))
+    if len(types) == 1:  # combined collectives with mixed types share one reducer per type
+        v.reducer(inst, "to_apply", types)
+
+
+@_calls(Opcode.SCATTER)
+def _check_scatter(v: _Verifier, inst: Instruction) -> None:
+    n = (len(inst.operands) - 1) // 2
+    v.reducer(inst, "to_apply", _leaf_types(o.shape for o in inst.operands[:n]))
+
+
+@_calls(Opcode.SELECT_AND_SCATTER)
+def _check_select_and_scatter(v: _Verifier, inst: Instruction) -> None:
+    t = _leaf_types([inst.operands[0].shape])
+    v.reducer(inst, "select", t, "pred")
+    v.reducer(inst, "scatter", _leaf_types([inst.operands[1].shape]))
+
+
+@_calls(Opcode.SORT)
+def _check_sort(v: _Verifier, inst: Instruction) -> None:
+    # The comparator takes each operand's pair of elements in turn: (T0, T0, T1, T1, ...) -> pred[].
+    comp = inst.attrs.get("to_apply")
+    if comp is not None:
+        params = [ArrayShape(t) for t in _leaf_types(o.shape for o in inst.operands) for _ in (0, 1)]
+        v.expect_signature(inst, comp, "comparator", params, ArrayShape("pred"))

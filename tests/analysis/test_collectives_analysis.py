@@ -1,0 +1,107 @@
+"""Collective analysis on the seeds: group sizes, modes and byte volumes worked out by hand."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import hloscope
+from hloscope.analysis.collectives import analyze_collectives, wire_bytes
+from tests.conftest import SEED_FILES
+
+EXPECTED_GROUP_SIZE = {"000": 8, "001": 4, "003": 8, "004": 4}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    return {s: analyze_collectives(hloscope.load(SEED_FILES[s])) for s in EXPECTED_GROUP_SIZE}
+
+
+@pytest.mark.parametrize("seed", sorted(EXPECTED_GROUP_SIZE))
+def test_group_sizes(reports, seed: str) -> None:
+    report = reports[seed]
+    assert report.collectives
+    assert {c.group_size for c in report.collectives} == {EXPECTED_GROUP_SIZE[seed]}
+    json.dumps(report.to_json())
+
+
+def test_seed_000_tuple_all_reduce(reports) -> None:
+    # f32[784,1024] + f32[1024] + f32[1024] + f32[1024,10] + f32[10] + f32[1024,1024], 8 replicas.
+    b = 4 * (784 * 1024 + 1024 + 1024 + 1024 * 10 + 10 + 1024 * 1024)
+    assert b == 7_454_760
+    (op,) = reports["000"].collectives
+    assert (op.group_mode, op.group_size, op.num_groups) == ("cross_replica", 8, 1)
+    assert op.payload_bytes == b
+    assert op.ring_bytes == 2 * 7 / 8 * b == 13_045_830
+    assert op.tree_bytes == 2 * b
+    assert reports["000"].num_replicas == 8  # inferred: the pmap header has no replica_count
+
+
+def test_seed_004_all_reduce(reports) -> None:
+    # (f32[8,128,4096], f32[]) over replica_groups={} with replica_count=4; logical bytes, not tiles.
+    b = 4 * 8 * 128 * 4096 + 4
+    (op,) = reports["004"].collectives
+    assert (op.group_size, op.num_groups, op.payload_bytes) == (4, 1, b)
+    assert op.ring_bytes == 2 * 3 / 4 * b == 25_165_830
+    assert op.ring_steps == 6 and op.tree_steps == 4
+
+
+def test_seed_001_spmd(reports) -> None:
+    r = reports["001"]
+    assert (r.num_replicas, r.num_partitions) == (1, 4)
+    ag = r.by_name("all-gather")
+    assert (ag.group_mode, ag.payload_bytes, ag.ring_bytes) == ("flattened_id", 64, 48)
+    ar = r.by_name("all-reduce")
+    assert (ar.group_mode, ar.payload_bytes, ar.ring_bytes) == ("cross_replica_and_partition", 4096, 6144)
+
+
+def test_seed_003_twelve_all_reduces(reports) -> None:
+    r = reports["003"]
+    assert len(r.collectives) == 12
+    assert all(c.kind == "all-reduce" and c.count == 1 for c in r.collectives)
+    assert r.payload_bytes == sum(c.payload_bytes for c in r.collectives)
+
+
+def test_all_reduce_in_loop_counts_trips() -> None:
+    text = """HloModule m, replica_count=4
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+cond {
+  p = (s32[], f32[256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(10)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[256]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[256] get-tuple-element(p), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[256] all-reduce(x), replica_groups={{0,1},{2,3}}, to_apply=add
+  ROOT r = (s32[], f32[256]) tuple(j, y)
+}
+ENTRY e {
+  a = f32[256] parameter(0)
+  z = s32[] constant(0)
+  t = (s32[], f32[256]) tuple(z, a)
+  w = (s32[], f32[256]) while(t), condition=cond, body=body
+  ROOT g = f32[256] get-tuple-element(w), index=1
+}
+"""
+    r = analyze_collectives(hloscope.parse(text))
+    (op,) = r.collectives
+    assert (op.group_size, op.num_groups, op.count) == (2, 2, 10)
+    assert r.ring_bytes == 10 * 1024  # 2 (n-1)/n B = B per step for n=2
+    assert r.payload_bytes == 10 * 1024
+
+
+def test_formulas() -> None:
+    assert wire_bytes("all-gather", 4, 400) == 300
+    assert wire_bytes("reduce-scatter", 4, 400) == 300
+    assert wire_bytes("all-to-all", 8, 800) == 700
+    assert wire_bytes("collective-permute", 2, 123) == 123
+    assert wire_bytes("all-reduce", 1, 100) == 0

@@ -1,0 +1,129 @@
+"""The HTML report: written for every seed, self-contained, escaped, robust to failing analyses."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+import hloscope
+from hloscope.cli import main
+from hloscope.errors import InputError
+from hloscope.report import report_html, write_report
+from hloscope.report.data import collect_report_data
+from hloscope.report.html import json_for_script, render_html
+from tests.conftest import MODULE_SEEDS, SEED_FILES
+
+INJECTION = "<script>alert(1)</script>"
+URL_ATTR = re.compile(r"""\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
+
+
+def data_block(page: str) -> dict:
+    m = re.search(r'<script type="application/json" id="hloscope-data">(.*?)</script>', page, re.S)
+    assert m, "the data block is missing"
+    return json.loads(m.group(1))
+
+
+def injection_module() -> hloscope.Module:
+    """Seed 000 with a <script> op_name (and one that tries to close the data block)."""
+    text = SEED_FILES["000"].read_text()
+    text = text.replace('op_name="max"', f'op_name="{INJECTION}"', 1)
+    text = text.replace('op_name="add"', 'op_name="</script><img src=x onerror=alert(2)>"', 1)
+    return hloscope.parse(text)
+
+
+@pytest.fixture(scope="module")
+def modules():
+    return {s: hloscope.load(SEED_FILES[s]) for s in MODULE_SEEDS}
+
+
+@pytest.mark.parametrize("seed", MODULE_SEEDS)
+def test_report_is_written_and_self_contained(seed, modules, tmp_path):
+    out = tmp_path / f"{seed}.html"
+    assert write_report(modules[seed], out) == str(out)
+    page = out.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    assert not URL_ATTR.search(page), "the page must not load anything from the network"
+    assert "<link" not in page
+    # Exactly our two script elements: the data block and the inlined script.
+    assert page.count("<script") == 2
+    data = data_block(page)
+    assert data["module"]["name"] == modules[seed].name
+    assert sum(len(c["instructions"]) for c in data["computations"]) == modules[seed].instruction_count
+    assert data["summary"]["status"] == "ok"
+    for name in ("cost", "memory", "collectives", "timing"):
+        assert data[name]["status"] in ("ok", "unavailable", "error")
+
+
+def test_injected_op_name_stays_text():
+    page = report_html(injection_module())
+    assert page.count("<script") == 2 and page.count("</script>") == 2
+    assert INJECTION not in page and "<img" not in page
+    data = data_block(page)
+    op_names = [r[data["columns"].index("op_name")] for c in data["computations"] for r in c["instructions"]]
+    assert INJECTION in op_names  # the text survives, escaped, for the page to show as text
+    assert ".innerHTML" not in page and "insertAdjacentHTML" not in page  # DOM via textContent only
+
+
+def test_json_for_script_escapes_markup():
+    text = json_for_script({"a": "</script><!-- & \u2028"})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"a": "</script><!-- & \u2028"}
+
+
+def test_failing_analysis_becomes_a_note(modules, monkeypatch):
+    import hloscope.analysis.summary as summary
+
+    def boom(module):
+        raise RuntimeError("deliberate failure")
+
+    monkeypatch.setattr(summary, "summarize", boom)
+    data = collect_report_data(modules["001"])
+    assert data["summary"]["status"] == "error"
+    assert "deliberate failure" in data["summary"]["message"]
+    assert "deliberate failure" in render_html(data)
+
+
+def test_missing_analysis_is_unavailable(modules, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "hloscope.analysis.collectives", None)  # import fails
+    data = collect_report_data(modules["004"])
+    assert data["collectives"]["status"] in ("unavailable", "error")
+    assert data["timing"]["status"] == "unavailable"  # no hardware given
+
+
+def test_refuses_to_overwrite_the_input(tmp_path):
+    src = tmp_path / "m.txt"
+    shutil.copy(SEED_FILES["004"], src)
+    module = hloscope.load(src)
+    with pytest.raises(InputError):
+        write_report(module, src)
+    assert src.read_text() == SEED_FILES["004"].read_text()
+
+
+def test_repr_html_is_compact_and_escaped(modules):
+    html = modules["003"]._repr_html_()
+    assert modules["003"].name in html and len(html) < 20_000
+    assert "<script" not in html
+
+
+def test_cli_report(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", str(SEED_FILES["001"]), "-o", str(out)]) == 0
+    assert str(out.resolve()) in capsys.readouterr().out
+    assert data_block(out.read_text())["module"]["name"] == "func_shard_parallel__1.68"
+
+
+def test_cli_report_without_file_uses_the_example(tmp_path, capsys):
+    out = tmp_path / "example.html"
+    assert main(["report", "-o", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out and out.exists()
+
+
+def test_cli_report_refuses_input_as_output(tmp_path, capsys):
+    src = tmp_path / "m.txt"
+    shutil.copy(SEED_FILES["004"], src)
+    assert main(["report", str(src), "-o", str(src)]) == 1
+    assert "refusing" in capsys.readouterr().err
