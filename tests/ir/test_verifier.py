@@ -187,9 +187,9 @@ def test_base_module_is_clean() -> None:
 def test_wrong_declared_shape() -> None:
     assert _diagnose("ROOT %add = f32[8,128]{1,0} add", "ROOT %add = f32[8,64]{1,0} add",
                      _BASE.replace("->f32[8,128]{1,0}}", "->f32[8,64]{1,0}}")) == [
-        "m.hlo:17:3: error: expected shape f32[8,128] from add(f32[8,128], f32[8,128]), declared f32[8,64]\n"
+        "m.hlo:17:8: error: expected shape f32[8,128] from add(f32[8,128], f32[8,128]), declared f32[8,64]\n"
         "  ROOT %add = f32[8,64]{1,0} add(%p0, %rb)\n"
-        "  ^~~~"
+        "       ^~~~"
     ]
 
 
@@ -212,9 +212,9 @@ def test_wrong_reducer_signature() -> None:
 
 def test_wrong_operand_count() -> None:
     assert _diagnose("add(%p0, %rb)", "add(%p0, %rb, %p1)") == [
-        "m.hlo:17:3: error: add takes 2 operands, got 3\n"
+        "m.hlo:17:8: error: add takes 2 operands, got 3\n"
         "  ROOT %add = f32[8,128]{1,0} add(%p0, %rb, %p1)\n"
-        "  ^~~~"
+        "       ^~~~"
     ]
 
 
