@@ -181,9 +181,14 @@ def _abs(x: Array) -> Array:
 
 def _sign(x: Array) -> Array:
     # sign(NaN) = NaN, sign(±0) = ±0, ints: -1/0/1 (unsigned: 0/1); complex: x / |x|, 0 -> 0.
+    # XLA divides each part by the real |x| (not a complex division), so a finite part over an
+    # infinite |x| gives ±0 (sign(1 + inf i) = 0 + nan i) and a NaN |x| gives NaN parts.
     if _is_complex(x.dtype):
         mag = np.abs(x)
-        return np.where(mag == 0, x, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+        out = np.empty_like(x)
+        out.real = np.real(x) / mag
+        out.imag = np.imag(x) / mag
+        return np.where(mag == 0, x, out)
     if _is_float(x.dtype):
         return np.where((x == 0) | np.isnan(x), x, np.copysign(np.ones_like(x), x))
     return np.sign(x)
