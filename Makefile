@@ -13,7 +13,7 @@ example: $(VENV)/.installed  ## the main job on the bundled example: an HTML rep
 	$(VENV)/bin/hloscope report
 
 test: $(VENV)/.installed  ## the test suite (the same command CI runs)
-	$(PY) -m pytest -q 
+	$(PY) -m pytest -n 2 -q
 
 fuzz: $(VENV)/.installed  ## a long parser fuzz campaign (10,000 cases)
 	$(PY) tests/text/fuzz_parser.py --cases 10000

@@ -22,7 +22,14 @@ from jax._src.lib import xla_client
 
 from hloscope.interpret import elementwise as ew
 
-jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _x64():
+    """64-bit types on for this module only: a global switch would leak into other tests
+    sharing the worker (they then see int64 indices)."""
+    with jax.enable_x64(True):
+        yield
 
 MLIR_TYPES = {
     np.bool_: "i1", np.int8: "i8", np.int16: "i16", np.int32: "i32", np.int64: "i64",

@@ -11,7 +11,14 @@ from jax._src.random import threefry2x32 as jax_threefry
 
 from hloscope.interpret.rng import rng, rng_bit_generator, threefry2x32
 
-jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _x64():
+    """64-bit types on for this module only: a global switch would leak into other tests
+    sharing the worker (they then see int64 indices)."""
+    with jax.enable_x64(True):
+        yield
 
 ALGORITHMS = {
     "rng_three_fry": lax.RandomAlgorithm.RNG_THREE_FRY,

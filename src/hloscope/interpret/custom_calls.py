@@ -285,7 +285,15 @@ def _sytrd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> 
     return _cast(inst, _batched(ops[0], lambda m: f(m, lower=int(lower))))
 
 
-_LAPACK_ROUTINES = {"getrf": _getrf, "potrf": _potrf, "geqrf": _geqrf, "orgqr": _orgqr,
+def _trsm(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    trans = {"N": "NO_TRANSPOSE", "T": "TRANSPOSE", "C": "ADJOINT"}[chr(attrs.get("trans_x", ord("N")))]
+    x = linalg.triangular_solve(ops[0], ops[1], attrs.get("side", ord("L")) == ord("L"),
+                                attrs.get("uplo", ord("L")) == ord("L"),
+                                attrs.get("diag", ord("N")) == ord("U"), trans)
+    return _cast(inst, (x,))
+
+
+_LAPACK_ROUTINES = {"trsm": _trsm, "getrf": _getrf, "potrf": _potrf, "geqrf": _geqrf, "orgqr": _orgqr,
                     "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd, "gesdd": _gesdd,
                     "gehrd": _gehrd, "sytrd": _sytrd, "hetrd": _sytrd}
 
@@ -302,5 +310,5 @@ def _lapack_handler(prefix: str, routine: str) -> CustomCallHandler:
 
 for _p in "sdcz":
     for _r in _LAPACK_ROUTINES:
-        if (_r in ("ungqr", "heevd", "hetrd")) == (_p in "cz") or _r in ("getrf", "potrf", "geqrf", "gesdd", "gehrd"):
+        if (_r in ("ungqr", "heevd", "hetrd")) == (_p in "cz") or _r in ("getrf", "potrf", "geqrf", "gesdd", "gehrd", "trsm"):
             register_custom_call(f"lapack_{_p}{_r}_ffi")(_lapack_handler(_p, _r))

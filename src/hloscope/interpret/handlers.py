@@ -170,6 +170,10 @@ def _bitcast(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     x = operands[0]
     src = inst.operands[0].array_shape
     dst = inst.array_shape
+    if src.rank <= 1 and src.dimensions == dst.dimensions:
+        # No layout can reorder one dimension, so this is elementwise; staying elementwise also
+        # keeps it right inside vectorized scalar computations (comparators see whole arrays).
+        return x if x.dtype == dst.dtype else elementwise.bitcast_convert(x, dst.dtype)
     row_major = tuple(range(dst.rank - 1, -1, -1))
     if (x.dtype == dst.dtype and _minor_to_major(dst) == row_major
             and _minor_to_major(src) == tuple(range(src.rank - 1, -1, -1))):

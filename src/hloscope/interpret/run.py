@@ -19,8 +19,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Generator, Sequence
 from typing import Any
+
+import numpy as np
 
 from hloscope.errors import InputError, InterpretError
 from hloscope.interpret import collectives, devices
@@ -198,10 +201,34 @@ def _groups(ctx: EvalContext, inst: Instruction, use_global: bool | None) -> lis
         has_channel = inst.attrs.get("channel_id") is not None
         mode = devices.group_mode(has_channel, use_global)
         rg = inst.attrs.get("replica_groups")
-        listed = rg.expanded() if rg is not None else []
+        listed = _expand_replica_groups(rg) if rg is not None else []
         procs = devices.participant_groups(mode, listed, ctx.num_replicas, ctx.num_partitions)
         groups = ctx.cache[key] = devices.device_groups(procs, ctx.num_partitions)
     return groups
+
+
+_MESH = re.compile(r"mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<listed>[^}]*)\}")
+
+
+def _expand_replica_groups(rg: Any) -> list[list[int]]:
+    """Explicit groups of any ReplicaGroups spelling, including the mesh form
+    ``mesh['x'=4,'y'=2] {'y'}``: devices numbered row-major over the mesh, one group per
+    position of the unlisted axes, ranked over the listed axes in the order listed."""
+    if rg.groups is not None or rg.iota_shape is not None:
+        return rg.expanded()
+    m = _MESH.fullmatch((rg.text or "").strip())
+    if m is None:
+        raise InterpretError(f"cannot expand replica groups {rg.text!r}")
+    axes = re.findall(r"'([^']+)'\s*=\s*(\d+)", m.group("axes"))
+    names = [a for a, _ in axes]
+    sizes = [int(n) for _, n in axes]
+    listed = re.findall(r"'([^']+)'", m.group("listed"))
+    if any(a not in names for a in listed):
+        raise InterpretError(f"replica groups {rg.text!r} name axes (or sub-axes) not in the mesh")
+    order = [names.index(a) for a in names if a not in listed] + [names.index(a) for a in listed]
+    ids = np.arange(int(np.prod(sizes))).reshape(sizes).transpose(order)
+    size = int(np.prod([sizes[names.index(a)] for a in listed]))
+    return ids.reshape(-1, size).tolist()
 
 
 def _operand_value(inst: Instruction, operands: Operands) -> Value:
