@@ -38,7 +38,17 @@ def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser
 def _console():
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    # Piped output has no terminal width; tables of names and op_names read better wide.
+    width = None if sys.stdout.isatty() else 140
+    return Console(highlight=False, soft_wrap=False, width=width)
+
+
+def short(text: str | None, limit: int = 48) -> str:
+    """One-line, shortened text for a table cell (op_names can span lines)."""
+    if not text:
+        return ""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
 
 
 def _emit_json(obj: Any) -> None:

@@ -23,7 +23,6 @@ from jax._src.lib import xla_client
 from hloscope.interpret import elementwise as ew
 
 
-
 @pytest.fixture(autouse=True, scope="module")
 def _x64():
     """64-bit types on for this module only: a global switch would leak into other tests
@@ -110,7 +109,7 @@ def _tensor(dt: np.dtype, shape: tuple[int, ...]) -> str:
     return f"tensor<{dims}{MLIR_TYPES[dt]}>"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(text: str):
     backend = jax.extend.backend.get_backend()
     devices = xla_client.DeviceList(tuple(jax.devices("cpu")[:1]))
@@ -173,7 +172,7 @@ def _float_edges(dt: np.dtype) -> np.ndarray:
         return np.array(v, np.float64).astype(dt)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def values(dt: np.dtype, n: int = 256) -> np.ndarray:
     """Edge values first, then random ones; every bit pattern for types of 8 bits or fewer."""
     if dt == np.bool_:
@@ -218,7 +217,7 @@ def _subnormal(x: np.ndarray) -> np.ndarray:
     return (a > 0) & (a < tiny)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def pairs(dt: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     v = values(dt)
     rng = _rng("pairs", str(dt))
@@ -314,7 +313,7 @@ def unary_out_dtype(op: str, dt: np.dtype) -> np.dtype:
     return dt
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unary_oracle(dt: np.dtype) -> dict[str, np.ndarray]:
     ops = [op for op in ew.UNARY if dt in OP_DTYPES[op] and op != "copy"]
     calls = [(stablehlo_name(op), (unary_inputs(op, dt),), unary_out_dtype(op, dt), None, "")
@@ -373,7 +372,7 @@ def binary_out_dtype(op: str, dt: np.dtype) -> np.dtype:
     return dt
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def binary_oracle(dt: np.dtype) -> dict[str, np.ndarray]:
     ops = [op for op in ew.BINARY if dt in OP_DTYPES[op]]
     calls = [(stablehlo_name(op), binary_inputs(op, dt), binary_out_dtype(op, dt), None, "")
@@ -406,7 +405,7 @@ def ternary_inputs(op: str, dt: np.dtype) -> tuple[np.ndarray, np.ndarray, np.nd
     return lo, x, hi
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ternary_oracle(dt: np.dtype) -> dict[str, np.ndarray]:
     ops = [op for op in ew.TERNARY if dt in OP_DTYPES[op]]
     calls = [(stablehlo_name(op), ternary_inputs(op, dt), dt, None, "") for op in ops]

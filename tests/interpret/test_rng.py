@@ -12,7 +12,6 @@ from jax._src.random import threefry2x32 as jax_threefry
 from hloscope.interpret.rng import rng, rng_bit_generator, threefry2x32
 
 
-
 @pytest.fixture(autouse=True, scope="module")
 def _x64():
     """64-bit types on for this module only: a global switch would leak into other tests
@@ -52,7 +51,7 @@ def shapes_for(algorithm, dtype, key_index: int) -> list[tuple[int, ...]]:
     return SHAPES if full else [(), (7,), (3, 5), (2, 3, 5)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def xla_bits(key_index: int) -> dict:
     """XLA:CPU's (state, bits) for every algorithm, dtype and shape, from ONE compiled program.
 

@@ -1,0 +1,148 @@
+"""End-to-end tests of the command line: exit codes, JSON twins, standard input, safe outputs."""
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hloscope as hs
+from hloscope.cli import main
+from tests.conftest import SEED_FILES
+
+S000, S001, S002, S004 = (str(SEED_FILES[k]) for k in ("000", "001", "002", "004"))
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main(list(argv)) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_summary_json(capsys) -> None:
+    data = run_json(capsys, "summary", "--json", S001)
+    assert data["name"] == "func_shard_parallel__1.68"
+    assert data["collectives"] == {"all-gather": 1, "all-reduce": 2}
+    assert data["instructions"] == 49
+    assert data["parameter_bytes"] == sum(p["bytes"] for p in data["parameters"])
+
+
+def test_summary_table_names_the_module(capsys) -> None:
+    assert main(["summary", S004]) == 0
+    out = capsys.readouterr().out
+    assert "SyncTensorsGraph.32" in out and "replica_count=4" in out and "convolution" in out
+
+
+def test_print_reads_standard_input(capsys, monkeypatch) -> None:
+    text = Path(S001).read_text()
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    assert main(["print", "-"]) == 0
+    assert capsys.readouterr().out == text
+
+
+def test_print_canonical_is_accepted_again(capsys) -> None:
+    assert main(["print", "--canonical", S000]) == 0
+    out = capsys.readouterr().out
+    assert "metadata=" not in out and "%" not in out
+    assert hs.parse(out).instruction_count == hs.load(S000).instruction_count
+
+
+def test_print_output_is_atomic_and_never_overwrites_the_input(tmp_path, capsys) -> None:
+    src = tmp_path / "m.hlo"
+    src.write_text(Path(S001).read_text())
+    assert main(["print", str(src), "-o", str(src)]) == 1
+    assert "refusing to overwrite the input" in capsys.readouterr().err
+    assert src.read_text() == Path(S001).read_text()
+    out = tmp_path / "out.hlo"
+    assert main(["print", str(src), "--style", "old", "-o", str(out)]) == 0
+    assert hs.ir.first_difference(hs.load(out), hs.load(src)) is None
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp files left
+
+
+def test_missing_file_is_one_clear_line(capsys) -> None:
+    assert main(["summary", "/nonexistent/m.hlo"]) == 1
+    err = capsys.readouterr().err
+    assert err == "/nonexistent/m.hlo: no such file\n"
+
+
+def test_verify_ok_and_failure_exit_codes(tmp_path, capsys) -> None:
+    assert main(["verify", S004]) == 0
+    assert "ok" in capsys.readouterr().out
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\n\nENTRY e {\n  a = f32[2]{0} parameter(0)\n  ROOT b = f32[3]{0} negate(a)\n}\n")
+    assert main(["verify", str(bad)]) == 3
+    err = capsys.readouterr().err
+    assert "bad.hlo:5:8: error: expected shape f32[2]" in err and "^" in err
+    data = run_json(capsys, "verify", "--json", S001)
+    assert data["ok"] is True and data["diagnostics"] == []
+
+
+def test_buffers_reads_seed_002(capsys) -> None:
+    data = run_json(capsys, "buffers", "--json", S002)
+    assert data["allocation_count"] == 68
+    assert data["total_bytes"] == 2_564_824
+    assert data["peak_time"] == 69
+    assert len(data["peak_buffers"]) == 39
+
+
+def test_cost_json_keys(capsys) -> None:
+    data = run_json(capsys, "cost", "--json", "--per-op", "--top", "3", S000)
+    assert set(data) >= {"flops", "transcendentals", "bytes_accessed", "loop_aware", "trip_counts", "per_instruction"}
+    assert set(data["loop_aware"]) == {"flops", "transcendentals", "bytes_accessed"}
+    assert data["flops"] == 5_713_084
+    assert len(data["per_instruction"]) == 3
+
+
+def test_collectives_json(capsys) -> None:
+    data = run_json(capsys, "collectives", "--json", S004)
+    (c,) = data["collectives"]
+    assert c["group_size"] == 4 and c["payload_bytes"] == 16_777_220
+
+
+def test_estimate_writes_a_chrome_trace(tmp_path, capsys) -> None:
+    trace = tmp_path / "t.json"
+    data = run_json(capsys, "estimate", "--json", "--hardware", "h100-sxm", "--trace", str(trace), S000)
+    assert data["total_seconds"] > 0
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert any(e["ph"] == "X" for e in events)
+
+
+def test_estimate_unknown_hardware_lists_names(capsys) -> None:
+    assert main(["estimate", "--hardware", "h900", S000]) == 1
+    assert "h100-sxm" in capsys.readouterr().err
+
+
+def test_calibrate_writes_a_profile_usable_by_estimate(tmp_path, capsys) -> None:
+    out = tmp_path / "cpu.json"
+    assert main(["calibrate", "--seconds", "0.3", "-o", str(out)]) == 0
+    capsys.readouterr()
+    data = run_json(capsys, "estimate", "--json", "--hardware", str(out), S001)
+    assert data["total_seconds"] > 0
+
+
+def test_memory_json_and_dump(tmp_path, capsys) -> None:
+    dump = tmp_path / "ba.txt"
+    data = run_json(capsys, "memory", "--json", "--dump", str(dump), S001)
+    for key in ("argument_bytes", "output_bytes", "alias_bytes", "temp_bytes", "total_bytes", "peak_bytes",
+                "peak_time", "peak_buffers", "allocation_count"):
+        assert key in data
+    back = run_json(capsys, "buffers", "--json", str(dump))
+    assert back["total_bytes"] == data["total_bytes"]
+    assert back["allocation_count"] == data["allocation_count"]
+
+
+def test_parse_error_has_no_traceback_via_the_real_entry_point(tmp_path) -> None:
+    bad = tmp_path / "bad.hlo"
+    bad.write_text("HloModule m\nENTRY e {\n  ROOT a = f32[2] wat(0)\n}\n")
+    proc = subprocess.run([sys.executable, "-m", "hloscope", "summary", str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"{bad}:3:19: error: unknown opcode 'wat'")
+    assert "Traceback" not in proc.stderr
+
+
+def test_help_lists_every_command() -> None:
+    proc = subprocess.run([sys.executable, "-m", "hloscope", "--help"], capture_output=True, text=True)
+    for name in ("summary", "print", "verify", "buffers", "cost", "collectives", "estimate", "memory", "report"):
+        assert name in proc.stdout
