@@ -186,6 +186,38 @@ def _verify(args: argparse.Namespace) -> int:
     return EXIT_OK if not errors else EXIT_VERIFY
 
 
+# --- status -------------------------------------------------------------------------------------
+def _configure_status(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the matrix as JSON")
+    p.add_argument("--all", action="store_true", help="list every opcode, not only those some stage lacks")
+
+
+@command("status", "which opcodes each stage supports: parse, verify, evaluate, cost (and why not)")(_configure_status)
+def _status(args: argparse.Namespace) -> int:
+    from hloscope.analysis.coverage import opcode_coverage
+
+    rows = opcode_coverage()
+    if args.json:
+        _emit_json([r.to_json() for r in rows])
+        return EXIT_OK
+    from rich.table import Table
+
+    stages = ("parse", "verify", "evaluate", "cost")
+    shown = rows if args.all else [r for r in rows if any(getattr(r, s).status != "yes" for s in stages)]
+    t = Table(title=f"Opcode coverage ({len(rows)} opcodes; "
+                    + ", ".join(f"{s} {sum(getattr(r, s).rule for r in rows)}" for s in stages) + ")",
+              title_justify="left")
+    t.add_column("opcode")
+    for s in stages:
+        t.add_column(s)
+    t.add_column("why not", overflow="fold")
+    for r in shown:
+        reasons = "; ".join(f"{s}: {getattr(r, s).reason}" for s in stages if getattr(r, s).reason)
+        t.add_row(r.opcode.text, *(getattr(r, s).status for s in stages), reasons)
+    _console().print(t)
+    return EXIT_OK
+
+
 # --- entry point --------------------------------------------------------------------------------
 def _load_command_modules() -> None:
     # Stage-specific commands register themselves on import; a missing module is not an error
