@@ -1,12 +1,16 @@
 """hloscope: read, run and explain XLA HLO modules.
 
     import hloscope as hs
-    m = hs.load("module.txt")
-    print(m.to_text())
+    m = hs.load("module.txt")              # or hs.parse(text)
+    outputs = hs.run(m, inputs)            # numpy, on one device or many
+    hs.cost(m).flops, hs.memory(m).peak_bytes
+    hs.write_report(m, "report.html")
 """
-from hloscope.api import load, parse
+from hloscope.api import collectives, cost, estimate_time, load, memory, parse
 from hloscope.errors import HloscopeError, InterpretError, ParseError, VerifyError
+from hloscope.interpret import RunOptions, register_custom_call, run
 from hloscope.ir import Computation, Instruction, Module, Opcode, verify
+from hloscope.report import write_report
 from hloscope.text import PrintOptions, to_text
 
 __version__ = "0.1.0"
@@ -20,9 +24,17 @@ __all__ = [
     "Opcode",
     "ParseError",
     "PrintOptions",
+    "RunOptions",
     "VerifyError",
+    "collectives",
+    "cost",
+    "estimate_time",
     "load",
+    "memory",
     "parse",
+    "register_custom_call",
+    "run",
     "to_text",
     "verify",
+    "write_report",
 ]

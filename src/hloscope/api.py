@@ -1,4 +1,10 @@
-"""The top-level functions re-exported by ``hloscope``: load and parse."""
+"""The top-level functions re-exported by ``hloscope``: load and parse.
+
+``load`` reads HLO text itself and hands every other format (StableHLO/MHLO as MLIR text or
+bytecode, HloModuleProto, HloProto and HloSnapshot binaries) to ``hloscope.formats``, which
+converts through jaxlib. The format is judged from the content, so a ``.txt`` holding StableHLO
+or a ``.pb`` holding text both load; plain HLO text never imports jax.
+"""
 from __future__ import annotations
 
 import os
@@ -9,7 +15,7 @@ from hloscope.errors import InputError
 from hloscope.ir.module import Module
 from hloscope.text.parser import parse_module
 
-__all__ = ["load", "parse"]
+__all__ = ["load", "load_bytes", "parse"]
 
 
 def parse(text: str, name: str = "<string>") -> Module:
@@ -18,20 +24,70 @@ def parse(text: str, name: str = "<string>") -> Module:
 
 
 def load(path: str | os.PathLike[str]) -> Module:
-    """Read an HLO text file (``-`` for standard input) into a Module."""
+    """Read a module file (``-`` for standard input) into a Module, whatever its format.
+
+    HLO text is parsed directly. StableHLO/MHLO (MLIR text or bytecode), binary HloModuleProto
+    (``.pb``), XLA's dumped HloProto and HloSnapshot files are converted to HLO text through
+    jaxlib first (``pip install 'hloscope[jax]'``); HloModuleProto text (``.pbtxt``) also needs
+    protobuf's descriptors for XLA, see ``hloscope.formats``.
+    """
     if str(path) == "-":
-        return parse_module(sys.stdin.read(), "<stdin>")
+        return load_bytes(sys.stdin.buffer.read(), "<stdin>")
     p = Path(path)
     try:
         data = p.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{p}: no such file") from None
     except IsADirectoryError:
-        raise InputError(f"{p}: is a directory; give an HLO text file") from None
+        raise InputError(f"{p}: is a directory; give a module file (HLO text, StableHLO, .pb)") from None
     except OSError as e:
         raise InputError(f"{p}: cannot read: {e.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"{p}: not UTF-8 text (byte {e.start}); is this a binary proto dump?") from None
-    return parse_module(text, str(p))
+    return load_bytes(data, str(p))
+
+
+def load_bytes(data: bytes, name: str = "<bytes>") -> Module:
+    """A Module from the bytes of a module file in any format ``load`` reads (``name`` for messages)."""
+    from hloscope.formats import Format, convert_to_hlo_text, detect_format
+
+    if not data.strip():
+        raise InputError(f"{name}: the file is empty; expected an HLO module")
+    detected = detect_format(data, name)
+    if detected.format is Format.HLO_TEXT:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"{name}: not UTF-8 text (byte {e.start})") from None
+        return parse_module(text, name)
+    # Converted text is XLA's own printing, so a parse error in it is our bug, not the user's;
+    # the name still says which file it came from.
+    return parse_module(convert_to_hlo_text(data, detected.format, name), name)
+
+
+def cost(module: Module):  # -> CostReport
+    """FLOPs, transcendentals and bytes accessed, as XLA counts them and loop-aware
+    (see ``hloscope.analysis.cost.CostReport``)."""
+    from hloscope.analysis.cost import analyze_cost
+
+    return analyze_cost(module)
+
+
+def memory(module: Module, *, schedule: str = "module"):  # -> MemoryReport
+    """Buffer assignment, live ranges and the peak (see ``hloscope.analysis.memory.MemoryReport``)."""
+    from hloscope.analysis.memory import analyze_memory
+
+    return analyze_memory(module, schedule=schedule)
+
+
+def collectives(module: Module, *, replicas: int | None = None, partitions: int | None = None):
+    """Each collective's groups and bytes (see ``hloscope.analysis.collectives.CollectivesReport``)."""
+    from hloscope.analysis.collectives import analyze_collectives
+
+    return analyze_collectives(module, num_replicas=replicas, num_partitions=partitions)
+
+
+def estimate_time(module: Module, hardware: str = "h100-sxm"):  # -> TimeEstimate
+    """Estimated step time on ``hardware`` (a profile name or JSON path)."""
+    from hloscope.analysis.hardware import load_hardware
+    from hloscope.analysis.timing import estimate_time as _estimate
+
+    return _estimate(module, load_hardware(hardware) if isinstance(hardware, str) else hardware)

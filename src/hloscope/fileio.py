@@ -36,6 +36,10 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     except OSError as e:
         raise InputError(f"{p}: cannot write: {e.strerror}") from None
     try:
+        # mkstemp creates 0600; give the file the mode an ordinary open() would (reports get shared).
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()

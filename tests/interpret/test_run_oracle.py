@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 try:  # the fixtures are a pytest plugin registered by tests/conftest.py
     from tests.oracle_fixtures import ORACLE_PROGRAM_NAMES, assert_values_close
 except ImportError:  # tests/ is not a package
@@ -21,7 +22,7 @@ def _squeeze_like(got, expected):
     """The corpus stores a replicated scalar's per-device value as shape (1,) (jax's shard);
     the module returns f32[]. Compare values, not that storage quirk."""
     if isinstance(got, (tuple, list)):
-        return type(got)(_squeeze_like(g, e) for g, e in zip(got, expected))
+        return type(got)(_squeeze_like(g, e) for g, e in zip(got, expected, strict=True))
     g = np.asarray(got)
     if g.shape == () and np.shape(expected) == (1,):
         return g.reshape(1)

@@ -141,12 +141,12 @@ class EvalContext:
     """What handlers may use on one device: the module, options, the device's ProcessId and
     the grid size, shared plan and computation caches, and the shared Progress counters."""
 
-    def __init__(self, module: Module, options: RunOptions, process: ProcessId = ProcessId(0, 0),
+    def __init__(self, module: Module, options: RunOptions, process: ProcessId | None = None,
                  num_replicas: int = 1, num_partitions: int = 1, *,
                  shared: dict[str, Any] | None = None) -> None:
         self.module = module
         self.options = options
-        self.process = process
+        self.process = process if process is not None else ProcessId(0, 0)
         self.num_replicas = num_replicas
         self.num_partitions = num_partitions
         shared = shared if shared is not None else {}
@@ -154,7 +154,7 @@ class EvalContext:
         self.cache: dict[Any, Any] = shared.setdefault("cache", {})  # per-instruction derived data
         self.progress: Progress = shared.setdefault("progress", Progress())
         self.hooks = [h for h in options.hooks if hasattr(h, "on_instruction")]
-        self.rng = np.random.default_rng([options.seed, process.replica, process.partition])
+        self.rng = np.random.default_rng([options.seed, self.process.replica, self.process.partition])
         self.async_state: dict[Any, Any] = {}
 
     @property
@@ -201,7 +201,7 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value]) -> Gene
         raise InterpretError(f"computation {comp.name} takes {len(plan.parameter_slots)} arguments, "
                              f"got {len(args)}")
     env: list[Any] = [None] * plan.size
-    for slot, value in zip(plan.parameter_slots, args):
+    for slot, value in zip(plan.parameter_slots, args, strict=True):
         env[slot] = value
     hooks = ctx.hooks
     progress = ctx.progress
@@ -214,6 +214,9 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value]) -> Gene
                 result = yield from step.handler(ctx, step.inst, operands)
             else:
                 result = step.handler(ctx, step.inst, operands)
+            if hooks:  # inside the try: a hook may be where Ctrl-C lands
+                for h in hooks:
+                    h.on_instruction(step.inst, operands, result)
         except KeyboardInterrupt:
             raise EvaluationInterrupted(
                 f"interrupted at instruction {step.inst.name} in computation {comp.name} after "
@@ -224,9 +227,6 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value]) -> Gene
         env[step.slot] = result
         for s in step.dead:
             env[s] = None
-        if hooks:
-            for h in hooks:
-                h.on_instruction(step.inst, operands, result)
         progress.instructions += 1
         if report is not None and progress.instructions % every == 0:
             report(progress)
@@ -245,10 +245,10 @@ def _inst_text(inst: Instruction, message: str) -> str:
 
 def located_error(e: Exception, inst: Instruction) -> HloscopeError:
     """``e`` as an error that names ``inst`` (Note [Located errors])."""
+    if isinstance(e, EvaluationInterrupted):
+        return e  # already says where; the callers add nothing a user needs after Ctrl-C
     comp = inst.computation.name if inst.computation is not None else "?"
     if isinstance(e, HloscopeError) and getattr(e, "instruction", None) is not None:
-        if isinstance(e, EvaluationInterrupted):
-            return e
         e.args = (f"{e.args[0] if e.args else e}\n  called from {inst.name} in computation {comp}",)
         return e
     cls = type(e) if isinstance(e, InterpretError) else InterpretError

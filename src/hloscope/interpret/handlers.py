@@ -267,7 +267,7 @@ def _sort(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 
         def comparator(lhs: tuple[Any, ...], rhs: tuple[Any, ...]) -> Any:
             # XLA interleaves the comparator's parameters: lhs0, rhs0, lhs1, rhs1, ...
-            return f(*[v for pair in zip(lhs, rhs) for v in pair])
+            return f(*[v for pair in zip(lhs, rhs, strict=True) for v in pair])
 
     out = reduction.sort(operands, inst.attrs["dimensions"][0], comparator,
                          bool(inst.attrs.get("is_stable", False)), known)

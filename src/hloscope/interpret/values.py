@@ -17,7 +17,7 @@ from hloscope.ir.shape import Shape
 __all__ = ["Value", "TOKEN", "constant_value", "coerce_input", "zeros_of", "random_of",
            "describe", "leaves"]
 
-Value = Union[np.ndarray, tuple["Value", ...]]
+Value = Union[np.ndarray, tuple["Value", ...]]  # noqa: UP007 (recursive alias)
 
 # What token-typed instructions (after-all, add-dependency's token, ...) evaluate to.
 TOKEN = np.zeros((), np.uint8)
@@ -85,7 +85,7 @@ def coerce_input(x: Any, shape: Shape, what: str) -> Value:
     if isinstance(shape, TupleShape):
         if not isinstance(x, (tuple, list)) or len(x) != len(shape.elements):
             raise InputError(f"{what} expects a tuple of {len(shape.elements)} values {shape}, got {describe(x)}")
-        return tuple(coerce_input(v, s, f"{what}[{i}]") for i, (v, s) in enumerate(zip(x, shape.elements)))
+        return tuple(coerce_input(v, s, f"{what}[{i}]") for i, (v, s) in enumerate(zip(x, shape.elements, strict=True)))
     if _is_token(shape):
         return TOKEN
     try:

@@ -1,0 +1,107 @@
+"""Inputs for a run: deterministic random arrays for a module's parameters, and the npz
+key convention (``arg0``, ``arg0.1``, per-device ``d<k>.arg0``) read back into run() inputs."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from hloscope.errors import InputError
+from hloscope.interpret.npz_io import flatten_named, unflatten_named
+from hloscope.ir.module import Module
+from hloscope.ir.shape import ArrayShape, Shape, TupleShape
+
+__all__ = ["random_inputs", "inputs_from_mapping", "outputs_to_mapping", "DISTRIBUTIONS"]
+
+DISTRIBUTIONS = ("normal", "uniform", "positive")
+
+
+def _random_array(shape: ArrayShape, rng: np.random.Generator, distribution: str) -> np.ndarray:
+    pt = shape.primitive_type
+    dims = tuple(max(d, 0) for d in shape.dimensions)
+    if pt.kind in ("token", "opaque"):
+        return np.zeros((), np.uint8)
+    if pt.kind == "pred":
+        return rng.random(dims) < 0.5
+    if pt.is_integer:
+        # Small non-negative ints: valid as indices, loop bounds and shift counts alike.
+        hi = 2 if pt.bits <= 2 else 8 if pt.bits <= 4 else 16
+        return rng.integers(0, hi, size=dims).astype(pt.dtype)
+    if distribution == "uniform":
+        vals = rng.uniform(-1.0, 1.0, size=dims)
+    elif distribution == "positive":
+        vals = rng.uniform(0.1, 1.0, size=dims)
+    else:
+        vals = rng.standard_normal(size=dims)
+    if pt.kind == "complex":
+        vals = vals + 1j * rng.standard_normal(size=dims)
+    return np.asarray(vals).astype(pt.dtype)
+
+
+def _random_value(shape: Shape, rng: np.random.Generator, distribution: str) -> Any:
+    if isinstance(shape, TupleShape):
+        return tuple(_random_value(e, rng, distribution) for e in shape.elements)
+    return _random_array(shape, rng, distribution)
+
+
+def random_inputs(module: Module, seed: int = 0, distribution: str = "normal",
+                  num_devices: int = 1, per_device: bool = False) -> list[Any]:
+    """Deterministic random arguments for the entry computation.
+
+    Floats are standard normal (``uniform``: in [-1, 1); ``positive``: in [0.1, 1)), integers in
+    a small non-negative range, preds fair coins. With ``per_device`` each of ``num_devices``
+    devices gets its own draw (a list per device); otherwise one list serves every device.
+    """
+    if distribution not in DISTRIBUTIONS:
+        raise InputError(f"unknown distribution {distribution!r}; choose one of {', '.join(DISTRIBUTIONS)}")
+    params = module.entry.parameters
+    if not per_device:
+        rng = np.random.default_rng(seed)
+        return [_random_value(p.shape, rng, distribution) for p in params]
+    return [[_random_value(p.shape, np.random.default_rng([seed, d, i]), distribution)
+             for i, p in enumerate(params)] for d in range(num_devices)]
+
+
+def inputs_from_mapping(module: Module, mapping: Mapping[str, np.ndarray], num_devices: int) -> list[Any]:
+    """run() inputs from npz keys: ``argI`` for every device, ``d<k>.argI`` for device k only."""
+    params = module.entry.parameters
+    known = {f"arg{p.parameter_number}" for p in params}
+    for key in mapping:
+        base = key.split(".", 1)[1] if key.startswith("d") and key[1:].split(".", 1)[0].isdigit() else key
+        if base.split(".", 1)[0] not in known:
+            raise InputError(f"input {key!r} names no parameter; the entry takes "
+                             + ", ".join(f"arg{p.parameter_number} ({p.name}: {p.shape.to_text(layout=False)})"
+                                         for p in params))
+
+    def device_args(k: int) -> list[Any]:
+        out = []
+        for p in params:
+            stem = f"arg{p.parameter_number}"
+            for prefix in ((f"d{k}.",) if num_devices > 1 else ()) + ("",):
+                sub = {key[len(prefix):]: v for key, v in mapping.items() if key.startswith(prefix)}
+                try:
+                    out.append(unflatten_named(sub, stem))
+                    break
+                except KeyError:
+                    continue
+            else:
+                where = f" for device {k}" if num_devices > 1 else ""
+                raise InputError(f"no input for parameter {p.parameter_number} ({p.name}: "
+                                 f"{p.shape.to_text(layout=False)}){where}: expected key {stem!r}")
+        return out
+
+    if num_devices == 1:
+        return device_args(0)
+    per = [device_args(k) for k in range(num_devices)]
+    return per
+
+
+def outputs_to_mapping(results: Any, num_devices: int) -> dict[str, np.ndarray]:
+    """npz keys for run() results: ``out`` / ``out.0``..., prefixed ``d<k>.`` per device."""
+    if num_devices == 1:
+        return flatten_named("out", results)
+    out: dict[str, np.ndarray] = {}
+    for k, value in enumerate(results):
+        out.update({f"d{k}.{key}": v for key, v in flatten_named("out", value).items()})
+    return out
