@@ -37,7 +37,7 @@ def test_summary_table_names_the_module(capsys) -> None:
 
 def test_print_reads_standard_input(capsys, monkeypatch) -> None:
     text = Path(S001).read_text()
-    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
     assert main(["print", "-"]) == 0
     assert capsys.readouterr().out == text
 
