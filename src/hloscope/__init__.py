@@ -10,6 +10,7 @@ from hloscope.api import collectives, cost, estimate_time, load, memory, parse
 from hloscope.errors import HloscopeError, InterpretError, ParseError, VerifyError
 from hloscope.interpret import RunOptions, register_custom_call, run
 from hloscope.ir import Computation, Instruction, Module, Opcode, verify
+from hloscope.jax_bridge import JaxModules, from_jax
 from hloscope.report import write_report
 from hloscope.text import PrintOptions, to_text
 
@@ -20,6 +21,7 @@ __all__ = [
     "HloscopeError",
     "Instruction",
     "InterpretError",
+    "JaxModules",
     "Module",
     "Opcode",
     "ParseError",
@@ -29,6 +31,7 @@ __all__ = [
     "collectives",
     "cost",
     "estimate_time",
+    "from_jax",
     "load",
     "memory",
     "parse",

@@ -224,7 +224,7 @@ def _load_command_modules() -> None:
     # here (the command is simply not offered).
     import importlib
 
-    for mod in ("hloscope.cli_run", "hloscope.cli_analysis", "hloscope.cli_report"):
+    for mod in ("hloscope.cli_run", "hloscope.cli_analysis", "hloscope.cli_report", "hloscope.cli_jax"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:
