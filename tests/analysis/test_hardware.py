@@ -153,3 +153,37 @@ def test_calibrate_measures_plausible_rates(tmp_path):
     assert load_hardware(save_hardware(spec, tmp_path / "me.json")) == spec
     with pytest.raises(InputError):
         calibrate(seconds=0)
+
+
+def test_cpu_rates_round_trip_and_are_validated(tmp_path):
+    cpu = load_hardware("cpu")
+    assert cpu.cpu_rates is not None
+    assert cpu.to_json()["cpu_rates"]["transcendentals"] == cpu.cpu_rates.transcendentals
+    assert "cpu_rates" not in load_hardware("h100-sxm").to_json()  # accelerators have none
+    bad = cpu.to_json()
+    bad["cpu_rates"] = dict(bad["cpu_rates"], sort_comparisons=0)
+    with pytest.raises(InputError, match="cpu_rates.sort_comparisons"):
+        HardwareSpec.from_json(bad)
+
+
+def test_calibrated_cpu_rates_are_plausible():
+    spec = calibrate(seconds=0.5)
+    rates = spec.cpu_rates
+    assert rates is not None
+    # Each rate is positive and inside physical bounds for one host (1e6 .. 1e14 per second).
+    for value in rates.to_json().values():
+        assert 1e6 < value < 1e14
+    # XLA's own loops run well below the matmul peak; a strided copy below streaming bandwidth.
+    assert rates.transcendentals < rates.elementwise_flops * 4
+    assert rates.transpose_bandwidth < 2 * spec.memory_bandwidth
+    for dtype in ("f32", "bf16", "f64"):
+        assert spec.peak_flops[dtype] > 1e9
+
+
+def test_calibrate_without_xla_keeps_generic_sort_and_scatter_rates():
+    spec = calibrate(seconds=0.3, xla=False)
+    base = load_hardware("cpu").cpu_rates
+    assert spec.cpu_rates is not None and base is not None
+    assert spec.cpu_rates.sort_comparisons == base.sort_comparisons
+    assert spec.cpu_rates.scatter_elements == base.scatter_elements
+    assert spec.peak_flops["bf16"] == spec.peak_flops["f32"]

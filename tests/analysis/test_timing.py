@@ -92,3 +92,46 @@ def test_async_collective_overlaps_compute() -> None:
 def test_while_multiplies_by_trip_count(seeds) -> None:
     est = estimate_time(seeds["003"], load_hardware("h100-sxm"))
     assert set(est.trip_counts.values()) == {64}
+
+
+TRANSCENDENTAL_LOOP = """HloModule t
+fused {
+  p = f32[1048576]{0} parameter(0)
+  e = f32[1048576]{0} exponential(p)
+  ROOT t = f32[1048576]{0} tanh(e)
+}
+ENTRY e {
+  x = f32[1048576]{0} parameter(0)
+  ROOT f = f32[1048576]{0} fusion(x), kind=kLoop, calls=fused
+}
+"""
+
+TRANSPOSING_COPY = """HloModule c
+ENTRY e {
+  x = f32[2048,2048]{1,0} parameter(0)
+  ROOT c = f32[2048,2048]{0,1} copy(x)
+}
+"""
+
+
+def test_cpu_model_uses_loop_rates() -> None:
+    """Note [The XLA:CPU model]: transcendentals at their own rate, strided copies at theirs."""
+    cpu = load_hardware("cpu")
+    rates = cpu.cpu_rates
+    assert rates is not None
+    loop = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), cpu)
+    compute = 2 * 1048576 / rates.transcendentals
+    memory = 2 * 4 * 1048576 / cpu.memory_bandwidth
+    assert loop.compute_seconds == pytest.approx(compute)
+    assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead)
+    # The same module on a profile without cpu_rates: transcendentals at the matmul peak.
+    plain = dataclasses.replace(cpu, cpu_rates=None)
+    assert estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), plain).compute_seconds < compute / 10
+    copy = estimate_time(hloscope.parse(TRANSPOSING_COPY), cpu)
+    assert copy.memory_seconds == pytest.approx(2 * 4 * 2048**2 / rates.transpose_bandwidth)
+
+
+def test_cpu_model_dot_uses_the_dot_rate() -> None:
+    cpu = load_hardware("cpu")
+    est = estimate_time(hloscope.parse(MATMUL), cpu)
+    assert est.compute_seconds == pytest.approx(2 * 4096**3 / cpu.flops_per_second("f32"))
