@@ -87,3 +87,55 @@ def lex(source: Source) -> TokenStream:
     # Two more sentinels so the parser's fixed lookahead (pos + 2) never leaves the list.
     pairs.extend((("", ""), ("", "")))
     return TokenStream(source, pairs)
+
+
+# --- The line form XLA writes ------------------------------------------------------------------
+# Note [Fast line path]: XLA writes one instruction per line, always in the same spacing. The
+# parser first tries to read a module in that form with one regex match per line (no tokens),
+# and falls back to the token parser for the whole module on anything else. The patterns below
+# accept a strict subset of the grammar: outside quoted strings they admit no '/' (so no
+# comment can start) except XLA's /*index=N*/ operand markers, no newline, and names only where
+# a delimiter ends them, so every boundary the fast path cuts at is a token boundary of `lex`.
+# Values whose meaning needs the grammar (shapes, attribute values) are decoded by the token
+# parser on just their own text and cached by that text.
+_LF_STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
+_LF_NAME = r"%?\w[\w.\-]*+"
+_LF_INDEX = r"/\*index=[0-9]+\*/"
+_LF_ATOM = rf'[^()"/\n]++|{_LF_INDEX}'
+_LF_P1 = rf"\((?:{_LF_ATOM})*+\)"
+_LF_P2 = rf"\((?:{_LF_ATOM}|{_LF_P1})*+\)"
+_LF_P3 = rf"\((?:{_LF_ATOM}|{_LF_P2})*+\)"
+_LF_ARRAY = r"[a-z][a-z0-9]*+\[[^\]\n/]*+\](?:\{[^{}\n/]*+\})?+"
+_LF_SHAPE = rf"{_LF_ARRAY}|{_LF_P3}"
+_LF_BATOM = rf'[^{{}}"/\n]++|{_LF_STRING}|{_LF_INDEX}'
+_LF_B1 = rf"\{{(?:{_LF_BATOM})*+\}}"
+_LF_B2 = rf"\{{(?:{_LF_BATOM}|{_LF_B1})*+\}}"
+_LF_B3 = rf"\{{(?:{_LF_BATOM}|{_LF_B2})*+\}}"
+_LF_B4 = rf"\{{(?:{_LF_BATOM}|{_LF_B3})*+\}}"
+# A value outside braces and quotes: words, bracketed and parenthesized groups written against
+# them (``[2,4]<=[4,2]T(1,0)``), optionally followed by one braced group (``mesh[...] {...}``).
+_LF_SQUARE = r'\[(?:[^\[\]{}()"/\n]++|\[[^\[\]{}()"/\n]*+\])*+\]'
+_LF_PLAIN = rf'(?:[^\s,{{}}()\[\]"/]++|{_LF_SQUARE}|\([^(){{}}\[\]"/\n]*+\))++(?: \{{[^{{}}"/\n]*+\}})?+'
+
+#: One ``, key=value`` of an instruction's attribute text.
+LINE_ATTRIBUTE_RE = re.compile(rf", ([A-Za-z_][\w.\-]*+)=({_LF_STRING}|{_LF_B4}|{_LF_PLAIN})")
+#: One operand: optional /*index=N*/, optional shape (old syntax), name.
+LINE_OPERAND_RE = re.compile(rf"(?:, )?({_LF_INDEX})?(?:({_LF_SHAPE}) )?({_LF_NAME})")
+#: A name standing alone, and a braced list of names (control predecessors, called computations).
+LINE_NAME_RE = re.compile(_LF_NAME)
+LINE_NAME_LIST_RE = re.compile(rf"\{{(?:{_LF_NAME}(?:, ?{_LF_NAME})*+,?)?\}}")
+LINE_NAMES_IN_LIST_RE = re.compile(_LF_NAME)
+#: A computation header line: ``ENTRY %name (signature) -> shape {`` (checked by the parser).
+LINE_COMPUTATION_RE = re.compile(r"(ENTRY )?(\S[^\n]*) \{")
+#: A simple array shape ``f32[2,3]{1,0}``: element type, dimensions, minor-to-major.
+LINE_ARRAY_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)\[((?:[0-9]+(?:,[0-9]+)*)?)\](?:\{((?:[0-9]+(?:,[0-9]+)*)?)\})?")
+LINE_INT_RE = re.compile(r"-?[0-9]+")
+_LF_OPERAND = rf"(?:{_LF_INDEX})?(?:(?:{_LF_SHAPE}) )?{_LF_NAME}"
+
+#: ``  ROOT %name = shape opcode(operands), attributes`` -> root, name, shape, opcode, operand
+#: text, a marker ('' when the operand text is an operand list: names, each optionally after
+#: its shape and /*index=N*/; None otherwise), attribute text (``, key=value`` each).
+LINE_INSTRUCTION_RE = re.compile(
+    rf"[ \t]*+(ROOT )?({_LF_NAME}) = ({_LF_SHAPE}) ([a-z][\w\-]*+)"
+    rf"\(((?:{_LF_OPERAND}(?:, {_LF_OPERAND})*+()(?=\)))?+(?:{_LF_ATOM}|{_LF_P3})*+)\)(.*)", re.S
+)

@@ -1,0 +1,180 @@
+"""The parser's speed by design, checked without timing anything.
+
+* The line path (Note [Fast line path] in ``text/lexer.py``) reads every module XLA wrote that
+  we own, and gives exactly what the token parser gives: same IR, print style and spans.
+* It never accepts what the token parser rejects (so errors keep their exact message and
+  location), including on mutated inputs.
+* Its work is linear: one line regex per line, and token-parser calls bounded by the distinct
+  shapes and attribute values, not by the number of instructions.
+* Metadata stays undecoded text until asked for.
+"""
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hloscope as hs
+from hloscope.errors import ParseError
+from hloscope.ir.equality import first_difference
+from hloscope.text import parser as parser_module
+from hloscope.text.lexer import lex
+from hloscope.text.parser import _LineParser, _Parser
+from hloscope.text.source import Source
+from tests.conftest import MODULE_SEEDS, SEED_FILES
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+LINE_FORM = [SEED_FILES[s] for s in MODULE_SEEDS] + sorted((GOLDEN / "roundtrip").glob("*.hlo"))
+ERRORS = sorted((GOLDEN / "parse_errors").glob("*.hlo"))
+
+
+def _line_parse(text: str) -> hs.Module | None:
+    return _LineParser(Source(text, "<line>")).parse()
+
+
+def _token_parse(text: str) -> hs.Module:
+    return _Parser(lex(Source(text, "<token>"))).parse_module()
+
+
+def _assert_same(fast: hs.Module, slow: hs.Module) -> None:
+    assert first_difference(fast, slow) is None
+    assert repr(fast.style) == repr(slow.style)
+    assert fast.to_text() == slow.to_text()
+    for a, b in zip(fast.instructions(), slow.instructions(), strict=True):
+        sa, sb = a.span.resolve(), b.span.resolve()
+        assert (sa.start, sa.end) == (sb.start, sb.end), a.name
+        assert type(a.attrs.get("metadata")) is type(b.attrs.get("metadata"))
+    for a, b in zip(fast.computations, slow.computations, strict=True):
+        sa, sb = a.span.resolve(), b.span.resolve()
+        assert (sa.start, sa.end) == (sb.start, sb.end), a.name
+
+
+@pytest.mark.parametrize("path", LINE_FORM, ids=lambda p: p.stem)
+def test_line_path_reads_xla_output_like_the_token_parser(path: Path) -> None:
+    text = path.read_text()
+    fast = _line_parse(text)
+    assert fast is not None, "the line path fell back to the token parser"
+    _assert_same(fast, _token_parse(text))
+
+
+@pytest.mark.parametrize("path", ERRORS, ids=lambda p: p.stem)
+def test_line_path_leaves_every_error_to_the_token_parser(path: Path) -> None:
+    assert _line_parse(path.read_text()) is None
+
+
+def _char_mutation(text: str, rng: random.Random) -> str:
+    """Edit one instruction line at character level (the line path's own attack surface)."""
+    lines = text.split("\n")
+    k = rng.randrange(len(lines))
+    line = lines[k]
+    i = rng.randrange(len(line) + 1)
+    junk = rng.choice(list("{}[](),=:%\"/*\\ -<>?T0x") + [", ", "/*index=5*/", " ROOT", "{...}", "->", "\n"])
+    op = rng.randrange(3)
+    if op == 0:
+        line = line[:i] + junk + line[i:]
+    elif op == 1:
+        line = line[:i] + line[i + rng.randrange(1, 4) :]
+    else:
+        line = line[:i] + junk + line[i + 1 :]
+    lines[k] = line
+    return "\n".join(lines)
+
+
+def test_line_path_agrees_with_the_token_parser_on_mutated_modules() -> None:
+    from tests.text.fuzz_parser import mutate, seed_texts
+
+    rng = random.Random(20240601)
+    texts = seed_texts(max_bytes=20_000)
+    for case in range(240):
+        name, text = texts[case % len(texts)]
+        mutated = _char_mutation(text, rng) if case % 2 else mutate(text, rng)
+        fast = _line_parse(mutated)
+        try:
+            slow = _token_parse(mutated)
+        except ParseError:
+            assert fast is None, f"case {case}: the line path accepted what the token parser rejects"
+            continue
+        if fast is not None:
+            _assert_same(fast, slow)
+
+
+class _Counting:
+    """A compiled pattern that counts its calls."""
+
+    def __init__(self, pattern: re.Pattern[str]) -> None:
+        self.pattern = pattern
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.pattern, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls += 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
+def _doubled(text: str) -> str:
+    """The module with every computation twice (the copies renamed), printed."""
+    from hloscope.ir import Module
+
+    comps = []
+    entry = None
+    for k in range(2):
+        m = hs.parse(text)
+        for c in m.computations:
+            c.name = f"{c.name}.x{k}"
+            c.is_entry = k == 1 and c is m.entry
+            entry = c if c.is_entry else entry
+            comps.append(c)
+    return Module(m.name, comps, entry, m.attrs, stack_frames=m.stack_frames, style=m.style).to_text()
+
+
+def test_parse_work_is_linear_in_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = SEED_FILES["003"].read_text()
+    counts = []
+    for t in (text, _doubled(text)):
+        line_re = _Counting(parser_module.LINE_INSTRUCTION_RE)
+        token_parsers = _Counting(re.compile(""))
+        real = parser_module._token_parser
+
+        def counted_token_parser(s: str, real: Any = real, c: _Counting = token_parsers) -> Any:
+            c.calls += 1
+            return real(s)
+
+        monkeypatch.setattr(parser_module, "LINE_INSTRUCTION_RE", line_re)
+        monkeypatch.setattr(parser_module, "_token_parser", counted_token_parser)
+        m = hs.parse(t)
+        n = m.instruction_count
+        lines = t.count("\n") + 1
+        # One line regex per line of a computation body (so every instruction went through the
+        # line path), nothing per token.
+        assert n <= line_re.calls <= lines
+        # The token parser runs on the header, each computation's first line, and once per
+        # distinct shape or attribute value (cached), never once per instruction.
+        assert token_parsers.calls < len(m.computations) + n // 4
+        counts.append((line_re.calls, token_parsers.calls, len(m.computations), n))
+    (l1, t1, c1, i1), (l2, t2, c2, i2) = counts
+    assert i2 == 2 * i1 and l2 == 2 * l1
+    # Twice the computations: twice the headers; the shapes and values are the same ones.
+    assert t2 - t1 <= c2 - c1
+
+
+def test_metadata_stays_text_until_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hloscope.ir import attributes
+
+    kv = _Counting(attributes._KV_RE)
+    monkeypatch.setattr(attributes, "_KV_RE", kv)
+    text = SEED_FILES["003"].read_text()
+    m = hs.parse(text)
+    with_metadata = [i for i in m.instructions() if i.metadata is not None]
+    assert len(with_metadata) > 4000
+    assert kv.calls == 0, "parsing decoded metadata"
+    first = with_metadata[0]
+    assert first.metadata is not None and first.metadata.text in text
+    assert first.metadata.op_type is not None
+    assert kv.calls == 1
