@@ -20,9 +20,10 @@ import pytest
 import hloscope as hs
 from hloscope.errors import ParseError
 from hloscope.ir.equality import first_difference
-from hloscope.text import parser as parser_module
+from hloscope.text import line_parser as parser_module
 from hloscope.text.lexer import lex
-from hloscope.text.parser import _LineParser, _Parser
+from hloscope.text.line_parser import LineParser as _LineParser
+from hloscope.text.parser import _Parser
 from hloscope.text.source import Source
 from tests.conftest import MODULE_SEEDS, SEED_FILES
 

@@ -1,0 +1,377 @@
+"""The fast line path of the HLO parser: XLA's one-instruction-per-line form, one regex match
+per line and no tokens. It returns a Module equal to the token parser's, or None, in which case
+the token parser (``parser.py``) reads the module and reports any error. See Note [Fast line
+path] in ``lexer.py``.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hloscope.ir.attributes import (
+    OpMetadata,
+)
+from hloscope.ir.computation import Computation
+from hloscope.ir.dtypes import PRIMITIVE_TYPES
+from hloscope.ir.instruction import Instruction
+from hloscope.ir.layout import Layout
+from hloscope.ir.literal import Literal
+from hloscope.ir.module import Module
+from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
+from hloscope.ir.shape import ArrayShape, Shape
+from hloscope.text.attribute_specs import ATTRIBUTE_KINDS
+from hloscope.text.lexer import (
+    LINE_ARRAY_SHAPE_RE,
+    LINE_ATTRIBUTE_RE,
+    LINE_COMPUTATION_RE,
+    LINE_INSTRUCTION_RE,
+    LINE_INT_RE,
+    LINE_NAME_LIST_RE,
+    LINE_NAME_RE,
+    LINE_NAMES_IN_LIST_RE,
+    LINE_OPERAND_RE,
+    lex,
+)
+from hloscope.text.options import PrintOptions
+from hloscope.text.parser import (  # noqa: E402  (the token parser is this path's fallback and oracle)
+    _STACK_SECTIONS,
+    _is_int,
+    _Parser,
+)
+from hloscope.text.source import Source, Span
+
+__all__ = ["LineParser"]
+
+
+# --- The line parser ---------------------------------------------------------------------------
+# Note [Fast line path] (lexer.py) explains the subset it reads. Its contract: it returns a
+# Module equal to the token parser's (same IR, same print style) or None, and it returns None
+# on anything the token parser would reject, so every error comes from the token parser with
+# its exact message and location. Guards below name the token parser's cross-line lookaheads
+# that a line-at-a-time reader cannot see.
+
+_COMPUTATION_KINDS = ("computation", "computations", "computation_or_list")
+_BRACKETS_RE = re.compile(r"[^(){}\[\]]+")
+_ONE_BRACKET = str.maketrans("{[}]", "(())")
+
+
+class _Bail(Exception):
+    """The line parser met text outside its subset; the token parser decides."""
+
+
+class _OffsetSpan:
+    """A position kept as source offsets; line and column are computed only when asked."""
+
+    __slots__ = ("source", "start", "end")
+
+    def __init__(self, source: Source, start: int, end: int) -> None:
+        self.source = source
+        self.start = start
+        self.end = end
+
+    def resolve(self) -> Span:
+        return Span(self.source, self.start, self.end)
+
+    def render(self, message: str, severity: str = "error") -> str:
+        return self.resolve().render(message, severity)
+
+    @property
+    def line(self) -> int:
+        return self.resolve().line
+
+    @property
+    def column(self) -> int:
+        return self.resolve().column
+
+
+def _token_parser(text: str) -> _Parser:
+    return _Parser(lex(Source(text, "<line>")))
+
+
+def _nests(text: str) -> bool:
+    """Whether the brackets of ``text`` nest (any kind closing any kind, as a literal is read)."""
+    b = _BRACKETS_RE.sub("", text).translate(_ONE_BRACKET)
+    while "()" in b:
+        b = b.replace("()", "")
+    return not b
+
+
+class LineParser:
+    """Reads a module in XLA's one-instruction-per-line form, or gives up (returns None)."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.shapes: dict[str, Shape] = {}
+        self.values: dict[tuple[str, str], tuple[Any, bool]] = {}
+        self.fixups: list[tuple[Instruction, str, Any]] = []
+        self.saw_percent = False
+        self.saw_typed = False
+        self.saw_untyped = False
+        self.saw_signature = False
+        self.saw_end_comment = False
+        self.index_comments: bool | None = None
+
+    def parse(self) -> Module | None:
+        try:
+            return self._module()
+        except Exception:  # noqa: BLE001 - _Bail, a ParseError or anything else: the token parser decides
+            return None
+
+    # --- pieces decoded by the token parser on their own text, cached by that text ----------
+    def _shape(self, text: str) -> Shape:
+        m = LINE_ARRAY_SHAPE_RE.fullmatch(text)
+        if m is not None and m.group(1) in PRIMITIVE_TYPES:
+            et, dims_text, m2m_text = m.groups()
+            dims = tuple(int(d) for d in dims_text.split(",")) if dims_text else ()
+            layout = None
+            if m2m_text is not None:
+                m2m = tuple(int(d) for d in m2m_text.split(",")) if m2m_text else ()
+                if m2m and len(m2m) != len(dims):
+                    raise _Bail
+                layout = Layout(m2m)
+            shape: Shape = ArrayShape(et, dims, (), layout)
+        else:
+            p = _token_parser(text)
+            shape = p._parse_shape()
+            if p.toks[p.pos] != "":
+                raise _Bail
+        self.shapes[text] = shape
+        return shape
+
+    def _value(self, kind: str, key: str, text: str) -> Any:
+        p = _token_parser(text)
+        value = p._parse_attr(kind, key, None, 0)  # type: ignore[arg-type]
+        if p.toks[p.pos] != "":
+            raise _Bail
+        self.values[(key, text)] = (value, p._saw_percent)
+        return value, p._saw_percent
+
+    # --- module, computations, instructions -------------------------------------------------
+    def _module(self) -> Module:
+        source = self.source
+        text = source.text
+        lines = text.split("\n")
+        comp_re = LINE_COMPUTATION_RE.fullmatch
+        off = 0
+        first = len(lines)
+        for k, line in enumerate(lines):
+            if line and not line[0].isspace() and comp_re(line):
+                first = k
+                break
+            off += len(line) + 1
+        hp = _token_parser(text[:off])
+        name, attrs, stack_frames = hp.parse_header()
+        if hp.toks[hp.pos] != "":
+            raise _Bail
+        self.saw_percent = hp._saw_percent
+
+        computations: list[Computation] = []
+        by_name: dict[str, Computation] = {}
+        entry: Computation | None = None
+        k = first
+        n = len(lines)
+        while k < n:
+            line = lines[k]
+            if not line or line.isspace():
+                off += len(line) + 1
+                k += 1
+                continue
+            if line[0].isspace() or not comp_re(line):
+                raise _Bail
+            comp, k, off = self._computation(lines, k, off)
+            if comp.name in by_name or (comp.is_entry and entry is not None):
+                raise _Bail
+            by_name[comp.name] = comp
+            computations.append(comp)
+            if comp.is_entry:
+                entry = comp
+        if not computations:
+            raise _Bail
+        if entry is None:
+            entry = computations[-1]
+            entry.is_entry = True
+        if not name:
+            name = entry.name
+        for inst, key, value in self.fixups:
+            inst.attrs[key] = [by_name[v] for v in value] if isinstance(value, list) else by_name[value]
+        style = PrintOptions()
+        style.percent = self.saw_percent
+        style.operand_shapes = self.saw_typed and not self.saw_untyped
+        style.signatures = self.saw_signature
+        style.end_comments = self.saw_end_comment
+        style.operand_index_comments = self.index_comments is not False
+        return Module(name, computations, entry, attrs, stack_frames=stack_frames, style=style, source=source)
+
+    def _computation(self, lines: list[str], k: int, off: int) -> tuple[Computation, int, int]:
+        source = self.source
+        head = lines[k]
+        hp = _token_parser(head)
+        is_entry, name = hp.parse_computation_header()
+        if hp.toks[hp.pos] != "" or _is_int(name) or name in _STACK_SECTIONS or name == "HloModule":
+            raise _Bail
+        self.saw_percent = self.saw_percent or hp._saw_percent
+        self.saw_signature = self.saw_signature or hp._saw_signature
+        span = _OffsetSpan(source, off, off + len(hp.toks[0]))
+        off += len(head) + 1
+        k += 1
+        instructions: list[Instruction] = []
+        names: dict[str, Instruction] = {}
+        pending: list[tuple[Instruction, list[str]]] = []
+        pending_preds: list[tuple[Instruction, list[str]]] = []
+        root: Instruction | None = None
+        match = LINE_INSTRUCTION_RE.fullmatch
+        instruction = self._instruction
+        n = len(lines)
+        while True:
+            if k >= n:
+                raise _Bail
+            line = lines[k]
+            m = match(line)
+            if m is not None:
+                inst, operand_names, pred_names, is_root = instruction(m, off)
+                if inst.name in names:
+                    raise _Bail
+                names[inst.name] = inst
+                instructions.append(inst)
+                pending.append((inst, operand_names))
+                if pred_names is not None:
+                    pending_preds.append((inst, pred_names))
+                if is_root:
+                    if root is not None:
+                        raise _Bail
+                    root = inst
+            elif line[:1] == "}":
+                rest = line[1:]
+                if rest:
+                    if not rest.lstrip(" \t").startswith("//"):
+                        raise _Bail
+                    if rest.startswith(" // "):
+                        self.saw_end_comment = True
+                off += len(line) + 1
+                k += 1
+                break
+            elif line and not line.isspace():
+                raise _Bail
+            off += len(line) + 1
+            k += 1
+        if not instructions:
+            raise _Bail
+        for inst, operand_names in pending:
+            inst.operands = [names[o] for o in operand_names]
+        for inst, pred_names in pending_preds:
+            inst.attrs["control-predecessors"] = [names[p] for p in pred_names]
+        if root is None:
+            root = instructions[-1]
+        comp = Computation(name, instructions, root, is_entry=is_entry, attrs={}, span=span)  # type: ignore[arg-type]
+        return comp, k, off
+
+    def _instruction(self, m: re.Match[str], off: int) -> tuple[Instruction, list[str], list[str] | None, bool]:
+        root_kw, name, shape_text, op_text, args, is_list, attr_text = m.groups()
+        if name[0] == "%":
+            self.saw_percent = True
+            name = name[1:]
+        elif name == "ROOT" or _is_int(name):
+            raise _Bail
+        shapes = self.shapes
+        shape = shapes.get(shape_text)
+        if shape is None:
+            shape = self._shape(shape_text)
+        opcode = OPCODES_BY_TEXT[op_text]
+        operand_names: list[str] = []
+        if opcode is Opcode.CONSTANT:
+            if not args or args != args.strip() or args[0] == "/" or args[-1] == "/":
+                raise _Bail
+            if ("{" in args or "[" in args or "}" in args or "]" in args) and not _nests(args):
+                raise _Bail
+            attrs: dict[str, Any] = {"literal": Literal(args)}
+        elif opcode is Opcode.PARAMETER:
+            if LINE_INT_RE.fullmatch(args) is None:
+                raise _Bail
+            attrs = {"parameter_number": int(args)}
+        else:
+            attrs = {}
+            if args:
+                if is_list is None:  # not an operand list (LINE_INSTRUCTION_RE)
+                    raise _Bail
+                items = LINE_OPERAND_RE.findall(args)
+                percent = False
+                for _, op_shape, op_name in items:
+                    if op_shape:
+                        self.saw_typed = True
+                        if op_shape not in shapes:
+                            self._shape(op_shape)
+                    else:
+                        self.saw_untyped = True
+                    if op_name[0] == "%":
+                        percent = True
+                        op_name = op_name[1:]
+                    operand_names.append(op_name)
+                if percent:
+                    self.saw_percent = True
+                if self.index_comments is None and len(items) > 5:
+                    self.index_comments = bool(items[5][0])
+        pred_names: list[str] | None = None
+        inst = Instruction(name, opcode, shape, None, attrs,
+                           span=_OffsetSpan(self.source, off + m.start(2), off + m.end(2)))  # type: ignore[arg-type]
+        metadata = None
+        if attr_text:
+            # XLA writes metadata last; when it is one flat braced group (what the lexer reads as
+            # one _FLAT_ATTR token: one '{', one '}', whole strings without escapes) it is split
+            # off without a regex. A wrong cut leaves the rest unmatched, and the check below bails.
+            j = attr_text.rfind(", metadata={")
+            if j >= 0:
+                md = attr_text[j + 11 :]
+                if md.count("}") == 1 and md[-1] == "}" and md.count("{") == 1 and not md.count('"') % 2 \
+                        and "\\" not in md:
+                    metadata = OpMetadata(md)
+                    attr_text = attr_text[:j]
+        if attr_text:
+            covered = 0
+            values = self.values
+            for key, value in LINE_ATTRIBUTE_RE.findall(attr_text):
+                covered += len(key) + len(value) + 3
+                if key in attrs:
+                    raise _Bail
+                if key == "metadata" and value[0] == "{" and value.count("{") == 1:
+                    attrs[key] = OpMetadata(value)  # one lexer token (_FLAT_ATTR)
+                    continue
+                hit = values.get((key, value))
+                if hit is None:
+                    kind = ATTRIBUTE_KINDS.get(key, "raw")
+                    if kind in _COMPUTATION_KINDS or key == "control-predecessors":
+                        refs = self._references(kind, value)
+                        if key == "control-predecessors":
+                            pred_names = refs  # type: ignore[assignment]
+                            attrs[key] = []
+                        else:
+                            self.fixups.append((inst, key, refs))
+                            attrs[key] = refs
+                        continue
+                    hit = self._value(kind, key, value)
+                if hit[1]:
+                    self.saw_percent = True
+                attrs[key] = hit[0]
+            if covered != len(attr_text):
+                raise _Bail
+        if metadata is not None:
+            if "metadata" in attrs:
+                raise _Bail
+            attrs["metadata"] = metadata
+        return inst, operand_names, pred_names, root_kw is not None
+
+    def _references(self, kind: str, value: str) -> str | list[str]:
+        """The names in a computation reference (``%c`` or ``{%a, %b}``) or control-predecessors."""
+        if value[0] == "{":
+            if kind == "computation" or LINE_NAME_LIST_RE.fullmatch(value) is None:
+                raise _Bail
+            refs = LINE_NAMES_IN_LIST_RE.findall(value)
+            if any(r[0] == "%" for r in refs):
+                self.saw_percent = True
+                refs = [r[1:] if r[0] == "%" else r for r in refs]
+            return refs
+        if kind not in ("computation", "computation_or_list") or not LINE_NAME_RE.fullmatch(value):
+            raise _Bail
+        if value[0] == "%":
+            self.saw_percent = True
+            return value[1:]
+        return value
