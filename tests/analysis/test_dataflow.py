@@ -87,3 +87,55 @@ def test_dynamic_update_slice_is_in_place():
     (c,) = df.value_set(m.entry.instruction("c"))
     (d,) = df.value_set(m.entry.instruction("d"))
     assert c is not d and df.buffer_of[c.id] is df.buffer_of[d.id]
+
+
+CALLS = """HloModule c, is_scheduled=true
+
+%less (x: f32[], y: f32[], i: s32[], j: s32[]) -> pred[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  %i = s32[] parameter(2)
+  %j = s32[] parameter(3)
+  ROOT %lt = pred[] compare(%x, %y), direction=LT
+}
+
+%callee (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  ROOT %n = f32[8]{0} negate(%p)
+}
+
+ENTRY %main (a: f32[8]) -> (f32[8], s32[8], (f32[2], s32[2])) {
+  %a = f32[8]{0} parameter(0)
+  %k = f32[8]{0} call(%a), to_apply=%callee
+  %iota = s32[8]{0} iota(), iota_dimension=0
+  %s = (f32[8]{0}, s32[8]{0}) sort(%k, %iota), dimensions={0}, to_apply=%less
+  %s0 = f32[8]{0} get-tuple-element(%s), index=0
+  %s1 = s32[8]{0} get-tuple-element(%s), index=1
+  %top = (f32[2]{0}, s32[2]{0}) custom-call(%a), custom_call_target="TopK", called_computations={%less}
+  ROOT %t = (f32[8]{0}, s32[8]{0}, (f32[2]{0}, s32[2]{0})) tuple(%s0, %s1, %top)
+}
+"""
+
+
+def test_call_is_sequential_and_comparators_are_embedded():
+    m = hloscope.parse(CALLS)
+    df = analyze_dataflow(m)
+    callee, less = m.computation("callee"), m.computation("less")
+    assert callee not in df.embedded and less in df.embedded  # custom call's comparator too
+    # The callee is walked once, with the caller's operand: its parameter defines no value.
+    (p,) = df.value_set(callee.instruction("p"))
+    assert p.instruction is m.entry.instruction("a")
+    assert sum(v.name == "n" for v in df.values) == 1
+    (k,) = df.value_set(m.entry.instruction("k"))
+    assert k.name == "n"
+
+
+def test_sort_writes_over_its_only_user_operands():
+    from hloscope.analysis.assignment import can_share_operand
+
+    m = hloscope.parse(CALLS)
+    e = m.entry
+    s, iota, k = e.instruction("s"), e.instruction("iota"), e.instruction("k")
+    assert can_share_operand(iota, (), s, (1,))
+    assert not can_share_operand(iota, (), s, (0,))  # only at its own tuple index
+    assert can_share_operand(k, (), s, (0,))

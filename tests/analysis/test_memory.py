@@ -7,7 +7,6 @@ Each program is compiled once per session with XLA's dumps on; the after-optimiz
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 import pytest
@@ -142,10 +141,8 @@ def test_enough_programs():
     assert len(PROGRAMS) >= 25
 
 
-# Known gaps (see the report): argsort/topk (sort with a tuple of operands and a 2-output custom
-# call: temps and thread-local values we count differently), nested_loops (a while inside a while
-# body: the inner loop's phis). Everything else must match.
-KNOWN_GAPS = {"argsort", "topk", "nested_loops"}
+# Temp sizes that are still off, with XLA's and ours: small scalars the heap packs differently.
+TEMP_GAPS = {"scan": (424, 388), "rng": (25348, 25284)}
 
 
 def test_figures_match_xla(compiled_programs, capsys):
@@ -153,16 +150,20 @@ def test_figures_match_xla(compiled_programs, capsys):
     for name, (text, ba, stats) in compiled_programs.items():
         r = _report(text)
         xla_temp = stats.temp_size_in_bytes
-        ok_total = abs(r.total_bytes - ba.total_bytes) <= 0.02 * ba.total_bytes
-        ok_temp = abs(r.temp_bytes - xla_temp) <= 0.02 * max(xla_temp, 1) or abs(r.temp_bytes - xla_temp) <= 128
+        ok_temp = r.temp_bytes == xla_temp or TEMP_GAPS.get(name) == (xla_temp, r.temp_bytes)
+        ok_total = r.total_bytes - r.temp_bytes == ba.total_bytes - xla_temp
         ours = sorted((b.instruction, b.index, b.bytes) for b in r.peak_buffers)
         theirs = sorted((e.instruction, e.index, e.bytes) for e in ba.peak.entries)
         ok_peak = ours == theirs and r.peak_time == ba.peak.time
+        # The bound counts what must be live at once; the old hull-based count broke it on
+        # layernorm, mlp_step, conv_net and attention (item 5 of the memory issue).
+        ok_bound = r.temp_lower_bound <= r.temp_bytes
+        ok = ok_total and ok_temp and ok_peak and ok_bound
         rows.append(f"{name:18} total {ba.total_bytes:>9} {r.total_bytes:>9}  temp {xla_temp:>8} {r.temp_bytes:>8}"
                     f"  peak@{ba.peak.time}/{r.peak_time} {ba.peak.bytes:>9} {r.peak_bytes:>9}"
                     f"  args {stats.argument_size_in_bytes}/{r.argument_bytes} out {stats.output_size_in_bytes}/{r.output_bytes}"
-                    f" {'' if ok_total and ok_temp and ok_peak else 'MISMATCH'}")
-        if not (ok_total and ok_temp and ok_peak) and name not in KNOWN_GAPS:
+                    f"  bound {r.temp_lower_bound} {'' if ok else 'MISMATCH'}")
+        if not ok:
             bad.append(name)
     with capsys.disabled():
         print("\n" + "\n".join(rows))
@@ -170,7 +171,10 @@ def test_figures_match_xla(compiled_programs, capsys):
 
 
 def test_dump_round_trip(compiled_programs):
-    from hloscope.text.buffer_assignment_dump import format_buffer_assignment, parse_buffer_assignment
+    from hloscope.text.buffer_assignment_dump import (
+        format_buffer_assignment,
+        parse_buffer_assignment,
+    )
 
     for name in ("mlp_step", "scan"):
         r = _report(compiled_programs[name][0])
@@ -191,6 +195,25 @@ def test_json_and_explain(compiled_programs):
     assert "Total bytes used" in text and "temp_size" in text
 
 
+def test_timeline_and_buffers(compiled_programs):
+    r = _report(compiled_programs["scan"][0])
+    j = r.to_json()
+    timeline, buffers = j["timeline"], j["buffers"]
+    assert [p["time"] for p in timeline] == list(range(r.schedule_end_time))
+    # XLA picks its peak step charging values differently (Note [The live-range peak]), so
+    # another step may hold a few more bytes by the values' own sizes.
+    assert timeline[r.peak_time]["bytes"] == r.peak_bytes <= max(p["bytes"] for p in timeline)
+    assert all(p["instruction"] for p in timeline)
+    # A step's bytes are the buffers spanning it.
+    for p in timeline[:: max(1, len(timeline) // 7)]:
+        assert p["bytes"] == sum(b["bytes"] for b in buffers if b["start"] <= p["time"] <= b["end"])
+    assert set(buffers[0]) >= {"name", "shape", "bytes", "start", "end", "op_name", "source"}
+    assert any(b["source"] for b in buffers) and j["buffers_omitted"] == 0
+    few = r.to_json(max_buffers=3)
+    assert sorted(b["bytes"] for b in few["buffers"]) == sorted(b["bytes"] for b in buffers)[-3:]
+    assert few["buffers_omitted"] == len(buffers) - 3
+
+
 def test_min_memory_schedule(compiled_programs):
     import hloscope
     from hloscope.analysis.memory import analyze_memory
@@ -207,12 +230,9 @@ def test_seeds(seed):
     from hloscope.analysis.memory import analyze_memory
 
     m = hloscope.load(SEED_FILES[seed])
-    t0 = time.perf_counter()
     r = analyze_memory(m)
-    elapsed = time.perf_counter() - t0
     assert r.total_bytes > 0 and r.peak_bytes > 0
     assert r.peak_buffers == tuple(sorted(r.peak_buffers, key=lambda b: -b.bytes))
-    if seed == "003":
-        assert elapsed < 3.0, elapsed  # target is 1 s; measured 1.3-1.7 s (heap best-fit scan)
+    # Speed is tracked by benchmarks/memory.py; a timed assertion on a shared machine is noise.
     if seed == "004":
         assert r.other_memory_spaces or r.temp_bytes >= 0

@@ -27,13 +27,35 @@ root through elementwise ops only, in-place ops; never a copy)::
     b = tanh(a)         [=====]    elementwise: b may overwrite a, so they share memory
 
 The heap simulator applies the same rule (``ShareWith``) when the operand dies at ``t``.
+
+Note [Finding interference fast]
+--------------------------------
+XLA tries each buffer against every reusable allocation, smallest first, and each try compares
+the buffer's values with every value the allocation already holds. Done literally that is
+quadratic twice over (seed 003 at ten times its size took 21 s). The first factor stays, as it
+decides which allocation wins, but each try is cut to a few comparisons: an allocation's values
+never overlap except at touch points, so sorted by (start, end) their ends are non-decreasing
+too, and the values meeting ``[s, e]`` are one slice, found by two bisections::
+
+    starts  0   4   9   9  15          values meeting [8, 12]:
+    ends    3   9   9  14  20          ends >= 8 from index 1, starts <= 12 up to index 3
+                ^^^^^^^^^^              -> indices 1..3, then the exact touch-point rules
+
+``_Occupancy`` checks the ordering on every insert and falls back to a scan if it ever breaks.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+from dataclasses import dataclass, field
 
-from hloscope.analysis.dataflow import ELEMENTWISE_FAMILIES, Buffer, Dataflow, Value, _in_place_pairs
+from hloscope.analysis.dataflow import (
+    ELEMENTWISE_FAMILIES,
+    Buffer,
+    Dataflow,
+    Value,
+    _in_place_pairs,
+)
 from hloscope.analysis.liveness import Liveness
 from hloscope.ir import Opcode
 
@@ -41,6 +63,94 @@ __all__ = ["AllocationDraft", "HeapResult", "simulate_heap", "assign_buffers", "
            "CPU_ALIGNMENT"]
 
 CPU_ALIGNMENT = 64
+
+
+class _Occupancy:
+    """The live ranges one allocation holds, sorted by (start, end), for fast interference checks.
+
+    See Note [Finding interference fast]. ``positions`` holds every instruction where one of the
+    allocation's values appears (a copy may not land in the allocation of its own operand).
+    """
+
+    __slots__ = ("keys", "starts", "ends", "values", "ordered", "positions", "unranged")
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[int, int, int]] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.values: list[Value] = []
+        self.ordered = True  # ends are non-decreasing in key order
+        self.positions: set[object] = set()
+        self.unranged = False  # holds a value without a live range: nothing else may join
+
+    def add(self, v: Value, ranges: dict[int, tuple[int, int]]) -> None:
+        for p, _ in v.positions:
+            self.positions.add(p)
+        r = ranges.get(v.id)
+        if r is None:
+            self.unranged = True
+            return
+        key = (r[0], r[1], v.id)
+        i = bisect.bisect_right(self.keys, key)
+        if (i and self.ends[i - 1] > r[1]) or (i < len(self.ends) and self.ends[i] < r[1]):
+            self.ordered = False
+        self.keys.insert(i, key)
+        self.starts.insert(i, r[0])
+        self.ends.insert(i, r[1])
+        self.values.insert(i, v)
+
+    def meeting(self, start: int, end: int) -> list[Value]:
+        """The values whose closed range shares at least one time with ``[start, end]``."""
+        if self.ordered:
+            lo = bisect.bisect_left(self.ends, start)
+            hi = bisect.bisect_right(self.starts, end)
+            return self.values[lo:hi]
+        return [v for v, s, e in zip(self.values, self.starts, self.ends) if s <= end and e >= start]
+
+
+class _ReuseIndex:
+    """The reusable allocations, in creation order, with which of them cover each time unit.
+
+    A segment tree over time units ``(t, t+1)``; each node holds a bitset (a Python int) of the
+    allocations (bit = position in ``allocations``) with a value live over the node's whole
+    span. See Note [Finding interference fast].
+    """
+
+    __slots__ = ("allocations", "bit_of", "width", "tree")
+
+    def __init__(self, end_time: int) -> None:
+        self.allocations: list[AllocationDraft] = []
+        self.bit_of: dict[int, int] = {}
+        self.width = 1 << max(1, end_time + 1).bit_length()
+        self.tree = [0] * (2 * self.width)
+
+    def register(self, a: AllocationDraft) -> None:
+        self.bit_of[a.index] = len(self.allocations)
+        self.allocations.append(a)
+        for start, end in zip(a.occupancy.starts, a.occupancy.ends):
+            self.cover(a, start, end)
+
+    def cover(self, a: AllocationDraft, start: int, end: int) -> None:
+        """Mark ``a`` busy over the units of ``[start, end]`` (none when start == end)."""
+        bit = 1 << self.bit_of[a.index]
+        lo, hi, tree = start + self.width, end + self.width, self.tree
+        while lo < hi:
+            if lo & 1:
+                tree[lo] |= bit
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                tree[hi] |= bit
+            lo >>= 1
+            hi >>= 1
+
+    def covering(self, unit: int) -> int:
+        """Bitset of the allocations busy over the whole unit ``(unit, unit + 1)``."""
+        i, acc, tree = unit + self.width, 0, self.tree
+        while i:
+            acc |= tree[i]
+            i >>= 1
+        return acc
 
 
 @dataclass
@@ -56,10 +166,16 @@ class AllocationDraft:
     readonly: bool = False
     is_tuple: bool = False
     assigned: list[tuple[Value, int, int]] | None = None
+    occupancy: _Occupancy = field(default_factory=_Occupancy, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.assigned is None:
             self.assigned = []
+
+    @property
+    def accepts_reuse(self) -> bool:
+        """Whether other buffers may ever join (XLA's ``MaybeAssignBuffer`` early exits)."""
+        return not (self.readonly or self.is_tuple or self.kind in ("thread-local", "constant"))
 
 
 @dataclass(frozen=True)
@@ -103,6 +219,8 @@ def can_share_operand(operand: object, operand_index: tuple[int, ...], user: obj
     """XLA's ``CanShareOperandBufferWithUser`` for the cases XLA:CPU meets."""
     from hloscope.ir.shape import subshape
 
+    if operand.opcode is Opcode.CONSTANT:  # type: ignore[attr-defined]
+        return False
     try:
         a = subshape(operand.shape, operand_index)  # type: ignore[attr-defined]
         b = subshape(user.shape, user_index)  # type: ignore[attr-defined]
@@ -130,6 +248,14 @@ def can_share_operand(operand: object, operand_index: tuple[int, ...], user: obj
         return len(nums) == 1 and _transitively_elementwise(comp.parameters[nums[0]], root)
     if user.opcode in (Opcode.WHILE, Opcode.CONDITIONAL):  # type: ignore[attr-defined]
         return True
+    if user.opcode is Opcode.SORT:  # type: ignore[attr-defined]
+        # Sort permutes in place: operand k may become output k when sort is its only user.
+        if len(operand.computation.users(operand)) != 1:  # type: ignore[attr-defined]
+            return False
+        if len(operands) == 1:
+            return True
+        nums = [i for i, o in enumerate(operands) if o is operand]
+        return len(nums) == 1 and user_index[:1] == (nums[0],)
     return _elementwise(user) and sum(o is operand for o in operands) == 1
 
 
@@ -180,7 +306,7 @@ def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict
         if best is None or heap < best.heap_size:
             best = HeapResult(offsets, heap, 0, name)
     assert best is not None
-    return HeapResult(best.offsets, best.heap_size, _lower_bound(values, live, sizes, df), best.algorithm)
+    return HeapResult(best.offsets, best.heap_size, _lower_bound(start, end, canonical, sizes), best.algorithm)
 
 
 def _share_candidate(v: Value, df: Dataflow, live: Liveness, freeing: list[Value], ids: set[int],
@@ -210,18 +336,22 @@ def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], colo
         order = sorted(roots, key=lambda r: (-sizes[r], spans[r][0] - spans[r][1], r))
     else:
         order = sorted(roots, key=lambda r: (spans[r][0] - spans[r][1], -sizes[r], r))
-    placed: list[tuple[int, int, int, int]] = []  # (start, end, offset, size)
+    # Placed chunks by time block, so a chunk meets only the chunks near it in time (XLA keeps a
+    # BufferIntervalTree for the same purpose); each chunk is listed in every block it spans.
+    blocks: dict[int, list[tuple[int, int, int, int]]] = {}
     offsets: dict[int, int] = {}
     heap = 0
     for r in order:
-        size = max(sizes[m] for m in [r, *coloc.get(r, [])])
         members = [r, *coloc.get(r, [])]
-        # Chunks occupy whole alignment units; only the heap's end uses the exact size.
+        size = max(sizes[m] for m in members)
         # Chunks occupy whole alignment units; only the heap's end uses the exact size. A group of
         # colocated values is checked over its whole span (they are contiguous in time).
         lo_t, hi_t = spans[r]
-        busy = sorted((o, o + -(-s // alignment) * alignment) for s0, e0, o, s in placed
-                      if s0 <= hi_t and lo_t <= e0)
+        near: dict[int, tuple[int, int, int, int]] = {}
+        for b in range(lo_t >> _BLOCK_BITS, (hi_t >> _BLOCK_BITS) + 1):
+            for chunk in blocks.get(b, ()):
+                near[chunk[0]] = chunk
+        busy = sorted((c[3], c[4]) for c in near.values() if c[1] <= hi_t and lo_t <= c[2])
         best_off, best_len, cursor = None, None, 0
         for lo, hi in busy + [(1 << 62, 1 << 62)]:
             off = -(-cursor // alignment) * alignment
@@ -231,25 +361,43 @@ def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], colo
                     best_off, best_len = off, length
             cursor = max(cursor, hi)
         assert best_off is not None
-        placed.append((lo_t, hi_t, best_off, size))
+        chunk = (r, lo_t, hi_t, best_off, best_off + -(-size // alignment) * alignment)
+        for b in range(lo_t >> _BLOCK_BITS, (hi_t >> _BLOCK_BITS) + 1):
+            blocks.setdefault(b, []).append(chunk)
         for m in members:
             offsets[m] = best_off
         heap = max(heap, best_off + size)
     return offsets, heap
 
 
-def _lower_bound(values: list[Value], live: Liveness, sizes: dict[int, int], df: Dataflow) -> int:
-    """Most bytes of these values live at one logical time, each buffer counted once."""
+_BLOCK_BITS = 5  # time blocks of 32 heap events
+
+
+def _lower_bound(start: dict[int, int], end: dict[int, int], canonical: dict[int, int],
+                 sizes: dict[int, int]) -> int:
+    """The most bytes the heap must hold at one moment: no heap can be smaller.
+
+    Times are the heap's event clock, where a value that takes over its dying operand's chunk
+    starts after the operand's end, so the two are never counted together. Values that share a
+    chunk (one buffer's chained values, or a user writing over its operand) count once, and only
+    while one of them is live: the union of their own ranges, not the hull from first start to
+    last end (a buffer reused by a loop is free between its values).
+    """
+    groups: dict[int, list[int]] = {}
+    for vid in start:
+        groups.setdefault(canonical.get(vid, vid), []).append(vid)
     deltas: dict[int, int] = {}
-    spans: dict[int, tuple[int, int, int]] = {}
-    for v in values:
-        b = df.buffer_of[v.id].id
-        s, e = live.ranges[v.id]
-        old = spans.get(b)
-        spans[b] = (min(s, old[0]), max(e, old[1]), sizes[v.id]) if old else (s, e, sizes[v.id])
-    for s, e, size in spans.values():
-        deltas[s] = deltas.get(s, 0) + size
-        deltas[e + 1] = deltas.get(e + 1, 0) - size
+    for members in groups.values():
+        size = max(sizes[m] for m in members)
+        spans = sorted((start[m], end.get(m, start[m])) for m in members)
+        lo, hi = spans[0]
+        for s, e in spans[1:] + [(1 << 62, 1 << 62)]:
+            if s <= hi:
+                hi = max(hi, e)
+                continue
+            deltas[lo] = deltas.get(lo, 0) + size  # live over the clock ticks [lo, hi]
+            deltas[hi + 1] = deltas.get(hi + 1, 0) - size
+            lo, hi = s, e
     cur = peak = 0
     for t in sorted(deltas):
         cur += deltas[t]
@@ -290,13 +438,13 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
     buffers.sort(key=lambda b: (-b.size, not b.live_out, min(order_pos[v.id] for v in b.values)))
     allocs: list[AllocationDraft] = []
     alloc_of: dict[int, AllocationDraft] = {}  # buffer id -> allocation
-    reusable: list[AllocationDraft] = []
+    reusable = _ReuseIndex(live.schedule_end_time)
     temps: list[Buffer] = []
 
     def new(buf: Buffer, kind: str, **kw: object) -> AllocationDraft:
         a = AllocationDraft(len(allocs), buf.size, kind, buf.color, **kw)  # type: ignore[arg-type]
         allocs.append(a)
-        _add(a, buf)
+        _add(a, buf, live)
         alloc_of[buf.id] = a
         return a
 
@@ -313,7 +461,7 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
             has_alias = (num, p.index) in aliased
             a = new(buf, "parameter", parameter_number=num, parameter_index=p.index, readonly=not has_alias)
             if has_alias:
-                reusable.append(a)
+                reusable.register(a)
             continue
         if buf.values[0].embedded:
             new(buf, "thread-local")
@@ -323,7 +471,7 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
         if not buf.live_out:
             temps.append(buf)
             continue
-        reusable.append(new(buf, "maybe-live-out", is_tuple=buf.values[0].shape.is_tuple))  # type: ignore[attr-defined]
+        reusable.register(new(buf, "maybe-live-out", is_tuple=buf.values[0].shape.is_tuple))  # type: ignore[attr-defined]
     heaps: dict[int, HeapResult] = {}
     by_color: dict[int, list[Value]] = {}
     for buf in temps:
@@ -344,49 +492,82 @@ def _needs_memory(buf: Buffer, live: Liveness) -> bool:
     return any(v.id in live.ranges or v.embedded for v in buf.values)
 
 
-def _add(a: AllocationDraft, buf: Buffer) -> None:
+def _add(a: AllocationDraft, buf: Buffer, live: Liveness) -> None:
     for v in buf.values:
         a.assigned.append((v, 0, v.size))  # type: ignore[union-attr]
+        a.occupancy.add(v, live.ranges)
 
 
-def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: list[AllocationDraft],
+def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _ReuseIndex,
                df: Dataflow, live: Liveness) -> bool:
-    candidates: list[AllocationDraft] = []
+    """XLA's ``AssignSingleHloBuffer`` reuse step: operands' allocations, then smallest first."""
+    seen: set[int] = set()
     for v in buf.values:
         if v.index or v.shape.is_tuple:  # type: ignore[attr-defined]
             continue
         for operand in v.instruction.operands:  # type: ignore[attr-defined]
             for ov in df.value_set(operand):
                 a = alloc_of.get(df.buffer_of[ov.id].id)
-                if a is not None:
-                    candidates.append(a)
-    candidates.extend(reversed(reusable))
-    seen: set[int] = set()
-    for a in candidates:
-        if a.index in seen:
+                if a is None or a.index in seen:
+                    continue
+                seen.add(a.index)
+                if _maybe_assign(a, buf, live):
+                    _commit(a, buf, alloc_of, live, reusable)
+                    return True
+    # Skip the allocations busy over the first or last unit of a value's range: they interfere
+    # for sure (Note [Finding interference fast]). A one-time range has no unit to test.
+    busy = 0
+    for v in buf.values:
+        r = live.ranges.get(v.id)
+        if r is None or r[0] == r[1]:
+            busy = 0
+            break
+        busy |= reusable.covering(r[0]) | reusable.covering(r[1] - 1)
+    candidates = ((1 << len(reusable.allocations)) - 1) & ~busy
+    size, color, exact = buf.size, buf.color, buf.live_out
+    allocations = reusable.allocations
+    while candidates:
+        bit = candidates.bit_length() - 1
+        candidates ^= 1 << bit
+        a = allocations[bit]
+        if a.size < size or a.color != color or (exact and a.size != size) or a.index in seen:
             continue
-        seen.add(a.index)
         if _maybe_assign(a, buf, live):
-            _add(a, buf)
-            alloc_of[buf.id] = a
+            _commit(a, buf, alloc_of, live, reusable)
             return True
     return False
 
 
-def _maybe_assign(a: AllocationDraft, buf: Buffer, live: Liveness) -> bool:
-    if a.color != buf.color or buf.size > a.size or a.readonly or a.kind in ("thread-local", "constant"):
-        return False
-    if a.is_tuple:
-        return False
-    for assigned, _, _ in a.assigned:  # type: ignore[union-attr]
+def _commit(a: AllocationDraft, buf: Buffer, alloc_of: dict[int, AllocationDraft], live: Liveness,
+            reusable: _ReuseIndex) -> None:
+    _add(a, buf, live)
+    alloc_of[buf.id] = a
+    if a.index in reusable.bit_of:
         for v in buf.values:
-            if v.id not in live.ranges or assigned.id not in live.ranges:
-                return False
-            if _interferes(v, assigned, live):
-                return False
-            if v.instruction.opcode is Opcode.COPY and any(  # type: ignore[attr-defined]
-                    p in v.instruction.operands for p, _ in assigned.positions):  # type: ignore[attr-defined]
-                return False
+            r = live.ranges.get(v.id)
+            if r is not None:
+                reusable.cover(a, *r)
+
+
+def _maybe_assign(a: AllocationDraft, buf: Buffer, live: Liveness) -> bool:
+    """XLA's ``MaybeAssignBuffer``: may ``buf`` join ``a`` without interfering with its values?"""
+    if a.color != buf.color or buf.size > a.size or not a.accepts_reuse:
+        return False
     if buf.live_out and a.size != buf.size:
         return False
+    occ = a.occupancy
+    if not a.assigned:
+        return True
+    if occ.unranged:
+        return False
+    for v in buf.values:
+        r = live.ranges.get(v.id)
+        if r is None:
+            return False
+        inst = v.instruction
+        if inst.opcode is Opcode.COPY and any(p in occ.positions for p in inst.operands):  # type: ignore[attr-defined]
+            return False
+        for assigned in occ.meeting(*r):
+            if _interferes(v, assigned, live):
+                return False
     return True

@@ -47,7 +47,17 @@ from hloscope.ir.opcode import Family
 __all__ = ["Value", "Buffer", "Dataflow", "analyze_dataflow", "ELEMENTWISE_FAMILIES"]
 
 ELEMENTWISE_FAMILIES = frozenset({Family.UNARY, Family.BINARY, Family.TERNARY, Family.COMPARE, Family.CONVERT})
-_EMBEDDED_ATTRS = ("to_apply", "select", "scatter", "comparator")
+# Callers whose computations run as sequential code (XLA's CallContext::kControlFlow) or hold
+# no values (fusion); every other caller's computations are embedded: reduce's to_apply, sort's
+# comparator, a custom call's called_computations, ...
+_SEQUENTIAL_CALLERS = frozenset({Opcode.CALL, Opcode.WHILE, Opcode.CONDITIONAL, Opcode.FUSION,
+                                 Opcode.ASYNC_START, Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE})
+
+
+def _embedded_callees(inst: object) -> list[object]:
+    if inst.opcode in _SEQUENTIAL_CALLERS:  # type: ignore[attr-defined]
+        return []
+    return inst.called_computations  # type: ignore[attr-defined]
 
 
 @dataclass(eq=False, slots=True)
@@ -62,19 +72,17 @@ class Value:
     embedded: bool = False  # in a to_apply-style computation: thread-local
     positions: list[tuple[object, ShapeIndex]] = field(default_factory=list)
     uses: list[tuple[object, int, ShapeIndex]] = field(default_factory=list)
+    size: int = field(init=False)  # bytes of ``shape``, computed once (assignment reads it often)
+    color: int = field(init=False)  # memory space of ``shape``'s layout
+
+    def __post_init__(self) -> None:
+        self.size = self.shape.byte_size()  # type: ignore[attr-defined]
+        layout = getattr(self.shape, "layout", None)
+        self.color = layout.memory_space if layout is not None else 0
 
     @property
     def name(self) -> str:
         return self.instruction.name  # type: ignore[attr-defined]
-
-    @property
-    def size(self) -> int:
-        return self.shape.byte_size()  # type: ignore[attr-defined]
-
-    @property
-    def color(self) -> int:
-        layout = getattr(self.shape, "layout", None)
-        return layout.memory_space if layout is not None else 0
 
     def hlo_positions(self) -> tuple[HloPosition, ...]:
         return tuple(HloPosition(i.name, x) for i, x in self.positions)  # type: ignore[attr-defined]
@@ -93,14 +101,12 @@ class Buffer:
     id: int
     values: list[Value]
     live_out: bool = False
+    size: int = field(init=False)  # the largest value's bytes
+    color: int = field(init=False)  # the first value's memory space
 
-    @property
-    def size(self) -> int:
-        return max(v.size for v in self.values)
-
-    @property
-    def color(self) -> int:
-        return self.values[0].color
+    def __post_init__(self) -> None:
+        self.size = max(v.size for v in self.values)
+        self.color = self.values[0].color
 
 
 ValueSets = dict[ShapeIndex, list[Value]]
@@ -155,11 +161,9 @@ class _Builder:
         if not embedded and comp not in self.sequential:
             self.sequential.append(comp)
         for inst in comp.instructions:  # type: ignore[attr-defined]
-            for name in _EMBEDDED_ATTRS:
-                callee = inst.attrs.get(name)
-                if callee is not None and not isinstance(callee, str):
-                    self.embedded.add(callee)
-                    self.run(callee, None, embedded=True)
+            for callee in _embedded_callees(inst):
+                self.embedded.add(callee)
+                self.run(callee, None, embedded=True)
             if inst.opcode is Opcode.PARAMETER and params is not None:
                 self.sets[inst] = params[inst.attrs["parameter_number"]]
                 continue
@@ -175,9 +179,8 @@ class _Builder:
             for inst in comp.instructions:
                 if inst.opcode is Opcode.FUSION:
                     self._embedded_in_fusion(inst)
-                for name in _EMBEDDED_ATTRS:
-                    callee = inst.attrs.get(name)
-                    if callee is not None and not isinstance(callee, str) and callee not in self.done:
+                for callee in _embedded_callees(inst):
+                    if callee not in self.done:
                         self.embedded.add(callee)
                         self.run(callee, None, embedded=True)
 

@@ -24,9 +24,13 @@ from hloscope.analysis.buffers import (
 )
 from hloscope.analysis.dataflow import analyze_dataflow
 from hloscope.analysis.liveness import SCHEDULES, compute_liveness, min_memory_order, peak_moment
-from hloscope.ir import Opcode
 
-__all__ = ["PeakBuffer", "MemoryReport", "analyze_memory"]
+__all__ = ["PeakBuffer", "LiveBuffer", "TimelinePoint", "MemoryReport", "analyze_memory",
+           "MAX_JSON_BUFFERS"]
+
+MAX_JSON_BUFFERS = 20_000
+"""``to_json`` lists at most this many live ranges (the biggest), about 4 MB of JSON; seed 003
+has 2,305. Every one stays in ``MemoryReport.buffers``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,40 @@ class PeakBuffer:
                 "source": self.source, "memory_space": self.memory_space}
 
 
+@dataclass(frozen=True, slots=True)
+class LiveBuffer:
+    """One value's live range: live at every schedule step from ``start`` to ``end``, both included."""
+
+    name: str  # the defining instruction
+    index: tuple[int, ...]
+    shape: str
+    bytes: int
+    start: int
+    end: int
+    op_name: str | None
+    source: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "index": list(self.index), "shape": self.shape, "bytes": self.bytes,
+                "start": self.start, "end": self.end, "op_name": self.op_name, "source": self.source}
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePoint:
+    """Bytes live at one schedule step, each live value at its own size.
+
+    At ``peak_time`` this is ``peak_bytes``. XLA chooses that step charging a tuple element its
+    tuple's size (Note [The live-range peak]), so another step can show a few more bytes.
+    """
+
+    time: int
+    bytes: int
+    instruction: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time": self.time, "bytes": self.bytes, "instruction": self.instruction}
+
+
 @dataclass(frozen=True)
 class MemoryReport:
     """Memory figures of one module under one schedule, named as XLA names them.
@@ -58,6 +96,8 @@ class MemoryReport:
     (``Live ranges at N (peak)``); ``temp_lower_bound`` is the most temp bytes ever live at once,
     so ``temp_bytes - temp_lower_bound`` is what fragmentation costs. ``other_memory_spaces``
     holds temp bytes per non-default memory space (e.g. ``S(1)``), kept out of ``temp_bytes``.
+    ``timeline`` has one point per schedule step (its bytes at ``peak_time`` are ``peak_bytes``)
+    and ``buffers`` every value's live range, so a step's live set is the buffers spanning it.
     """
 
     module_name: str
@@ -79,12 +119,23 @@ class MemoryReport:
     other_memory_spaces: dict[int, int] = field(default_factory=dict)
     bytes_saved_by_schedule: int | None = None
     buffer_assignment: BufferAssignment | None = field(default=None, repr=False, compare=False)
+    timeline: tuple[TimelinePoint, ...] = field(default=(), repr=False, compare=False)
+    buffers: tuple[LiveBuffer, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def fragmentation_bytes(self) -> int:
         return self.temp_bytes - self.temp_lower_bound
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, max_buffers: int = MAX_JSON_BUFFERS) -> dict[str, Any]:
+        """Figures, the peak's buffers, the timeline, and up to ``max_buffers`` live ranges.
+
+        When there are more live ranges, the biggest are kept (ties: earliest start) and
+        ``buffers_omitted`` says how many were left out; otherwise it is 0.
+        """
+        buffers = self.buffers
+        if len(buffers) > max_buffers:
+            keep = set(sorted(range(len(buffers)), key=lambda i: (-buffers[i].bytes, buffers[i].start, i))[:max_buffers])
+            buffers = tuple(b for i, b in enumerate(buffers) if i in keep)
         return {
             "module_name": self.module_name, "schedule": self.schedule,
             "argument_bytes": self.argument_bytes, "output_bytes": self.output_bytes,
@@ -98,6 +149,9 @@ class MemoryReport:
             "heap_algorithm": self.heap_algorithm, "schedule_end_time": self.schedule_end_time,
             "other_memory_spaces": {str(k): v for k, v in self.other_memory_spaces.items()},
             "bytes_saved_by_schedule": self.bytes_saved_by_schedule,
+            "timeline": [p.to_json() for p in self.timeline],
+            "buffers": [b.to_json() for b in buffers],
+            "buffers_omitted": len(self.buffers) - len(buffers),
         }
 
     def explain(self) -> str:
@@ -181,11 +235,25 @@ def analyze_memory(module: Any, *, schedule: str = "module") -> MemoryReport:
         base = compute_liveness(df, _order(module, "module"))
         base_time, base_at = peak_moment(df, base)
         saved = sum(v.size for v in base_at) - sum(v.size for v in at_peak)
+    sources: dict[Any, tuple[str | None, str | None]] = {}
+
+    def source_of(inst: Any) -> tuple[str | None, str | None]:
+        if inst not in sources:
+            sources[inst] = _source(module, inst)
+        return sources[inst]
+
     peak_buffers = []
     for v in at_peak:
-        op_name, source = _source(module, v.instruction)
+        op_name, source = source_of(v.instruction)
         peak_buffers.append(PeakBuffer(v.name, v.index, v.shape.to_text(), v.size,
                                        v.instruction.opcode.text, op_name, source, v.color))
+    buffers = []
+    for v in df.values:
+        r = live.ranges.get(v.id)
+        if r is not None:
+            op_name, source = source_of(v.instruction)
+            buffers.append(LiveBuffer(v.name, v.index, v.shape.to_text(), v.size, r[0], r[1], op_name, source))
+    buffers.sort(key=lambda b: (b.start, b.end, b.name, b.index))
     by_kind: dict[str, int] = {}
     other: dict[int, int] = {}
     for a in allocs:
@@ -210,7 +278,22 @@ def analyze_memory(module: Any, *, schedule: str = "module") -> MemoryReport:
         temp_lower_bound=default_heap.lower_bound if default_heap else 0,
         heap_algorithm=default_heap.algorithm if default_heap else "none",
         schedule_end_time=live.schedule_end_time, allocation_count=len(allocs),
-        other_memory_spaces=other, bytes_saved_by_schedule=saved, buffer_assignment=ba)
+        other_memory_spaces=other, bytes_saved_by_schedule=saved, buffer_assignment=ba,
+        timeline=_timeline(live, buffers), buffers=tuple(buffers))
+
+
+def _timeline(live: Any, buffers: list[LiveBuffer]) -> tuple[TimelinePoint, ...]:
+    """Bytes live at each step of the flattened schedule: one sweep over range ends."""
+    deltas = [0] * (live.schedule_end_time + 2)
+    for b in buffers:
+        deltas[b.start] += b.bytes
+        deltas[b.end + 1] -= b.bytes
+    points = []
+    usage = 0
+    for t, inst in enumerate(live.sequence):
+        usage += deltas[t]
+        points.append(TimelinePoint(t, usage, inst.name))
+    return tuple(points)
 
 
 def _to_buffer_assignment(module: Any, df: Any, live: Any, allocs: list[AllocationDraft],
