@@ -14,6 +14,7 @@ __all__ = [
     "ParseError",
     "VerifyError",
     "InterpretError",
+    "EvaluationInterrupted",
     "UnsupportedOpcodeError",
     "UnsupportedCustomCallError",
     "InputError",
@@ -50,7 +51,21 @@ class VerifyError(HloscopeError):
 
 
 class InterpretError(HloscopeError):
-    """Evaluating an instruction failed; the message names the computation and instruction."""
+    """Evaluating an instruction failed; the message names the computation and instruction.
+
+    ``instruction`` (an ir Instruction) and ``computation`` (its computation's name) say where,
+    when known; the evaluator fills them in for the innermost failing instruction."""
+
+    def __init__(self, *args: object, instruction: object = None, computation: str | None = None) -> None:
+        super().__init__(*args)
+        self.instruction = instruction
+        self.computation = computation
+
+
+class EvaluationInterrupted(HloscopeError):
+    """The user interrupted an evaluation (Ctrl-C); the message says where it was."""
+
+    exit_code = 130
 
 
 class UnsupportedOpcodeError(InterpretError):

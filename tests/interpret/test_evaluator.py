@@ -345,3 +345,112 @@ def test_seed_004_four_replicas() -> None:
     for d in range(1, 4):
         for a, b in zip(out[0], out[d], strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+# --- new elementwise rows, one op each, against jax.lax ------------------------------------------
+
+_UNARY_NEW = ["acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh"]
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+@pytest.mark.parametrize("op", _UNARY_NEW)
+def test_new_unary_rows_match_jax(op: str, dtype: str) -> None:
+    jax = pytest.importorskip("jax")
+    import ml_dtypes
+
+    np_dtype = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}[dtype]
+    # In and out of each function's domain, the domain edges, zeros and infinities.
+    x = np.array([-3.0, -1.0, -0.5, -0.0, 0.0, 0.25, 0.5, 1.0, 1.5, 3.0, 10.0, np.inf, -np.inf, np.nan],
+                 np.float32).astype(np_dtype)
+    text = f"HloModule m\nENTRY e {{\n  p = {dtype}[{x.size}] parameter(0)\n  ROOT r = {dtype}[{x.size}] {op}(p)\n}}"
+    got = run(hloscope.parse(text), [x])
+    expected = np.asarray(getattr(jax.lax, op)(x))
+    assert got.dtype == expected.dtype
+    tol = {"f32": 2e-6, "bf16": 1e-2, "f16": 1e-3}[dtype]
+    np.testing.assert_allclose(got.astype(np.float32), expected.astype(np.float32), rtol=tol, atol=tol,
+                               equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["s8", "u8", "s16", "u16", "s32", "u32", "s64", "u64"])
+def test_mulhi_is_the_high_half_of_the_double_width_product(dtype: str) -> None:
+    from hloscope.ir.dtypes import dtype_of  # noqa: PLC0415
+
+    np_dtype = np.dtype(dtype_of(dtype))
+    info = np.iinfo(np_dtype)
+    bits = np_dtype.itemsize * 8
+    vals = [info.min, info.min + 1, 0, 1, 3, 12345 % (info.max + 1), info.max - 1, info.max]
+    if info.min < 0:
+        vals += [-1, -7]
+    a = np.array(vals, np_dtype)
+    b = np.array(vals[::-1], np_dtype)
+    text = (f"HloModule m\nENTRY e {{\n  a = {dtype}[{a.size}] parameter(0)\n  b = {dtype}[{a.size}] parameter(1)\n"
+            f"  ROOT r = {dtype}[{a.size}] mulhi(a, b)\n}}")
+    got = run(hloscope.parse(text), [a, b])
+    expected = [(int(x) * int(y)) >> bits for x, y in zip(a.tolist(), b.tolist(), strict=True)]
+    assert [int(v) for v in got.tolist()] == [
+        (e % (1 << bits)) - ((1 << bits) if info.min < 0 and e % (1 << bits) > info.max else 0) for e in expected]
+
+
+# --- donation: in-place dynamic-update-slice is never observable ---------------------------------
+
+DUS_SHARED = """HloModule d
+ENTRY e {
+  x = f32[4] parameter(0)
+  one = f32[] constant(1)
+  b = f32[4] broadcast(one), dimensions={}
+  y = f32[4] add(x, b)
+  u = f32[1] constant({9})
+  i = s32[] constant(2)
+  d1 = f32[4] dynamic-update-slice(y, u, i)
+  k = s32[] constant(0)
+  d2 = f32[4] dynamic-update-slice(d1, u, k)
+  ROOT t = (f32[4], f32[4], f32[4]) tuple(y, d1, d2)
+}"""
+
+
+def test_dynamic_update_slice_in_place_only_when_unshared() -> None:
+    x = np.arange(4, dtype=np.float32)
+    y, d1, d2 = run(hloscope.parse(DUS_SHARED), [x])
+    # y is still live after d1 (the root reads it), so d1 must copy; d1 is live too.
+    np.testing.assert_array_equal(y, [1, 2, 3, 4])
+    np.testing.assert_array_equal(d1, [1, 2, 9, 4])
+    np.testing.assert_array_equal(d2, [9, 2, 9, 4])
+    np.testing.assert_array_equal(x, [0, 1, 2, 3])  # the caller's input is never written
+
+
+def test_while_loop_with_in_place_updates_matches_hooked_run() -> None:
+    # A scan-like loop: buf[i] = x * i; runs with hooks never donate, so both must agree.
+    text = """HloModule s
+cond {
+  p = (s32[], f32[8], f32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(8)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[8], f32[]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  buf = f32[8] get-tuple-element(p), index=1
+  x = f32[] get-tuple-element(p), index=2
+  fi = f32[] convert(i)
+  v = f32[] multiply(x, fi)
+  v1 = f32[1] reshape(v)
+  nb = f32[8] dynamic-update-slice(buf, v1, i)
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  ROOT t = (s32[], f32[8], f32[]) tuple(i1, nb, x)
+}
+ENTRY e {
+  x = f32[] parameter(0)
+  z = s32[] constant(0)
+  zero = f32[] constant(0)
+  buf = f32[8] broadcast(zero), dimensions={}
+  init = (s32[], f32[8], f32[]) tuple(z, buf, x)
+  w = (s32[], f32[8], f32[]) while(init), condition=cond, body=body
+  ROOT r = f32[8] get-tuple-element(w), index=1
+}"""
+    m = hloscope.parse(text)
+    plain = run(m, [np.float32(2)])
+    hooked = run(m, [np.float32(2)], options=RunOptions(hooks=[Recorder()]))
+    np.testing.assert_array_equal(plain, np.arange(8, dtype=np.float32) * 2)
+    np.testing.assert_array_equal(plain, hooked)

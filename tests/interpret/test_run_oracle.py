@@ -34,9 +34,10 @@ def _squeeze_like(got, expected):
 def test_program_matches_xla(oracle_corpus, name: str, stage: str) -> None:
     case = oracle_corpus.case(name)
     meta = case.meta
-    if stage == "pre" and case.num_devices > 1:
-        pytest.xfail("a pre-partitioning multi-device module is one global program; cutting inputs "
-                     "into shards by sharding (style habit 11, manual regions) is not implemented")
+    if stage == "pre" and name.startswith("sharded_mlp_step"):
+        pytest.xfail("an output's sharding here is chosen by XLA's sharding propagation (b1's update "
+                     "is sharded like w1's columns); the pre text does not say it, and hloscope "
+                     "only propagates through same-shaped elementwise operands")
     module = hloscope.parse(case.pre_text if stage == "pre" else case.post_text)
     out = run(module, case.inputs(), replicas=meta["num_replicas"], partitions=meta["num_partitions"])
     expected = case.outputs()

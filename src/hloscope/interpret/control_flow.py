@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InterpretError
+from hloscope.interpret import spmd
 from hloscope.interpret.evaluator import EvalContext
 from hloscope.interpret.registry import evaluates
 from hloscope.interpret.values import TOKEN, Value, constant_value, zeros_of
@@ -33,19 +34,26 @@ def _called(inst: Instruction) -> Computation:
 
 @evaluates(Opcode.CALL, Opcode.FUSION)
 def _call(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
+    if any(isinstance(o, spmd.Sharded) for o in operands):  # a manual region (spmd.py)
+        return _run_region(ctx, _called(inst), operands)
     # A fusion's value is its fused computation's value: fusion only changes how XLA emits code.
-    return (yield from ctx.call(_called(inst), operands))
+    # The operands list is handed over, so the callee may reuse dead buffers (Note [Donation]).
+    return (yield from ctx.call(_called(inst), operands, donate=True))
 
 
 @evaluates(Opcode.WHILE)
 def _while(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
     cond, body = inst.attrs["condition"], inst.attrs["body"]
     state = operands[0]
+    if ctx.donate:
+        operands.clear()  # the loop owns its state from here on (Note [Donation])
     progress = ctx.progress
     while True:
         if not bool((yield from ctx.call(cond, [state]))):
             return state
-        state = yield from ctx.call(body, [state])
+        # Drop this frame's reference so the body holds the only one and can update in place.
+        args, state = [state], None
+        state = yield from ctx.call(body, args, donate=True)
         progress.loop_iterations += 1
 
 
@@ -61,7 +69,10 @@ def _conditional(ctx: EvalContext, inst: Instruction, operands: Operands) -> Eva
     else:
         branches = [inst.attrs["true_computation"], inst.attrs["false_computation"]]
         index = 0 if bool(selector) else 1
-    return (yield from ctx.call(branches[index], [operands[1 + index]]))
+    args = [operands[1 + index]]
+    if ctx.donate:
+        operands.clear()  # Note [Donation]
+    return (yield from ctx.call(branches[index], args, donate=True))
 
 
 @evaluates(Opcode.MAP)
@@ -119,7 +130,26 @@ def _tuple(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 
 @evaluates(Opcode.GET_TUPLE_ELEMENT)
 def _get_tuple_element(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    return operands[0][inst.attrs["index"]]
+    x = operands[0]
+    if isinstance(x, spmd.Sharded):
+        return spmd.Sharded([v[inst.attrs["index"]] for v in x.values])
+    return x[inst.attrs["index"]]
+
+
+def _run_region(ctx: EvalContext, comp: Computation, operands: Operands) -> Value:
+    """Run ``comp`` on every device of the grid, each on its shards (Note [Global programs] in
+    spmd.py); collectives inside meet through run.py's rendezvous."""
+    from hloscope.interpret import devices
+    from hloscope.interpret.evaluator import evaluate
+    from hloscope.interpret.run import drive
+
+    r, p = ctx.num_replicas, ctx.num_partitions
+    n = r * p
+    per_device = [[o.values[d] if isinstance(o, spmd.Sharded) else o for o in operands] for d in range(n)]
+    shared = {"plans": ctx.plans, "cache": ctx.cache, "progress": ctx.progress}
+    gens = [evaluate(EvalContext(ctx.module, ctx.options, devices.process_id(d, p), r, p, shared=shared),
+                     comp, per_device[d]) for d in range(n)]
+    return spmd.Sharded(drive(gens))
 
 
 @evaluates(Opcode.CONSTANT)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import UnsupportedCustomCallError
+from hloscope.interpret import spmd
 from hloscope.interpret import linalg, reduction, rng
 from hloscope.interpret.evaluator import EvalContext
 from hloscope.interpret.registry import evaluates
@@ -117,27 +118,49 @@ def _gemm(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     out = _result_shape(inst)
     compute = np.dtype(np.float32) if reduction.is_float_dtype(out.dtype) and out.dtype.itemsize < 4 else out.dtype
     lhs, rhs = operands[0], operands[1]
-    r = linalg.dot_general(lhs, rhs, _ints(dims.get("lhs_batch_dimensions")),
-                           _ints(dims.get("rhs_batch_dimensions")), _ints(dims.get("lhs_contracting_dimensions")),
-                           _ints(dims.get("rhs_contracting_dimensions")), compute)
+    lb, rb = _ints(dims.get("lhs_batch_dimensions")), _ints(dims.get("rhs_batch_dimensions"))
+    lc, rc = _ints(dims.get("lhs_contracting_dimensions")), _ints(dims.get("rhs_contracting_dimensions"))
+    r = _plain_matmul(lhs, rhs, lb, rb, lc, rc, compute)
+    if r is None:
+        r = linalg.dot_general(lhs, rhs, lb, rb, lc, rc, compute)
     alpha = complex(float(cfg.get("alpha_real", 1)), float(cfg.get("alpha_imag", 0)))
     alpha_v = alpha if compute.kind == "c" else alpha.real
     beta = float(cfg.get("beta", 0))
+    # r is a fresh array of the compute type from here on, so the epilogue updates it in place.
+    r = np.asarray(r).astype(compute, copy=False)
     if alpha_v != 1:
-        r = (r * alpha_v).astype(compute)
+        r *= alpha_v
     rest = list(operands[2:])
     if beta != 0:
         c = rest.pop(0)
-        r = (r + beta * c.astype(compute)).astype(compute)
+        c = np.asarray(c).astype(compute, copy=False).reshape(r.shape)
+        if beta == 1:
+            r += c
+        else:
+            r += beta * c
     epilogue = str(cfg.get("epilogue", "DEFAULT"))
     if epilogue not in _EPILOGUES:
         raise UnsupportedCustomCallError(f"{inst.custom_call_target} epilogue {epilogue} is not supported")
     bias, relu = _EPILOGUES[epilogue]
     if bias:
-        r = (r + rest.pop(0).astype(compute)).astype(compute)  # a vector along the last dimension
+        r += rest.pop(0).astype(compute, copy=False)  # a vector along the last dimension
     if relu:
-        r = np.maximum(r, 0).astype(compute)
-    return _with_workspace(inst, r.astype(out.dtype).reshape(out.dimensions))
+        np.maximum(r, 0, out=r)
+    return _with_workspace(inst, r.astype(out.dtype, copy=False).reshape(out.dimensions))
+
+
+def _plain_matmul(lhs: np.ndarray, rhs: np.ndarray, lb: tuple[int, ...], rb: tuple[int, ...],
+                  lc: tuple[int, ...], rc: tuple[int, ...], compute: np.dtype) -> np.ndarray | None:
+    """The gemm of two 2-D operands already of the compute type, with one contracting dimension
+    each and no batch: one BLAS call on (transposed) views, no operand copies. None for every
+    other form, which ``linalg.dot_general`` handles. Gemms of GPU dumps are nearly all of this
+    form, and copying a weight matrix per call dominated their evaluation."""
+    if (lb or rb or lhs.ndim != 2 or rhs.ndim != 2 or len(lc) != 1 or len(rc) != 1
+            or lhs.dtype != compute or rhs.dtype != compute or compute.kind not in "fc"):
+        return None
+    a = lhs if lc[0] == 1 else lhs.T
+    b = rhs if rc[0] == 0 else rhs.T
+    return np.matmul(a, b)
 
 
 # --- jax's threefry kernel ---------------------------------------------------------------------
@@ -166,7 +189,19 @@ def _top_k(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
 @register_custom_call("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.*",
                       "MoveToHost", "MoveToDevice", "annotate_device_placement")
 def _annotation(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
-    """Sharding and placement annotations change no values in a single global program."""
+    """Sharding and placement annotations change no values in a single global program; the
+    manual-region markers cut values into shards and put them back (Note [Global programs]
+    in spmd.py)."""
+    target = inst.custom_call_target
+    n = ctx.num_replicas * ctx.num_partitions
+    if target in spmd.ENTER_TARGETS and n > 1:
+        return spmd.enter_region(ctx.module, inst, operands, n)
+    if target in spmd.LEAVE_TARGETS and n > 1 and all(isinstance(o, spmd.Sharded) for o in operands):
+        return spmd.leave_region(ctx.module, inst, operands, n)
+    if any(isinstance(o, spmd.Sharded) for o in operands):  # an annotation inside the region's wiring
+        if len(operands) == 1:
+            return operands[0]
+        raise UnsupportedCustomCallError(f"{target} over several manual-region values")
     x = operands[0] if len(operands) == 1 else tuple(operands)
     if isinstance(inst.shape, ArrayShape) and tuple(np.shape(x)) != tuple(inst.shape.dimensions):
         raise UnsupportedCustomCallError(

@@ -335,6 +335,14 @@ UNARY: dict[str, Callable[[Array], Array]] = {
     "sine": _transcendental(np.sin),
     "cosine": _transcendental(np.cos),
     "tan": _transcendental(np.tan),
+    "acos": _transcendental(np.arccos),           # |x| > 1 -> NaN
+    "asin": _transcendental(np.arcsin),           # |x| > 1 -> NaN
+    "atan": _transcendental(np.arctan),
+    "acosh": _transcendental(np.arccosh),         # x < 1 -> NaN
+    "asinh": _transcendental(np.arcsinh),
+    "atanh": _transcendental(np.arctanh),         # ±1 -> ±inf, |x| > 1 -> NaN
+    "cosh": _transcendental(np.cosh),
+    "sinh": _transcendental(np.sinh),
     "erf": _erf,                                  # XLA's own approximations (Cephes / Eigen)
     "floor": np.floor,
     "ceil": np.ceil,
@@ -511,6 +519,31 @@ def _atan2(a: Array, b: Array) -> Array:
     return np.arctan2(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
 
 
+def _mulhi_u64(a: Array, b: Array) -> Array:
+    # High 64 bits of a 64x64-bit unsigned product, from 32-bit halves (no 128-bit numpy type).
+    lo32 = np.uint64(0xFFFFFFFF)
+    a_lo, a_hi = a & lo32, a >> np.uint64(32)
+    b_lo, b_hi = b & lo32, b >> np.uint64(32)
+    ll, lh, hl, hh = a_lo * b_lo, a_lo * b_hi, a_hi * b_lo, a_hi * b_hi
+    mid = (ll >> np.uint64(32)) + (lh & lo32) + (hl & lo32)
+    return hh + (lh >> np.uint64(32)) + (hl >> np.uint64(32)) + (mid >> np.uint64(32))
+
+
+def _mulhi(a: Array, b: Array) -> Array:
+    # The high half of the double-width product: signed for signed types, unsigned otherwise.
+    dt = a.dtype
+    bits, signed = _int_bits(dt)
+    with np.errstate(over="ignore"):
+        if bits <= 32:
+            wide = np.int64 if signed else np.uint64
+            return ((a.astype(wide) * b.astype(wide)) >> wide(bits)).astype(dt)
+        ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+        hi = _mulhi_u64(ua, ub)
+        if signed:  # hi_s = hi_u - (a < 0 ? b : 0) - (b < 0 ? a : 0), modulo 2^64
+            hi = hi - np.where(a < 0, ub, np.uint64(0)) - np.where(b < 0, ua, np.uint64(0))
+        return hi.astype(dt)
+
+
 BINARY: dict[str, Callable[[Array, Array], Array]] = {
     "add": np.add,                                      # ints wrap
     "subtract": np.subtract,                            # ints wrap
@@ -521,6 +554,7 @@ BINARY: dict[str, Callable[[Array, Array], Array]] = {
     "minimum": _minimum,                                # NaN wins; -0 < +0
     "power": _power,                                    # ints: see _power
     "atan2": _atan2,                                    # atan2(±0, -0) = ±pi, per IEEE
+    "mulhi": _mulhi,                                    # high half; signed per the type
     "and": np.bitwise_and,                              # pred: logical
     "or": np.bitwise_or,
     "xor": np.bitwise_xor,
@@ -556,7 +590,7 @@ TERNARY: dict[str, Callable[[Array, Array, Array], Array]] = {
 
 
 # Rows that must see sub-byte integers in their own dtype (they count bits in its width).
-_OWN_WIDTH_ROWS = frozenset({"popcnt", "count-leading-zeros"})
+_OWN_WIDTH_ROWS = frozenset({"popcnt", "count-leading-zeros", "mulhi"})
 # Rows that must see sub-byte integers as bit patterns: unsigned for logical, signed for
 # arithmetic shifts (u4 8 >>a 1 = 12; s4 -1 >>l 1 = 7).
 _PATTERN_ROWS = {"shift-right-logical": False, "shift-right-arithmetic": True}

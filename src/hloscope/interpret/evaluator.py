@@ -3,7 +3,29 @@
 Each computation gets a *plan* once (Note [Plans]); ``evaluate`` walks it, keeping values in a
 slot list and dropping each value after its last use, because real modules hold hundreds of MB.
 Failures are wrapped in an ``InterpretError`` that names the computation and the instruction
-and shows its text (Note [Located errors]). Observers see every instruction through ``Hooks``
+and shows its text (Note [Donation]
+    A handler may write into an operand's array instead of copying it (dynamic-update-slice in
+    scan loops is the case that matters: copying a [64,16,1024] buffer per step made seed 003
+    copy-bound) only when nothing else can see that array. The plan frees every operand whose
+    last use is this step *before* calling the handler, and calls that hand values to another
+    computation (call, fusion, the while body, a conditional's branch) pass ``donate=True`` so
+    the callee's parameters are the only holders once the caller drops them. What remains is
+    one question asked at run time, ``sole_owner(operands, i)``: is the operands list the only
+    reference to that array (and to the array it views, if any)? CPython's reference count
+    answers it exactly, whoever the other holder would be: another live slot, a tuple, the
+    constant cache, the user's inputs, another device's environment, a pending rendezvous. So a
+    donated write is never observable, on one device or many. Hooks see every operand after
+    the step, so a run with hooks never donates.
+
+Note [Unpacked tuple parameters]
+    A while body receives its loop state as one tuple and reads it with get-tuple-element.
+    Kept whole, that tuple stays alive until its last GTE and holds every element, so no element
+    could be updated in place before then (Note [Donation]). When every user of a tuple
+    parameter is a GTE, the plan binds the elements straight into the GTE slots and skips the
+    GTE steps: each element is then held by exactly the slots that read it. Skipped GTEs are
+    not counted in Progress; runs with hooks keep them so observers see every instruction.
+
+Note [Located errors]). Observers see every instruction through ``Hooks``
 passed in ``RunOptions``; there is no global state.
 
 ``evaluate`` is a generator: handlers that call computations or meet other devices are
@@ -17,6 +39,20 @@ Note [Plans]
     a while loop's body and condition reuse theirs every iteration, so the per-iteration cost is
     one handler call per instruction plus list stores.
 
+Note [Donation]
+    A handler may write into an operand's array instead of copying it (dynamic-update-slice in
+    scan loops is the case that matters: copying a [64,16,1024] buffer per step made seed 003
+    copy-bound) only when nothing else can see that array. The plan frees every operand whose
+    last use is this step *before* calling the handler, and calls that hand values to another
+    computation (call, fusion, the while body, a conditional's branch) pass ``donate=True`` so
+    the callee's parameters are the only holders once the caller drops them. What remains is
+    one question asked at run time, ``sole_owner(operands, i)``: is the operands list the only
+    reference to that array (and to the array it views, if any)? CPython's reference count
+    answers it exactly, whoever the other holder would be: another live slot, a tuple, the
+    constant cache, the user's inputs, another device's environment, a pending rendezvous. So a
+    donated write is never observable, on one device or many. Hooks see every operand after
+    the step, so a run with hooks never donates.
+
 Note [Located errors]
     The innermost failing instruction makes the error: its computation, its name, and its text
     (``span.render`` with file:line:col and a caret when the module came from a file). Each
@@ -26,19 +62,20 @@ Note [Located errors]
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
-from hloscope.errors import HloscopeError, InterpretError, UnsupportedOpcodeError
+from hloscope.errors import EvaluationInterrupted, HloscopeError, InterpretError, UnsupportedOpcodeError
 from hloscope.interpret.devices import ProcessId
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import Value
 from hloscope.ir import Computation, Instruction, Module, Opcode
 
 __all__ = ["Hooks", "Progress", "RunOptions", "EvalContext", "EvaluationInterrupted", "Plan",
-           "evaluate", "run_to_completion", "known_reduction", "located_error"]
+           "evaluate", "run_to_completion", "known_reduction", "located_error", "sole_owner"]
 
 
 class Hooks(Protocol):
@@ -77,20 +114,15 @@ class RunOptions:
             raise ValueError(f"fill_elided must be None, 'zeros' or 'random', not {self.fill_elided!r}")
 
 
-class EvaluationInterrupted(HloscopeError):
-    """The user interrupted the evaluation (Ctrl-C); the message says where it was."""
-
-    exit_code = 130
-
-
 @dataclasses.dataclass(slots=True)
 class _Step:
     handler: Callable[..., Any]
     inst: Instruction
     slot: int
     operand_slots: tuple[int, ...]
-    dead: tuple[int, ...]
+    dead: tuple[int, ...]  # operand slots whose last use is this step (freed before it runs)
     is_generator: bool
+    keep: bool  # False when the result is never used (dropped right away)
 
 
 @dataclasses.dataclass(slots=True)
@@ -102,6 +134,9 @@ class Plan:
     parameter_slots: tuple[int, ...]
     steps: list[_Step]
     root_slot: int
+    # Tuple parameters read only by get-tuple-element: (parameter number, ((slot, index), ...))
+    # bound straight into the GTE slots (Note [Unpacked tuple parameters]).
+    unpacked: tuple[tuple[int, tuple[tuple[int, int], ...]], ...] = ()
 
 
 def _unsupported(reason: str) -> Callable[..., Any]:
@@ -111,10 +146,30 @@ def _unsupported(reason: str) -> Callable[..., Any]:
     return handler
 
 
-def build_plan(comp: Computation) -> Plan:
-    """The plan of ``comp``: handlers, operand slots and last-use frees (Note [Plans])."""
+def _unpackable(comp: Computation, slot_of: dict[int, int]) -> dict[int, list[tuple[int, int]]]:
+    """Tuple parameters whose every user is a get-tuple-element: parameter number ->
+    [(GTE slot, tuple index)] (Note [Unpacked tuple parameters])."""
+    users: dict[int, list[Instruction]] = {}
+    for inst in comp.instructions:
+        for op in inst.operands:
+            users.setdefault(id(op), []).append(inst)
+    out = {}
+    for p in comp.parameters:
+        us = users.get(id(p), [])
+        if (p.shape.is_tuple and us and p is not comp.root
+                and all(u.opcode is Opcode.GET_TUPLE_ELEMENT for u in us)):
+            out[p.parameter_number] = [(slot_of[id(u)], u.attrs["index"]) for u in us]
+    return out
+
+
+def build_plan(comp: Computation, *, unpack_tuples: bool = True) -> Plan:
+    """The plan of ``comp``: handlers, operand slots and last-use frees (Note [Plans]).
+    ``unpack_tuples`` binds tuple parameters straight into their get-tuple-element slots
+    (Note [Unpacked tuple parameters]); runs with hooks keep every instruction visible."""
     insts = comp.instructions
     slot_of = {id(inst): i for i, inst in enumerate(insts)}
+    unpack = _unpackable(comp, slot_of) if unpack_tuples else {}
+    skipped = {slot for pairs in unpack.values() for slot, _ in pairs}
     last_use = [-1] * len(insts)
     for i, inst in enumerate(insts):
         for op in inst.operands:
@@ -122,19 +177,21 @@ def build_plan(comp: Computation) -> Plan:
     root_slot = slot_of[id(comp.root)]
     dead_after: list[list[int]] = [[] for _ in insts]
     for s, use in enumerate(last_use):
-        if s != root_slot:
-            dead_after[use if use >= 0 else s].append(s)
+        if s != root_slot and use >= 0:
+            dead_after[use].append(s)
     steps = []
     for i, inst in enumerate(insts):
-        if inst.opcode is Opcode.PARAMETER:
+        if inst.opcode is Opcode.PARAMETER or i in skipped:
             continue
         handler = handler_for(inst.opcode)
         if handler is None:
             handler = _unsupported(UNSUPPORTED.get(inst.opcode, "no handler registered"))
         steps.append(_Step(handler, inst, i, tuple(slot_of[id(o)] for o in inst.operands),
-                           tuple(dead_after[i]), is_generator_handler(handler)))
+                           tuple(dead_after[i]), is_generator_handler(handler),
+                           last_use[i] >= 0 or i == root_slot))
     params = tuple(slot_of[id(p)] for p in comp.parameters)
-    return Plan(comp, len(insts), params, steps, root_slot)
+    unpacked = tuple((n, tuple(pairs)) for n, pairs in sorted(unpack.items()))
+    return Plan(comp, len(insts), params, steps, root_slot, unpacked)
 
 
 class EvalContext:
@@ -156,6 +213,7 @@ class EvalContext:
         self.hooks = [h for h in options.hooks if hasattr(h, "on_instruction")]
         self.rng = np.random.default_rng([options.seed, self.process.replica, self.process.partition])
         self.async_state: dict[Any, Any] = {}
+        self.donate = not self.hooks  # Note [Donation]
 
     @property
     def device(self) -> int:
@@ -165,12 +223,24 @@ class EvalContext:
     def plan(self, comp: Computation) -> Plan:
         plan = self.plans.get(comp)
         if plan is None:
-            plan = self.plans[comp] = build_plan(comp)
+            plan = self.plans[comp] = build_plan(comp, unpack_tuples=not self.hooks)
         return plan
 
-    def call(self, comp: Computation, args: Sequence[Value]) -> Generator[Any, Any, Value]:
-        """Evaluate ``comp`` on ``args`` (use with ``yield from`` inside generator handlers)."""
-        return evaluate(self, comp, args)
+    def call(self, comp: Computation, args: Sequence[Value], *,
+             donate: bool = False) -> Generator[Any, Any, Value]:
+        """Evaluate ``comp`` on ``args`` (use with ``yield from`` inside generator handlers).
+        ``donate=True`` hands the values over: ``args`` (a list) is emptied once bound, so the
+        callee may write into arrays nobody else holds (Note [Donation])."""
+        return evaluate(self, comp, args, donate=donate and self.donate)
+
+    def attrs(self, inst: Instruction, unpack: Callable[[Instruction], Any]) -> Any:
+        """``unpack(inst)``, computed once per instruction and kept for the run (handlers
+        call this to avoid re-deriving attributes on every loop iteration)."""
+        key = (unpack, id(inst))
+        value = self.cache.get(key, _MISSING)
+        if value is _MISSING:
+            value = self.cache[key] = unpack(inst)
+        return value
 
     def call_now(self, comp: Computation, args: Sequence[Value]) -> Value:
         """Evaluate ``comp`` to completion; it must not contain collectives."""
@@ -181,6 +251,28 @@ class EvalContext:
         reduction.py): scalar computations such as reducers and comparators are elementwise, so
         evaluating them once on arrays applies them to every element at once."""
         return lambda *args: self.call_now(comp, args)
+
+
+_MISSING = object()
+
+
+def sole_owner(operands: list[Any], i: int) -> bool:
+    """True when ``operands[i]`` is an array that only the operands list refers to (nor does
+    anything else hold the array it views), so writing into it is unobservable (Note
+    [Donation]). Reference counts are CPython's: the list's and the call's own argument."""
+    x = operands[i]
+    if not isinstance(x, np.ndarray) or not x.flags.writeable or sys.getrefcount(x) > _LIST_AND_ARG:
+        return False
+    base = x.base
+    if base is None:
+        return True
+    # A view (a reshape of a fresh result): its base must be an owning array held by it alone.
+    return (isinstance(base, np.ndarray) and base.base is None and base.flags.writeable
+            and sys.getrefcount(base) <= _VIEW_AND_ARG)
+
+
+_LIST_AND_ARG = 2 + 1  # the list, the local x, getrefcount's argument
+_VIEW_AND_ARG = 1 + 2  # the view's base pointer, the local base, getrefcount's argument
 
 
 def run_to_completion(gen: Generator[Any, Any, Value], comp: Computation) -> Value:
@@ -194,21 +286,32 @@ def run_to_completion(gen: Generator[Any, Any, Value], comp: Computation) -> Val
                          "local computation is allowed (a reducer, comparator or mapped function)")
 
 
-def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value]) -> Generator[Any, Any, Value]:
-    """Evaluate ``comp`` on ``args`` on ``ctx``'s device; a generator returning the root value."""
+def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value], *,
+             donate: bool = False) -> Generator[Any, Any, Value]:
+    """Evaluate ``comp`` on ``args`` on ``ctx``'s device; a generator returning the root value.
+    With ``donate`` the list ``args`` is emptied once bound (Note [Donation])."""
     plan = ctx.plan(comp)
     if len(args) != len(plan.parameter_slots):
         raise InterpretError(f"computation {comp.name} takes {len(plan.parameter_slots)} arguments, "
                              f"got {len(args)}")
     env: list[Any] = [None] * plan.size
-    for slot, value in zip(plan.parameter_slots, args, strict=True):
-        env[slot] = value
+    for i, slot in enumerate(plan.parameter_slots):
+        env[slot] = args[i]
+    for i, pairs in plan.unpacked:
+        env[plan.parameter_slots[i]] = None
+        for slot, index in pairs:
+            env[slot] = args[i][index]
+    if donate and isinstance(args, list):
+        args.clear()
+    del args  # no local may keep a parameter alive (Note [Donation])
     hooks = ctx.hooks
     progress = ctx.progress
     report = ctx.options.progress
     every = ctx.options.progress_every
     for step in plan.steps:
         operands = [env[s] for s in step.operand_slots]
+        for s in step.dead:
+            env[s] = None
         try:
             if step.is_generator:
                 result = yield from step.handler(ctx, step.inst, operands)
@@ -224,9 +327,9 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value]) -> Gene
             ) from None
         except Exception as e:
             raise located_error(e, step.inst) from e
-        env[step.slot] = result
-        for s in step.dead:
-            env[s] = None
+        if step.keep:
+            env[step.slot] = result
+        del operands, result
         progress.instructions += 1
         if report is not None and progress.instructions % every == 0:
             report(progress)
@@ -244,7 +347,21 @@ def _inst_text(inst: Instruction, message: str) -> str:
 
 
 def located_error(e: Exception, inst: Instruction) -> HloscopeError:
-    """``e`` as an error that names ``inst`` (Note [Located errors])."""
+    """``e`` as an error that names ``inst`` (Note [Donation]
+    A handler may write into an operand's array instead of copying it (dynamic-update-slice in
+    scan loops is the case that matters: copying a [64,16,1024] buffer per step made seed 003
+    copy-bound) only when nothing else can see that array. The plan frees every operand whose
+    last use is this step *before* calling the handler, and calls that hand values to another
+    computation (call, fusion, the while body, a conditional's branch) pass ``donate=True`` so
+    the callee's parameters are the only holders once the caller drops them. What remains is
+    one question asked at run time, ``sole_owner(operands, i)``: is the operands list the only
+    reference to that array (and to the array it views, if any)? CPython's reference count
+    answers it exactly, whoever the other holder would be: another live slot, a tuple, the
+    constant cache, the user's inputs, another device's environment, a pending rendezvous. So a
+    donated write is never observable, on one device or many. Hooks see every operand after
+    the step, so a run with hooks never donates.
+
+Note [Located errors])."""
     if isinstance(e, EvaluationInterrupted):
         return e  # already says where; the callers add nothing a user needs after Ctrl-C
     comp = inst.computation.name if inst.computation is not None else "?"
@@ -254,10 +371,7 @@ def located_error(e: Exception, inst: Instruction) -> HloscopeError:
     cls = type(e) if isinstance(e, InterpretError) else InterpretError
     cause = str(e) if isinstance(e, HloscopeError) else f"{type(e).__name__}: {e}"
     message = f"evaluating {inst.name} ({inst.opcode.text}) in computation {comp}: {cause}"
-    err = cls(_inst_text(inst, message))
-    err.instruction = inst  # type: ignore[attr-defined]
-    err.computation = comp  # type: ignore[attr-defined]
-    return err
+    return cls(_inst_text(inst, message), instruction=inst, computation=comp)
 
 
 # Root opcodes of two-parameter computations that the pure functions have fast paths for.

@@ -15,7 +15,7 @@ import numpy as np
 
 from hloscope.errors import UnsupportedOpcodeError
 from hloscope.interpret import elementwise, indexing, linalg, reduction, rng, shape_ops
-from hloscope.interpret.evaluator import EvalContext, known_reduction
+from hloscope.interpret.evaluator import EvalContext, known_reduction, sole_owner
 from hloscope.interpret.registry import UNSUPPORTED, evaluates
 from hloscope.interpret.values import Value
 from hloscope.ir import ArrayShape, Computation, Family, Instruction, Opcode
@@ -153,7 +153,10 @@ def _dynamic_slice(ctx: EvalContext, inst: Instruction, operands: Operands) -> V
 
 @evaluates(Opcode.DYNAMIC_UPDATE_SLICE)
 def _dynamic_update_slice(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    return shape_ops.dynamic_update_slice(operands[0], operands[1], operands[2:])
+    # Write into the operand when nothing else can see it (Note [Donation] in evaluator.py):
+    # scan loops update one row of a large buffer per iteration.
+    in_place = ctx.donate and sole_owner(operands, 0)
+    return shape_ops.dynamic_update_slice(operands[0], operands[1], operands[2:], in_place=in_place)
 
 
 def _minor_to_major(shape: ArrayShape) -> tuple[int, ...]:

@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InputError, InterpretError
-from hloscope.interpret import collectives, devices
-from hloscope.interpret.evaluator import EvalContext, RunOptions, evaluate, known_reduction
+from hloscope.interpret import collectives, devices, spmd
+from hloscope.interpret.evaluator import EvalContext, RunOptions, evaluate, known_reduction, run_to_completion
 from hloscope.interpret.registry import evaluates
 from hloscope.interpret.values import Value, coerce_input, zeros_of
-from hloscope.ir import Instruction, Module, Opcode, TupleShape
+from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleShape
 
-__all__ = ["run", "default_grid", "Rendezvous"]
+__all__ = ["run", "default_grid", "drive", "Rendezvous"]
 
 Operands = list[Any]
 
@@ -58,6 +58,12 @@ class Rendezvous:
 
 def _group_index(groups: list[list[int]]) -> dict[int, list[int]]:
     return {d: g for g in groups for d in g}
+
+
+def drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
+    """Run device generators to completion, completing their rendezvous (Note [Cooperative
+    devices]); their results in device order."""
+    return _drive(gens)
 
 
 def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
@@ -183,12 +189,123 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
     if r < 1 or p < 1:
         raise InputError(f"a device grid needs at least one replica and one partition, got {r}x{p}")
     n = r * p
+    if n > 1 and _is_global(module, inputs, n):
+        return _run_global(module, inputs, r, p, options)
     args = _device_inputs(module, inputs, n)
     shared: dict[str, Any] = {}
     gens = [evaluate(EvalContext(module, options, devices.process_id(d, p), r, p, shared=shared),
                      module.entry, args[d]) for d in range(n)]
     results = _drive(gens)
     return results[0] if n == 1 else results
+
+
+# --- global programs (Note [Global programs] in spmd.py) ---------------------------------------
+
+
+def _is_global(module: Module, inputs: Sequence[Any], n: int) -> bool:
+    """A sharded module not partitioned yet: it holds manual-region markers, or the per-device
+    inputs given are shards of its (global) parameters."""
+    if spmd.is_global_program(module):
+        return True
+    params = module.entry.parameters
+    if not (len(inputs) == n and all(isinstance(x, list) for x in inputs)):
+        return False
+    return any(isinstance(p.shape, ArrayShape) and len(inputs[0]) == len(params) and np.shape(inputs[0][i]) != tuple(p.shape.dimensions)
+               for i, p in enumerate(params))
+
+
+def _spec_of(inst: Instruction) -> Any:
+    sharding = inst.attrs.get("sharding")
+    if sharding is None:
+        return None
+    # Tuple shardings may carry printer comments (/*index=5*/) the sharding parser rejects.
+    return spmd.parse_sharding(re.sub(r"/\*.*?\*/", "", sharding.text))
+
+
+_PASS_THROUGH = (Family.UNARY, Family.BINARY, Family.TERNARY)
+
+
+def _layout_of(module: Module, inst: Instruction, n: int, depth: int = 0) -> Any:
+    """The per-device layout of an entry value: its own ``sharding=``, a manual region's result
+    sharding, or (a minimal sharding propagation) that of a same-shaped operand of an
+    elementwise op or annotation. None when nothing says: the value is replicated."""
+    dims = tuple(inst.shape.dimensions) if isinstance(inst.shape, ArrayShape) else None
+    spec = _spec_of(inst)
+    if spec is not None and spec.kind != "tuple" and dims is not None:
+        return spmd.hlo_layout(spec, dims, n)
+    target = inst.custom_call_target if inst.opcode is Opcode.CUSTOM_CALL else None
+    src, index = inst, 0
+    if inst.opcode is Opcode.GET_TUPLE_ELEMENT and inst.operands[0].opcode is Opcode.CUSTOM_CALL:
+        src, index = inst.operands[0], inst.attrs["index"]
+    if src.opcode is Opcode.CUSTOM_CALL and src.custom_call_target == "xla.sdy.LocalToGlobalShape":
+        shapes = [e.dimensions for e in src.shape.elements] if src.shape.is_tuple else [src.shape.dimensions]
+        fa = src.attrs.get("frontend_attributes")
+        return spmd.sdy_layouts(module, fa.map.get("xla.sdy.out_shardings", ""), shapes, n)[index]
+    if depth > 64 or dims is None:
+        return None
+    if inst.opcode.family in _PASS_THROUGH or target is not None or inst.opcode is Opcode.RESHAPE:
+        for op in inst.operands:
+            if isinstance(op.shape, ArrayShape) and tuple(op.shape.dimensions) == dims:
+                found = _layout_of(module, op, n, depth + 1)
+                if found is not None:
+                    return found
+    return None
+
+
+def _cut_result(module: Module, value: Value, n: int) -> list[Value]:
+    root = module.entry.root
+    spec = _spec_of(root)
+    if isinstance(root.shape, TupleShape):
+        if spec is not None and spec.kind == "tuple":
+            layouts = [spmd.hlo_layout(sp, np.shape(v), n) for sp, v in zip(spec.tuple_elements, value, strict=True)]
+        elif root.opcode is Opcode.TUPLE:
+            layouts = [_layout_of(module, o, n) for o in root.operands]
+        else:
+            layouts = [None] * len(root.shape.elements)
+        leaves = [spmd.cut(np.asarray(v), lay) if lay is not None else [v] * n
+                  for v, lay in zip(value, layouts, strict=True)]
+        return [tuple(leaf[d] for leaf in leaves) for d in range(n)]
+    layout = _layout_of(module, root, n)
+    return [value] * n if layout is None else spmd.cut(np.asarray(value), layout)
+
+
+def _input_layout(module: Module, param: Instruction, n: int) -> Any:
+    """How per-device inputs of ``param`` are cut: its ``sharding=``, else the in-sharding of
+    the manual region it enters directly."""
+    layout = _layout_of(module, param, n)
+    if layout is not None:
+        return layout
+    for user in module.entry.instructions:
+        if (user.opcode is Opcode.CUSTOM_CALL and user.custom_call_target == "xla.sdy.GlobalToLocalShape"
+                and any(o is param for o in user.operands)):
+            fa = user.attrs.get("frontend_attributes")
+            shapes = [o.shape.dimensions for o in user.operands]
+            i = next(k for k, o in enumerate(user.operands) if o is param)
+            return spmd.sdy_layouts(module, fa.map.get("xla.sdy.in_shardings", ""), shapes, n)[i]
+    return None
+
+
+def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: RunOptions) -> list[Value]:
+    """Run a sharded, unpartitioned module as one global program (Note [Global programs])."""
+    n = r * p
+    params = module.entry.parameters
+    per_device = len(inputs) == n and all(isinstance(x, list) for x in inputs)
+    args = []
+    for i, param in enumerate(params):
+        if not per_device:
+            x = inputs[i]
+        else:
+            shards = [np.asarray(inputs[d][i]) for d in range(n)]
+            dims = param.shape.dimensions if isinstance(param.shape, ArrayShape) else None
+            layout = _input_layout(module, param, n) if dims is not None else None
+            if layout is None or shards[0].shape == tuple(dims):
+                x = shards[0]
+            else:
+                x = spmd.assemble(shards, layout, dims, param.shape.dtype)
+        args.append(coerce_input(x, param.shape, f"parameter {param.parameter_number} ({param.name})"))
+    ctx = EvalContext(module, options, devices.process_id(0, p), r, p)
+    result = run_to_completion(evaluate(ctx, module.entry, args), module.entry)
+    return _cut_result(module, result, n)
 
 
 # --- collective handlers ------------------------------------------------------------------------------

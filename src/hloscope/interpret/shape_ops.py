@@ -138,11 +138,13 @@ def dynamic_slice(x: np.ndarray, starts: Sequence[np.ndarray], sizes: Sequence[i
     return x[tuple(np.s_[b : b + s] for b, s in zip(begin, sizes, strict=True))].copy()
 
 
-def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: Sequence[np.ndarray]) -> np.ndarray:
+def dynamic_update_slice(x: np.ndarray, update: np.ndarray, starts: Sequence[np.ndarray], *,
+                         in_place: bool = False) -> np.ndarray:
     """HLO `dynamic-update-slice`: a copy of `x` with `update` written at `starts`, each start
-    clamped to `[0, dim - update_dim]` (so the whole update always lands in bounds)."""
+    clamped to `[0, dim - update_dim]` (so the whole update always lands in bounds). With
+    `in_place` the update is written into `x` itself, which is returned."""
     begin = _clamped_starts(x.shape, starts, update.shape)
-    out = x.copy()
+    out = x if in_place else x.copy()
     out[tuple(np.s_[b : b + s] for b, s in zip(begin, update.shape, strict=True))] = update
     return out
 

@@ -1,0 +1,206 @@
+"""Global programs with manual regions: run a sharded, not yet partitioned module as one program.
+
+Note [Global programs]
+    Before SPMD partitioning, a sharded module is one global program: its sharding annotations
+    change no values. The exceptions are manual regions (shard_map), whose code is per device:
+    Shardy writes them as a ``call`` of ``xla.sdy.manual_computation_body*`` between custom
+    calls ``xla.sdy.GlobalToLocalShape`` / ``xla.sdy.LocalToGlobalShape`` (shardings in the
+    ``xla.sdy.in_shardings`` / ``out_shardings`` frontend attributes, over the module's
+    ``xla.sdy.meshes``); GSPMD writes code between ``SPMDFullToShardShape`` (its operand is a
+    ``Sharding`` custom call holding the region's sharding) and ``SPMDShardToFullShape`` (whose
+    own ``sharding=`` is the result's). Running globally means: the entering custom call cuts
+    each operand into the devices' shards (a ``Sharded`` value), a call whose operands are
+    ``Sharded`` runs its computation on every device (collectives inside meet through the
+    rendezvous of run.py), get-tuple-element maps over the devices, and the leaving custom call
+    puts the shards back together. Entry parameters given per device are assembled by their
+    ``sharding=``, and the root is cut back into per-device results the same way.
+
+Every sharding here becomes one thing: for each device, the slice of the global array it holds
+(``layout(...) -> list[tuple[slice, ...]]``); replicated copies simply hold the same slices.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hloscope.errors import InterpretError, UnsupportedCustomCallError
+from hloscope.ir import Instruction, Module, Opcode
+from hloscope.ir.attributes import ShardingSpec
+from hloscope.ir.sharding import parse_sharding
+
+__all__ = ["Sharded", "parse_sharding", "is_global_program", "hlo_layout", "assemble", "cut", "sdy_layouts",
+           "ENTER_TARGETS", "LEAVE_TARGETS"]
+
+ENTER_TARGETS = ("xla.sdy.GlobalToLocalShape", "SPMDFullToShardShape")
+LEAVE_TARGETS = ("xla.sdy.LocalToGlobalShape", "SPMDShardToFullShape")
+
+Layout = list[tuple[slice, ...]]  # per device: the global slice it holds
+
+
+class Sharded:
+    """Per-device values of a manual region (device index order)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+
+    def __repr__(self) -> str:
+        return f"<Sharded over {len(self.values)} devices>"
+
+
+def is_global_program(module: Module) -> bool:
+    """True when the module holds manual-region markers, i.e. it was not partitioned yet."""
+    return any(i.opcode is Opcode.CUSTOM_CALL and i.custom_call_target in ENTER_TARGETS + LEAVE_TARGETS
+               for i in module.instructions())
+
+
+# --- shardings as per-device slices --------------------------------------------------------------
+
+
+def _tile_layout(dims: Sequence[int], tile_counts: Sequence[int], coords_of: list[tuple[int, ...]]) -> Layout:
+    out = []
+    for coords in coords_of:
+        sl = []
+        for n, t, c in zip(dims, tile_counts, coords, strict=True):
+            size = -(-n // t)  # XLA pads uneven tiles at the end
+            sl.append(slice(min(c * size, n), min((c + 1) * size, n)))
+        out.append(tuple(sl))
+    return out
+
+
+def hlo_layout(spec: ShardingSpec, dims: Sequence[int], num_devices: int) -> Layout:
+    """Each device's slice under an HloSharding (replicated, maximal, tiled with
+    last_tile_dim_replicate / last_tile_dims)."""
+    rank = len(dims)
+    if spec.kind in ("replicated", "maximal", "manual", "unknown") or not spec.tile_assignment_dims:
+        return [tuple(slice(0, n) for n in dims)] * num_devices
+    if spec.kind != "tiled":
+        raise InterpretError(f"cannot cut a value by a {spec.kind} sharding")
+    tiles = np.asarray(spec.tile_assignment_devices).reshape(spec.tile_assignment_dims)
+    coords: list[tuple[int, ...] | None] = [None] * num_devices
+    for idx in np.ndindex(*tiles.shape):
+        d = int(tiles[idx])
+        if d < num_devices and coords[d] is None:
+            coords[d] = tuple(idx[:rank])
+    if any(c is None for c in coords):
+        raise InterpretError(f"sharding {spec} does not place every one of {num_devices} devices")
+    return _tile_layout(dims, spec.tile_assignment_dims[:rank], coords)  # type: ignore[arg-type]
+
+
+_MESH = re.compile(r'(\w+)\s*=\s*#sdy\.mesh<\[([^\]]*)\](?:\s*,\s*device_ids=\[([^\]]*)\])?>')
+_AXIS = re.compile(r'"([^"]+)"\s*=\s*(\d+)')
+_VALUE = re.compile(r'<@(\w+)\s*,\s*\[(.*?)\](?:\s*,\s*replicated=\{[^}]*\})?>')
+
+
+def _meshes(module: Module) -> dict[str, tuple[list[str], list[int], np.ndarray]]:
+    fa = module.attrs.get("frontend_attributes")
+    # The mesh table is an unquoted {...} value, so read the raw text rather than the key map.
+    text = (fa.text if fa is not None else "").replace('\\"', '"')
+    out = {}
+    for name, axes, ids in _MESH.findall(text):
+        found = _AXIS.findall(axes)
+        names, sizes = [a for a, _ in found], [int(s) for _, s in found]
+        n = int(np.prod(sizes)) if sizes else 1
+        devices = np.asarray([int(x) for x in ids.split(",")] if ids.strip() else range(n)).reshape(sizes or ())
+        out[name] = (names, sizes, devices)
+    return out
+
+
+def sdy_layouts(module: Module, text: str, shapes: Sequence[Sequence[int]], num_devices: int) -> list[Layout]:
+    """Per-value layouts of ``#sdy.sharding_per_value<[<@mesh, [{"x"}, {}]>, ...]>``: dimension i
+    is split over its listed mesh axes, major to minor; other axes replicate."""
+    meshes = _meshes(module)
+    text = text.replace('\\"', '"')
+    values = _VALUE.findall(text)
+    if len(values) != len(shapes):
+        raise InterpretError(f"{len(values)} shardings in {text!r} for {len(shapes)} values")
+    layouts = []
+    for (mesh_name, dims_text), dims in zip(values, shapes, strict=True):
+        if mesh_name not in meshes:
+            raise InterpretError(f"sharding names mesh @{mesh_name}, not in xla.sdy.meshes")
+        names, sizes, devices = meshes[mesh_name]
+        per_dim = re.findall(r"\{([^}]*)\}", dims_text)
+        counts, axes_of = [], []
+        for d in per_dim:
+            axes = re.findall(r'"([^"]+)"', d)
+            if any(":" in a for a in axes) or ":" in d:
+                raise UnsupportedCustomCallError(f"sub-axis shardings ({d}) are not supported")
+            axes_of.append([names.index(a) for a in axes])
+            counts.append(int(np.prod([sizes[names.index(a)] for a in axes])) if axes else 1)
+        coords: list[tuple[int, ...] | None] = [None] * num_devices
+        for mesh_idx in np.ndindex(*sizes):
+            d = int(devices[mesh_idx])
+            c = []
+            for axes in axes_of:
+                k = 0
+                for a in axes:
+                    k = k * sizes[a] + mesh_idx[a]
+                c.append(k)
+            if d < num_devices:
+                coords[d] = tuple(c)
+        if any(c is None for c in coords):
+            raise InterpretError(f"mesh @{mesh_name} does not place every one of {num_devices} devices")
+        layouts.append(_tile_layout(dims, counts, coords))  # type: ignore[arg-type]
+    return layouts
+
+
+def cut(x: np.ndarray, layout: Layout) -> list[np.ndarray]:
+    """Each device's shard of the global array ``x``."""
+    return [np.ascontiguousarray(x[s]) for s in layout]
+
+
+def assemble(shards: Sequence[np.ndarray], layout: Layout, dims: Sequence[int], dtype: Any) -> np.ndarray:
+    """The global array whose device shards are ``shards`` (replicas write equal data)."""
+    out = np.zeros(tuple(dims), dtype)
+    for x, s in zip(shards, layout, strict=True):
+        out[s] = x
+    return out
+
+
+# --- the region custom calls --------------------------------------------------------------------
+
+
+def _leaf_shapes(inst: Instruction) -> list[Any]:
+    shape = inst.shape
+    return list(shape.elements) if shape.is_tuple else [shape]
+
+
+def enter_region(module: Module, inst: Instruction, operands: list[Any], num_devices: int) -> Any:
+    """GlobalToLocalShape / SPMDFullToShardShape: each operand cut into per-device shards."""
+    ops = [np.asarray(o) for o in operands]
+    if inst.custom_call_target == "SPMDFullToShardShape":
+        src = inst.operands[0]
+        sharding = src.attrs.get("sharding")
+        if sharding is None:
+            raise InterpretError("SPMDFullToShardShape's operand carries no sharding= to cut by")
+        layouts = [hlo_layout(sharding.parsed(), ops[0].shape, num_devices)]
+    else:
+        fa = inst.attrs.get("frontend_attributes")
+        text = fa.map.get("xla.sdy.in_shardings", "") if fa is not None else ""
+        layouts = sdy_layouts(module, text, [o.shape for o in ops], num_devices)
+    shards = [cut(o, lay) for o, lay in zip(ops, layouts, strict=True)]
+    if inst.shape.is_tuple:
+        return Sharded([tuple(s[d] for s in shards) for d in range(num_devices)])
+    return Sharded(shards[0])
+
+
+def leave_region(module: Module, inst: Instruction, operands: list[Any], num_devices: int) -> Any:
+    """LocalToGlobalShape / SPMDShardToFullShape: per-device shards put back together."""
+    if not all(isinstance(o, Sharded) for o in operands):
+        raise InterpretError(f"{inst.custom_call_target} expects values of a manual region")
+    shapes = _leaf_shapes(inst)
+    if inst.custom_call_target == "SPMDShardToFullShape":
+        sharding = inst.attrs.get("sharding")
+        spec = sharding.parsed() if sharding is not None else ShardingSpec("replicated")
+        layouts = [hlo_layout(spec, shapes[0].dimensions, num_devices)]
+    else:
+        fa = inst.attrs.get("frontend_attributes")
+        text = fa.map.get("xla.sdy.out_shardings", "") if fa is not None else ""
+        layouts = sdy_layouts(module, text, [s.dimensions for s in shapes], num_devices)
+    full = [assemble(o.values, lay, s.dimensions, s.dtype)
+            for o, lay, s in zip(operands, layouts, shapes, strict=True)]
+    return tuple(full) if inst.shape.is_tuple else full[0]
