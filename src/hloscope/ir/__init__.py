@@ -16,7 +16,13 @@ from hloscope.ir.attributes import (
     WindowDimension,
 )
 from hloscope.ir.computation import Computation
-from hloscope.ir.dtypes import PRIMITIVE_TYPES, PrimitiveType, dtype_of, primitive_type, type_name_of
+from hloscope.ir.dtypes import (
+    PRIMITIVE_TYPES,
+    PrimitiveType,
+    dtype_of,
+    primitive_type,
+    type_name_of,
+)
 from hloscope.ir.equality import first_difference, modules_equal
 from hloscope.ir.instruction import Instruction
 from hloscope.ir.layout import Layout, Tile
