@@ -287,16 +287,58 @@ class OpMetadata:
 
 @dataclass(frozen=True, slots=True)
 class FrontendAttributes:
-    """``frontend_attributes={key="value",...}``, kept as text, decoded on demand."""
+    """``frontend_attributes={key="value",...}``, kept as text, decoded on demand.
+
+    Values are quoted strings, or (Shardy's ``xla.sdy.meshes={mesh = #sdy.mesh<...>}``) braced
+    text, returned as written.
+    """
 
     text: str
 
     @property
     def map(self) -> dict[str, str]:
-        return {k: (unquote(v) if v.startswith('"') else v) for k, v in _KV_RE.findall(self.text[1:-1])}
+        return _key_values(self.text[1:-1])
 
     def __str__(self) -> str:
         return self.text
+
+
+def _key_values(body: str) -> dict[str, str]:
+    """``k="v",k2={...}`` -> dict; a scan that respects quotes and nested brackets."""
+    out: dict[str, str] = {}
+    i, n = 0, len(body)
+    while i < n:
+        while i < n and body[i] in " ,\n\t":
+            i += 1
+        eq = body.find("=", i)
+        if eq < 0:
+            break
+        key = body[i:eq].strip()
+        j = eq + 1
+        if j < n and body[j] == '"':
+            k = j + 1
+            while k < n and body[k] != '"':
+                k += 2 if body[k] == "\\" else 1
+            out[key] = unquote(body[j:k + 1])
+            i = k + 1
+            continue
+        depth, k = 0, j
+        while k < n:
+            c = body[k]
+            if c == '"':
+                k += 1
+                while k < n and body[k] != '"':
+                    k += 2 if body[k] == "\\" else 1
+            elif c in "{[(<":
+                depth += 1
+            elif c in "}])>":
+                depth -= 1
+            elif c == "," and depth == 0:
+                break
+            k += 1
+        out[key] = body[j:k].strip()
+        i = k + 1
+    return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,14 @@ from hloscope.ir.attributes import ShardingSpec
 
 __all__ = ["parse_sharding", "tile_assignment"]
 
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|<=|[\w.\-]+|[{}\[\](),=]')
 
 
 def parse_sharding(text: str) -> ShardingSpec:
     """Decode a sharding's text; ValueError with the text when it is not a form XLA writes."""
-    toks = _TOKEN.findall(text)
+    # Tuple shardings of more than five elements carry /*index=N*/ markers.
+    toks = _TOKEN.findall(_COMMENT.sub("", text))
     spec, pos = _parse(toks, 0, text)
     if pos != len(toks):
         raise ValueError(f"unexpected text in sharding {text!r}")
