@@ -27,6 +27,19 @@ def test_corpus_module_round_trips(oracle_corpus, program: str, stage: str) -> N
         assert sorted(i.opcode.text for i in comp.instructions) == sorted(o for _, o in theirs[comp.name])
 
 
+@pytest.mark.parametrize("program", ORACLE_PROGRAM_NAMES)
+def test_xla_dump_files_round_trip(oracle_corpus, program: str) -> None:
+    """The files --xla_dump_to writes (before and after optimizations) print back unchanged."""
+    case = oracle_corpus.case(program)
+    dumped = {n: p for n, p in case.dump_files().items() if n.endswith("optimizations.txt")}
+    assert any("after_optimizations" in n for n in dumped), sorted(case.dump_files())
+    for name, path in dumped.items():
+        text = path.read_text()
+        m = hs.parse(text, name)
+        assert m.to_text() == text, name
+        assert first_difference(m, hs.parse(m.to_text())) is None
+
+
 def test_corpus_covers_sharded_programs_of_both_partitioners() -> None:
     from tests.oracle.programs import PROGRAMS
 
