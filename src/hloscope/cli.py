@@ -125,7 +125,7 @@ def _bytes(n: int) -> str:
 def _configure_print(p: argparse.ArgumentParser) -> None:
     _file_arg(p)
     p.add_argument("--canonical", action="store_true",
-                   help="XLA's short canonical form: no %%, no metadata, operand shapes shown")
+                   help="XLA's short parsable form: bare names, no metadata, stack frames or operand shapes")
     p.add_argument("--no-metadata", action="store_true", help="leave out metadata={...}")
     p.add_argument("--style", choices=("as-read", "new", "old"), default="as-read",
                    help="as-read (default): the style of the input; new: bare names; old: %%names with typed operands")

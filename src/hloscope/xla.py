@@ -207,6 +207,12 @@ def xla_canonical_text(text: str) -> str:
     return parse_hlo_text(text).to_string(_print_options())
 
 
+def short_parsable_text(text: str) -> str:
+    """XLA's ``HloPrintOptions::ShortParsable`` text of the parsed module (what
+    ``hloscope print --canonical`` reproduces)."""
+    return parse_hlo_text(text).to_string(_api().HloPrintOptions.short_parsable())
+
+
 def instruction_opcodes(text_or_module: str | Any) -> dict[str, list[tuple[str, str]]]:
     """Per computation name, the ``(instruction name, opcode text)`` pairs in XLA's order.
 

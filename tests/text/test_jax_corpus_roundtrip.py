@@ -22,6 +22,7 @@ def test_corpus_module_round_trips(oracle_corpus, program: str, stage: str) -> N
     assert printed == text
     assert first_difference(m, hs.parse(printed)) is None
     assert not [d for d in hs.verify(m) if d.severity == "error"]
+    assert m.to_text(hs.PrintOptions.canonical()) == xla.short_parsable_text(text)
     theirs = xla.instruction_opcodes(printed)
     for comp in m.computations:
         assert sorted(i.opcode.text for i in comp.instructions) == sorted(o for _, o in theirs[comp.name])

@@ -81,3 +81,10 @@ def test_new_and_old_style_print_the_same_module() -> None:
     old = m.to_text(hs.PrintOptions(percent=True, operand_shapes=True, signatures=True))
     assert "%" not in new.split("\n", 2)[2][:200]
     assert first_difference(hs.parse(new), hs.parse(old)) is None
+
+
+@pytest.mark.parametrize("path", ROUNDTRIP + [SEED_FILES[s] for s in MODULE_SEEDS], ids=lambda p: p.stem)
+def test_canonical_form_is_xlas_short_parsable_form(path: Path) -> None:
+    xla = _xla()
+    text = path.read_text()
+    assert hs.parse(text).to_text(hs.PrintOptions.canonical()) == xla.short_parsable_text(text)

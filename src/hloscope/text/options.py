@@ -20,8 +20,12 @@ class PrintOptions:
       printer does; ``lowered.as_text()`` does not).
     - ``end_comments``: close computations of more than five instructions with ``} // name``,
       as TPU dumps do.
-    - ``canonical``: XLA's short canonical form (``HloPrintOptions::Canonical``): no ``%``,
-      no metadata, no backend config, operand shapes shown.
+    - ``control_predecessors``: print ``control-predecessors={...}``.
+    - ``xla_order``: computations in XLA's order (post-order of the call graph from the entry)
+      instead of the order read.
+    - ``entry_layout``: write ``entry_computation_layout`` even when the module has none (XLA
+      always knows it; default layouts fill in shapes written without one).
+    ``PrintOptions.canonical()`` is XLA's short parsable form (see there).
     """
 
     percent: bool = False
@@ -33,14 +37,20 @@ class PrintOptions:
     stack_frames: bool = True
     end_comments: bool = False
     operand_index_comments: bool = True
+    control_predecessors: bool = True
+    entry_layout: bool = False
+    xla_order: bool = False
 
     def updated(self, **changes: object) -> PrintOptions:
         return replace(self, **changes)  # type: ignore[arg-type]
 
     @staticmethod
     def canonical() -> PrintOptions:
-        return PrintOptions(percent=False, operand_shapes=True, signatures=False, metadata=False,
-                            backend_config=False, stack_frames=False)
+        """XLA's short parsable form (``HloPrintOptions::ShortParsable``): bare names, no operand
+        shapes, no metadata, stack frames or control predecessors; backend configs kept."""
+        return PrintOptions(percent=False, operand_shapes=False, signatures=False, metadata=False,
+                            backend_config=True, stack_frames=False, control_predecessors=False,
+                            operand_index_comments=False, entry_layout=True, xla_order=True)
 
     @staticmethod
     def short() -> PrintOptions:

@@ -11,7 +11,9 @@ from hloscope.ir.attributes import quote
 from hloscope.ir.computation import Computation
 from hloscope.ir.instruction import Instruction
 from hloscope.ir.literal import Literal
-from hloscope.ir.module import Module
+from hloscope.ir.layout import Layout
+from hloscope.ir.module import Module, ProgramShape
+from hloscope.ir.shape import Shape, TupleShape
 from hloscope.ir.opcode import Opcode
 from hloscope.text.attribute_specs import ATTRIBUTE_KINDS, MODULE_ATTRIBUTE_KINDS
 from hloscope.text.options import PrintOptions
@@ -52,16 +54,78 @@ def instruction_to_text(inst: Instruction, options: PrintOptions | None = None, 
     return _instruction(inst, opts)
 
 
+# Header attributes XLA writes before entry_computation_layout (the rest come after it).
+_BEFORE_ENTRY_LAYOUT = ("is_scheduled", "input_output_alias", "buffer_donor")
+
+
+def _default_layouts(shape: Shape) -> Shape:
+    if isinstance(shape, TupleShape):
+        return TupleShape(tuple(_default_layouts(e) for e in shape.elements))
+    if shape.layout is None and shape.primitive_type.is_array_type and shape.rank:
+        return shape.with_layout(Layout.default(shape.rank))
+    return shape
+
+
 def _module(module: Module, o: PrintOptions, out: list[str]) -> None:
     header = "HloModule " + module.name
-    for key, value in module.attrs.items():
+    attrs = dict(module.attrs)
+    if o.entry_layout and "entry_computation_layout" not in attrs:
+        entry = module.entry
+        synthesized = ProgramShape([_default_layouts(p.shape) for p in entry.parameters],
+                                   _default_layouts(entry.root.shape))
+        before = {k: v for k, v in attrs.items() if k in _BEFORE_ENTRY_LAYOUT}
+        after = {k: v for k, v in attrs.items() if k not in _BEFORE_ENTRY_LAYOUT}
+        attrs = {**before, "entry_computation_layout": synthesized, **after}
+    for key, value in attrs.items():
         header += f", {key}={_module_attr(key, value, o)}"
     out.append(header + "\n\n")
     if o.stack_frames and module.stack_frames is not None and str(module.stack_frames):
         out.append(str(module.stack_frames) + "\n\n\n")
-    for comp in module.computations:
+    for comp in (xla_post_order(module) if o.xla_order else module.computations):
         _computation(comp, o, out)
         out.append("\n\n")
+
+
+def _xla_callees(inst: Instruction) -> list[Computation]:
+    # XLA's while keeps its body before its condition in called_computations().
+    if inst.opcode is Opcode.WHILE:
+        return [inst.attrs["body"], inst.attrs["condition"]]
+    return inst.called_computations
+
+
+def xla_post_order(module: Module) -> list[Computation]:
+    """Computations as XLA orders them (``MakeComputationPostOrder``): a depth-first post-order
+    of the call graph from each computation nobody calls, callees before callers, visiting the
+    instructions in order; computations nothing reaches keep their relative order first."""
+    called: set[Computation] = set()
+    for inst in module.instructions():
+        called.update(inst.called_computations)
+    order: list[Computation] = []
+    seen: set[Computation] = set()
+    for root in [c for c in module.computations if c not in called]:
+        stack: list[tuple[Computation, int, int]] = [(root, 0, 0)]
+        seen.add(root)
+        while stack:  # iterative: deep call chains must not hit Python's recursion limit
+            comp, i, j = stack.pop()
+            insts = comp.instructions
+            pushed = False
+            while i < len(insts):
+                callees = _xla_callees(insts[i])
+                while j < len(callees):
+                    callee = callees[j]
+                    j += 1
+                    if callee not in seen:
+                        seen.add(callee)
+                        stack.append((comp, i, j))
+                        stack.append((callee, 0, 0))
+                        pushed = True
+                        break
+                if pushed:
+                    break
+                i, j = i + 1, 0
+            if not pushed:
+                order.append(comp)
+    return order
 
 
 def _module_attr(key: str, value: Any, o: PrintOptions) -> str:
@@ -124,8 +188,12 @@ def _instruction(inst: Instruction, o: PrintOptions) -> str:
             continue
         if key == "backend_config" and not o.backend_config:
             continue
+        if key == "backend_config" and o.xla_order and value.text.startswith('"') and value.raw.startswith("{"):
+            # XLA writes a configuration that is a JSON object as the object itself.
+            parts.append(", backend_config=" + value.raw)
+            continue
         if key == "control-predecessors":
-            if value:
+            if value and o.control_predecessors:
                 parts.append(", control-predecessors={" + ", ".join(_name(p.name, o) for p in value) + "}")
             continue
         parts.append(f", {key}={_value(ATTRIBUTE_KINDS.get(key, 'raw'), value, o)}")
