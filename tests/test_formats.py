@@ -101,6 +101,23 @@ def _first_key_difference(a, b, *, names: bool) -> str | None:
 
 # --- the programs, in every format --------------------------------------------------------------
 
+def _lapack(a, b):
+    """eigh and solve: LAPACK custom calls (syevd, getrf) on CPU."""
+    import jax.numpy as jnp
+
+    return jnp.linalg.eigh(a @ a.T)[0], jnp.linalg.solve(a, b)
+
+
+def _lapack_args():
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    return rng.standard_normal((8, 8)).astype(np.float32), rng.standard_normal((8, 3)).astype(np.float32)
+
+
+# Programs only this file uses, next to tests.test_from_jax.PROGRAMS.
+_LOCAL_PROGRAMS = {"lapack": (_lapack, _lapack_args, dict)}
+
 PROGRAM_NAMES = ["mlp_step", "transformer_block", "scan", "conv", "sort", "while",
                  "gather_scatter", "cond", "sharded_matmul", "shard_map_psum"]
 
@@ -112,7 +129,7 @@ def _formats(name: str, tmp: str) -> dict[str, Path]:
 
     from tests.test_from_jax import PROGRAMS
 
-    f, make_args, make_kwargs = PROGRAMS[name]
+    f, make_args, make_kwargs = {**PROGRAMS, **_LOCAL_PROGRAMS}[name]
     args = make_args()
     lowered = jax.jit(f, keep_unused=True, **make_kwargs()).lower(*args)
     d = Path(tmp) / name
@@ -235,13 +252,15 @@ def test_garbage_binary_is_one_clear_line(tmp_path: Path) -> None:
     assert "\n" not in str(e.value) and "HloModuleProto" in str(e.value)
 
 
-def test_pbtxt_needs_protobuf_descriptors(tmp_path: Path) -> None:
+def test_pbtxt_without_protobuf_is_one_line(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "google.protobuf", None)  # import fails as if absent
     p = tmp_path / "m.pbtxt"
     p.write_text('name: "m"\nentry_computation_name: "main"\n')
     with pytest.raises(MissingDependencyError) as e:
         hloscope.load(p)
     msg = str(e.value)
     assert "\n" not in msg and "pbtxt" in msg and "protobuf" in msg
+    assert "pip install 'hloscope[jax]'" in msg
 
 
 def test_empty_file(tmp_path: Path) -> None:
@@ -318,3 +337,233 @@ def test_hlo_text_never_imports_jax(tmp_path: Path) -> None:
 
 def test_errors_are_hloscope_errors() -> None:
     assert issubclass(MissingDependencyError, HloscopeError)
+
+
+# --- text-format protos (pbtxt) and the schema behind them --------------------------------------
+#
+# hloscope.hlo_proto_schema describes XLA's protos as a table (Note [Schema version]). Three checks
+# hold it to XLA: every field in XLA's own serialized modules is known (no unknown fields anywhere
+# in the tree), re-serializing gives XLA's bytes back (so no field has a wrong type; map entries,
+# whose order neither side fixes, are sorted first), and the table equals the descriptor compiled
+# into jaxlib, which also covers fields these programs never set.
+
+PBTXT_PROGRAMS = ["mlp_step", "conv", "scan", "while", "sort", "gather_scatter", "sharded_matmul",
+                  "shard_map_psum", "lapack"]
+# File kind in _formats -> the message XLA wrote there.
+_XLA_PROTOS = {"pb": "HloModuleProto", "dump_before_optimizations.pb": "HloProto",
+               "dump_cpu_after_optimizations.pb": "HloProto"}
+
+
+def _varint_bytes(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _children(field, value) -> list:
+    """The sub-messages a ``ListFields()`` entry holds."""
+    if field.message_type is None:
+        return []
+    if field.message_type.GetOptions().map_entry:
+        return list(value.values()) if field.message_type.fields_by_name["value"].message_type else []
+    # protobuf 7 dropped FieldDescriptor.label for is_repeated.
+    repeated = field.is_repeated if hasattr(field, "is_repeated") else field.label == field.LABEL_REPEATED
+    return list(value) if repeated else [value]
+
+
+def _unknown_fields(msg, path: str) -> list[str]:
+    """``path.field[i]: field N`` for every field number the schema does not know, at any depth."""
+    from google.protobuf.unknown_fields import UnknownFieldSet
+
+    found = [f"{path}: field {f.field_number}" for f in UnknownFieldSet(msg)]
+    for field, value in msg.ListFields():
+        for i, child in enumerate(_children(field, value)):
+            found += _unknown_fields(child, f"{path}.{field.name}[{i}]")
+    return found
+
+
+def _sorted_maps(data: bytes, descriptor) -> bytes:
+    """``data``, a serialized ``descriptor`` message, with each map's entries sorted and moved
+    after the other fields; everything else byte for byte as written."""
+    from hloscope.formats import _fields
+
+    fields = _fields(bytes(data))
+    assert fields is not None or not data, descriptor.full_name
+    rest, maps = [], {}
+    for number, wire, value in fields or []:
+        field = descriptor.fields_by_number.get(number)
+        message = field.message_type if field is not None else None
+        if wire == 0:
+            payload = _varint_bytes(value)
+        elif wire == 2 and message is not None:
+            inner = _sorted_maps(bytes(value), message)
+            payload = _varint_bytes(len(inner)) + inner
+        elif wire == 2:
+            payload = _varint_bytes(len(value)) + bytes(value)
+        else:
+            payload = bytes(value)
+        chunk = _varint_bytes(number << 3 | wire) + payload
+        if message is not None and message.GetOptions().map_entry:
+            maps.setdefault(number, []).append(chunk)
+        else:
+            rest.append(chunk)
+    return b"".join(rest) + b"".join(b"".join(sorted(c)) for _, c in sorted(maps.items()))
+
+
+@pytest.mark.parametrize("name", PBTXT_PROGRAMS)
+def test_schema_reads_xla_protos_and_pbtxt_loads(name: str, fmt_dir: str) -> None:
+    pytest.importorskip("google.protobuf")
+    from google.protobuf import text_format
+
+    from hloscope.hlo_proto_schema import message_class
+
+    paths = _formats(name, fmt_dir)
+    for kind, type_name in _XLA_PROTOS.items():
+        data = paths[kind].read_bytes()
+        msg = message_class(type_name).FromString(data)
+        assert _unknown_fields(msg, type_name) == [], kind
+        ours = msg.SerializeToString(deterministic=True)
+        assert _sorted_maps(ours, msg.DESCRIPTOR) == _sorted_maps(data, msg.DESCRIPTOR), kind
+        pbtxt = paths[kind].with_suffix(".pbtxt")
+        pbtxt.write_text(text_format.MessageToString(msg))
+        assert detect_format(pbtxt.read_bytes()).format is Format.HLO_MODULE_PROTO_TEXT
+        from_pb, from_pbtxt = hloscope.load(paths[kind]), hloscope.load(pbtxt)
+        assert first_difference(from_pb, from_pbtxt) is None, kind
+        assert _first_key_difference(from_pb, from_pbtxt, names=True) is None, kind
+    if name == "lapack":
+        targets = {i.attrs.get("custom_call_target") for c in from_pb.computations for i in c.instructions}
+        assert any("lapack" in str(t) for t in targets), targets
+    if name == "sharded_matmul":
+        entry = message_class("HloModuleProto").FromString(paths["pb"].read_bytes())
+        assert any(i.HasField("sharding") for c in entry.computations for i in c.instructions)
+
+
+def test_pbtxt_wrappers_and_comments(tmp_path: Path, fmt_dir: str) -> None:
+    pytest.importorskip("google.protobuf")
+    from google.protobuf import text_format
+
+    from hloscope.hlo_proto_schema import message_class
+
+    paths = _formats("while", fmt_dir)
+    module = message_class("HloModuleProto").FromString(paths["pb"].read_bytes())
+    snapshot = message_class("HloSnapshot")(execution_platform="Host")
+    snapshot.hlo.hlo_module.CopyFrom(module)
+    unoptimized = message_class("HloUnoptimizedSnapshot")(version=1)
+    unoptimized.hlo_module.CopyFrom(module)
+    ref = hloscope.load(paths["pb"])
+    for kind, msg in (("snapshot", snapshot), ("hlo_proto", snapshot.hlo), ("unoptimized", unoptimized)):
+        p = tmp_path / f"{kind}.pbtxt"
+        p.write_text(f"# {kind} written by text_format\n\n" + text_format.MessageToString(msg))
+        assert detect_format(p.read_bytes()).format is Format.HLO_MODULE_PROTO_TEXT, kind
+        assert first_difference(ref, hloscope.load(p)) is None, kind
+
+
+def test_bad_pbtxt_is_one_line_with_position(tmp_path: Path) -> None:
+    pytest.importorskip("google.protobuf")
+    p = tmp_path / "bad.pbtxt"
+    p.write_text('name: "m"\ncomputations {\n  instructions { opcodez: "add" }\n}\n')
+    with pytest.raises(InputError) as e:
+        hloscope.load(p)
+    msg = str(e.value)
+    assert "\n" not in msg and f"{p}:3:" in msg and "opcodez" in msg and "HloModuleProto" in msg
+
+
+def test_pbtxt_detection_does_not_take_hlo_text() -> None:
+    for text in (HLO, "// c\nHloModule m\n", "ENTRY main {\n  ROOT p = f32[] parameter(0)\n}\n",
+                 "p = f32[] parameter(0)\n", "foo: 1\n"):
+        assert detect_format(text.encode()).format is Format.HLO_TEXT, text
+    for text in ('# c\nname: "m"\n', "hlo {\n  hlo_module {\n", "computations {\n", 'name:"m"'):
+        assert detect_format(text.encode()).format is Format.HLO_MODULE_PROTO_TEXT, text
+
+
+def test_schema_builds_every_message() -> None:
+    pytest.importorskip("google.protobuf")
+    from hloscope.hlo_proto_schema import ENUMS, MESSAGES, message_class
+
+    for name, rows in MESSAGES.items():
+        descriptor = message_class(name).DESCRIPTOR
+        assert [f.number for f in descriptor.fields] == [row[1] for row in rows], name
+        assert len({row[1] for row in rows}) == len(rows), name
+    for name, values in ENUMS.items():
+        assert 0 in values.values(), name  # proto3 enums start at zero
+
+
+def _jaxlib_file_descriptors() -> dict[str, object]:
+    """XLA's ``hlo.proto`` and ``xla_data.proto`` descriptors as compiled into jaxlib (C++ protobuf
+    embeds each file's serialized FileDescriptorProto); empty when they cannot be found."""
+    import mmap
+
+    import jaxlib
+    from google.protobuf import descriptor_pb2
+
+    from hloscope.formats import _varint
+
+    found = {}
+    for lib in sorted(Path(jaxlib.__file__).parent.glob("*.so")):
+        with open(lib, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            for file_name in (b"xla/service/hlo.proto", b"xla/xla_data.proto"):
+                start = data.find(b"\n" + bytes([len(file_name)]) + file_name + b"\x12\x03xla")
+                if start < 0 or file_name.decode() in found:
+                    continue
+                pos = start  # the blob's length is not stored: walk fields until one is not valid
+                while True:
+                    key, after = _varint(data, pos)
+                    if not 1 <= key >> 3 <= 14 or key & 7 not in (0, 2):
+                        break
+                    value, after = _varint(data, after)
+                    pos = after + (value if key & 7 == 2 else 0)
+                found[file_name.decode()] = descriptor_pb2.FileDescriptorProto.FromString(data[start:pos])
+    return found
+
+
+def test_schema_equals_jaxlib_descriptor() -> None:
+    pytest.importorskip("google.protobuf")
+    pytest.importorskip("jaxlib")
+    from hloscope.hlo_proto_schema import file_descriptor
+
+    theirs = _jaxlib_file_descriptors()
+    if len(theirs) != 2:
+        pytest.skip("jaxlib's embedded hlo.proto/xla_data.proto descriptors not found")
+
+    def index(files) -> dict[str, object]:
+        out = {}
+
+        def add(prefix, m):
+            out[prefix + m.name] = m
+            for e in m.enum_type:
+                out[prefix + m.name + "." + e.name] = e
+            for n in m.nested_type:
+                add(prefix + m.name + ".", n)
+        for fd in files:
+            for m in fd.message_type:
+                add(".xla.", m)
+            for e in fd.enum_type:
+                out[".xla." + e.name] = e
+        return out
+
+    def reachable(types, roots) -> dict[str, tuple]:
+        seen: dict[str, tuple] = {}
+        todo = list(roots)
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            t = types[name]
+            if hasattr(t, "value"):  # an enum
+                seen[name] = tuple((v.name, v.number) for v in t.value)
+                continue
+            seen[name] = (t.options.map_entry, tuple(
+                (f.name, f.number, f.type, f.type_name, f.label, f.proto3_optional,
+                 t.oneof_decl[f.oneof_index].name if f.HasField("oneof_index") else None)
+                for f in t.field))
+            todo += [f.type_name for f in t.field if f.type_name]
+        return seen
+
+    roots = (".xla.HloSnapshot", ".xla.HloUnoptimizedSnapshot")
+    ours = reachable(index([file_descriptor()]), roots)
+    xla = reachable(index(theirs.values()), roots)
+    assert sorted(set(ours) ^ set(xla)) == []
+    assert [n for n in ours if ours[n] != xla[n]] == []

@@ -28,11 +28,13 @@ def load(path: str | os.PathLike[str]) -> Module:
 
     HLO text is parsed directly. StableHLO/MHLO (MLIR text or bytecode), binary HloModuleProto
     (``.pb``), XLA's dumped HloProto and HloSnapshot files are converted to HLO text through
-    jaxlib first (``pip install 'hloscope[jax]'``); HloModuleProto text (``.pbtxt``) also needs
-    protobuf's descriptors for XLA, see ``hloscope.formats``.
+    jaxlib first (``pip install 'hloscope[jax]'``); text-format protos (``.pbtxt``) are read
+    with protobuf, which the same extra installs. The format is detected from the content.
     """
     if str(path) == "-":
-        return load_bytes(sys.stdin.buffer.read(), "<stdin>")
+        stream = getattr(sys.stdin, "buffer", None)  # a text-only stdin (e.g. in notebooks) has none
+        data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
+        return load_bytes(data, "<stdin>")
     p = Path(path)
     try:
         data = p.read_bytes()

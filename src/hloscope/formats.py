@@ -25,6 +25,16 @@ Note [Module config lost in protos]
 Note [Full text from protos]
     ``HloModule.to_string()`` with default options elides constants of more than a few elements
     as ``{...}``, which no parser can read back. ``print_large_constants`` keeps them whole.
+
+Note [Text protos]
+    ``.pbtxt`` files are what ``DebugString()``/``text_format`` print for an HloModuleProto or a
+    wrapper (``hlo_module { name: ... }`` for HloProto, ``hlo { hlo_module { ... } }`` for
+    HloSnapshot). Text format names fields, so we need descriptors; jaxlib ships none, so
+    ``hloscope.hlo_proto_schema`` builds them from a table and ``protobuf`` (in the ``jax``
+    extra) parses. The first field name (after ``#`` comments) tells which message it is; a
+    name two messages share (``hlo_module``) tries them innermost first. The parsed module is
+    serialized and takes the binary path. ``text_format`` is pure Python, so a 100 MB pbtxt
+    takes minutes; prefer ``--xla_dump_hlo_as_proto`` or HLO text for big modules.
 """
 from __future__ import annotations
 
@@ -165,14 +175,16 @@ def unwrap_hlo_module_proto(data: bytes) -> tuple[bytes, int] | None:
 # fields 2-3 (0x12, 0x1a) are among them, so every binary HloModuleProto trips this.
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _MLIR_START = re.compile(r"(module\b|func\.func\b|builtin\.module\b|#loc|\"builtin\.module\")")
-_PBTXT_START = re.compile(r"(hlo_module|hlo|name|entry_computation_name|computations)\s*[:{]")
+_PBTXT_FIELD = re.compile(r"([a-z_][a-z0-9_]*)\s*(?::|\{|<)")
+# The messages a text proto may hold, innermost first (Note [Text protos]).
+_PBTXT_TYPES = ("HloModuleProto", "HloProto", "HloSnapshot", "HloUnoptimizedSnapshot")
 
 
-def _leading_text(text: str) -> str:
-    """``text`` from its first line that is not blank or a ``//`` comment."""
+def _leading_text(text: str, comment: str = "//") -> str:
+    """``text`` from its first line that is not blank, a ``#!`` line or a ``comment`` line."""
     for m in re.finditer(r"[^\n]*\n?", text):
         stripped = m.group(0).strip()
-        if stripped and not stripped.startswith("//") and not stripped.startswith("#!"):
+        if stripped and not stripped.startswith(comment) and not stripped.startswith("#!"):
             return text[m.start():].lstrip()
     return ""
 
@@ -212,10 +224,20 @@ def _detect_text(text: str) -> DetectedFormat:
         return DetectedFormat(Format.HLO_TEXT, "starts with 'HloModule'")
     if _MLIR_START.match(lead) or "stablehlo." in text or "mhlo." in text:
         return DetectedFormat(Format.MLIR_TEXT, "MLIR text (module/func.func, stablehlo./mhlo. ops)")
-    if _PBTXT_START.match(lead):
+    if _is_pbtxt(text):
         return DetectedFormat(Format.HLO_MODULE_PROTO_TEXT, "protobuf text format fields")
     # Anything else goes to the HLO parser, whose error points at the first bad token.
     return DetectedFormat(Format.HLO_TEXT, "text that is not MLIR or protobuf text")
+
+
+def _is_pbtxt(text: str) -> bool:
+    """True when ``text`` opens (after ``#`` comments) with ``field:`` or ``field {`` for a field
+    of HloModuleProto or a wrapper; HLO text opens with ``HloModule`` or an instruction such as
+    ``p = f32[] parameter(0)``, neither of which matches."""
+    from hloscope.hlo_proto_schema import top_level_field_names
+
+    m = _PBTXT_FIELD.match(_leading_text(text, comment="#"))
+    return m is not None and any(m.group(1) in top_level_field_names(t) for t in _PBTXT_TYPES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,48 +347,52 @@ def _with_config(text: str, config: dict[str, int]) -> str:
     return header + nl + rest
 
 
-# Where protobuf's generated HloModuleProto class lives in the packages that ship it.
-_HLO_PB2_CANDIDATES = (
-    "xla.service.hlo_pb2",
-    "tensorflow.compiler.xla.service.hlo_pb2",
-    "tsl.xla.service.hlo_pb2",
-)
+def _pbtxt_message_types(text: str) -> tuple[str, ...]:
+    """The messages a text-format proto may be, judged from its first field name (Note [Text
+    protos])."""
+    from hloscope.hlo_proto_schema import top_level_field_names
+
+    m = _PBTXT_FIELD.match(_leading_text(text, comment="#"))
+    first = m.group(1) if m else ""
+    return tuple(t for t in _PBTXT_TYPES if first in top_level_field_names(t)) or ("HloModuleProto",)
 
 
 def _pbtxt_to_hlo_text(data: bytes, name: str) -> str:
-    """Text-format HloModuleProto -> binary (protobuf's text_format) -> HLO text.
+    """Text-format HloModuleProto/HloProto/HloSnapshot -> binary HloModuleProto -> HLO text.
 
-    jaxlib ships no Python descriptors for XLA's protos, so this needs ``protobuf`` plus a
-    package that has ``hlo_pb2`` (tensorflow does).
+    protobuf's ``text_format`` parses into classes built from ``hloscope.hlo_proto_schema``
+    (Note [Text protos]); the binary then takes the same jaxlib path as a ``.pb``.
     """
-    import importlib
+    from hloscope import hlo_proto_schema
 
     try:
-        from google.protobuf import text_format  # type: ignore[import-not-found]
+        from google.protobuf import text_format
     except ImportError:
-        text_format = None
-    hlo_pb2 = None
-    for candidate in _HLO_PB2_CANDIDATES:
-        try:
-            hlo_pb2 = importlib.import_module(candidate)
-            break
-        except ImportError:
-            continue
-    if text_format is None or hlo_pb2 is None:
         raise MissingDependencyError(
-            f"{name}: HloModuleProto text format (pbtxt) needs the 'protobuf' package and XLA's "
-            "hlo_pb2 descriptors (shipped by tensorflow), which jaxlib lacks; dump the module "
-            "with --xla_dump_hlo_as_text or --xla_dump_hlo_as_proto instead"
-        )
-    text = data.decode("utf-8")
-    message = hlo_pb2.HloModuleProto()
+            f"{name}: reading HloModuleProto text format (pbtxt) needs the 'protobuf' package; "
+            f"{_INSTALL_HINT} installs it"
+        ) from None
     try:
-        if re.match(r"\s*hlo_module\s*[:{]", _leading_text(text)):
-            wrapper = hlo_pb2.HloProto()
-            text_format.Parse(text, wrapper)
-            message = wrapper.hlo_module
-        else:
+        text = bytes(data).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{name}: not UTF-8 text (byte {e.start})") from None
+    first_error = None
+    for type_name in _pbtxt_message_types(text):
+        message = hlo_proto_schema.message_class(type_name)()
+        try:
             text_format.Parse(text, message)
-    except Exception as e:
-        raise InputError(f"{name}: not a valid HloModuleProto text: {_first_line(e)}") from None
-    return convert_to_hlo_text(message.SerializeToString(), Format.HLO_MODULE_PROTO, name)
+        except text_format.ParseError as e:
+            first_error = first_error or (type_name, e)
+            continue
+        module = message
+        while module.DESCRIPTOR.name != "HloModuleProto":  # Note [Proto wrappers]
+            module = getattr(module, "hlo" if module.DESCRIPTOR.name == "HloSnapshot" else "hlo_module")
+        return convert_to_hlo_text(module.SerializeToString(), Format.HLO_MODULE_PROTO, name)
+    assert first_error is not None
+    type_name, e = first_error
+    line, column = e.GetLine(), e.GetColumn()
+    where = f"{name}:{line}:{column}" if line else name
+    reason = re.sub(r"^\d+:\d+ : ", "", _first_line(e)).rstrip(".")
+    hint = (" (a field from a newer XLA? hloscope's schema follows jaxlib 0.10.2)"
+            if "has no field named" in reason else "")
+    raise InputError(f"{where}: not a valid {type_name} text: {reason}{hint}") from None
