@@ -32,16 +32,43 @@ Note [Finding interference fast]
 --------------------------------
 XLA tries each buffer against every reusable allocation, smallest first, and each try compares
 the buffer's values with every value the allocation already holds. Done literally that is
-quadratic twice over (seed 003 at ten times its size took 21 s). The first factor stays, as it
-decides which allocation wins, but each try is cut to a few comparisons: an allocation's values
-never overlap except at touch points, so sorted by (start, end) their ends are non-decreasing
-too, and the values meeting ``[s, e]`` are one slice, found by two bisections::
+quadratic twice over (seed 003 at ten times its size took 21 s). Both factors are cut without
+changing which allocation wins:
+
+* Which allocations to try. ``_ReuseIndex`` keeps, as bitsets over the allocations in creation
+  order, those a buffer may join at all (same colour, accepting reuse; for a live-out buffer
+  also the same size) and two segment trees over time (Note [Doubled time]) that name the
+  allocations holding a value that surely interferes with a live range. What is left is tried
+  from the highest bit down, which is XLA's order (allocations are created largest first, so
+  the last created is the smallest), and each try still runs the exact ``_maybe_assign``; a
+  try fails only on a value meeting the buffer at one end of its range, so there are few.
+* Each try. An allocation's values never overlap except at touch points, so sorted by
+  (start, end) their ends are non-decreasing too, and the values meeting ``[s, e]`` are one
+  slice, found by two bisections::
 
     starts  0   4   9   9  15          values meeting [8, 12]:
     ends    3   9   9  14  20          ends >= 8 from index 1, starts <= 12 up to index 3
                 ^^^^^^^^^^              -> indices 1..3, then the exact touch-point rules
 
-``_Occupancy`` checks the ordering on every insert and falls back to a scan if it ever breaks.
+  ``_Occupancy`` checks the ordering on every insert and falls back to a scan if it ever breaks.
+
+Note [Doubled time]
+-------------------
+Live ranges are closed, ``[s, e]``, and two of them that meet at one time may still share
+memory (Note [Sharing at a touch point]). To tell "surely interferes" from "touches" with unit
+ranges, time ``t`` becomes unit ``2t`` and the gap after it unit ``2t + 1``::
+
+    time            3       4       5       6
+    unit        5   6   7   8   9  10  11  12  13
+    [4, 6]                  [===============]       closed units 8..12, open units 9..11
+    [6, 6]                                 []       closed unit 12, no open units
+
+Two ranges that overlap in more than one time, or where one holds a single time strictly
+inside the other, surely interfere. That is exactly when the closed units of one meet the open
+units of the other: ``closed`` marks each held value's closed units and is asked for the
+buffer's open units; ``open`` marks each held value's open units and is asked for the closed
+ones. A range that only touches one end of the buffer's range meets neither and goes to the
+exact test.
 """
 
 from __future__ import annotations
@@ -108,49 +135,107 @@ class _Occupancy:
         return [v for v, s, e in zip(self.values, self.starts, self.ends) if s <= end and e >= start]
 
 
-class _ReuseIndex:
-    """The reusable allocations, in creation order, with which of them cover each time unit.
+class _OrTree:
+    """Bitsets over time units: ``add`` ORs a bit into a unit range, ``query`` ORs a range.
 
-    A segment tree over time units ``(t, t+1)``; each node holds a bitset (a Python int) of the
-    allocations (bit = position in ``allocations``) with a value live over the node's whole
-    span. See Note [Finding interference fast].
+    A segment tree over units ``[0, n)``: ``cover[node]`` holds the bits added over the node's
+    whole span, ``within[node]`` those added anywhere in its subtree. Both operations visit the
+    ``O(log n)`` nodes of the range and the paths above its two end units.
     """
 
-    __slots__ = ("allocations", "bit_of", "width", "tree")
+    __slots__ = ("width", "cover", "within")
+
+    def __init__(self, n: int) -> None:
+        self.width = 1 << max(1, n).bit_length()
+        self.cover = [0] * (2 * self.width)
+        self.within = [0] * (2 * self.width)
+
+    def add(self, lo: int, hi: int, bit: int) -> None:
+        """OR ``bit`` into the units ``[lo, hi)``."""
+        if lo >= hi:
+            return
+        cover, within = self.cover, self.within
+        first, last = lo + self.width, hi - 1 + self.width
+        lo, hi = first, last + 1
+        while lo < hi:
+            if lo & 1:
+                cover[lo] |= bit
+                within[lo] |= bit
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                cover[hi] |= bit
+                within[hi] |= bit
+            lo >>= 1
+            hi >>= 1
+        for i in (first >> 1, last >> 1):
+            while i:
+                within[i] |= bit
+                i >>= 1
+
+    def query(self, lo: int, hi: int) -> int:
+        """The bits added to at least one unit of ``[lo, hi)``."""
+        if lo >= hi:
+            return 0
+        cover, within = self.cover, self.within
+        first, last = lo + self.width, hi - 1 + self.width
+        acc = 0
+        lo, hi = first, last + 1
+        while lo < hi:
+            if lo & 1:
+                acc |= within[lo]
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                acc |= within[hi]
+            lo >>= 1
+            hi >>= 1
+        for i in (first >> 1, last >> 1):
+            while i:
+                acc |= cover[i]
+                i >>= 1
+        return acc
+
+
+class _ReuseIndex:
+    """The reusable allocations, in creation order (bit ``k`` = the ``k``-th registered), and
+    which of them certainly interfere with a live range. See Note [Finding interference fast].
+
+    ``accepting[color]`` and ``exact[(color, size)]`` are the allocations a buffer of that colour
+    (and, when live-out, that size) may join. ``closed`` and ``open`` mark each assigned value's
+    live range on doubled time (Note [Doubled time]).
+    """
+
+    __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "open")
 
     def __init__(self, end_time: int) -> None:
         self.allocations: list[AllocationDraft] = []
         self.bit_of: dict[int, int] = {}
-        self.width = 1 << max(1, end_time + 1).bit_length()
-        self.tree = [0] * (2 * self.width)
+        self.accepting: dict[int, int] = {}
+        self.exact: dict[tuple[int, int], int] = {}
+        self.closed = _OrTree(2 * end_time + 2)
+        self.open = _OrTree(2 * end_time + 2)
 
     def register(self, a: AllocationDraft) -> None:
+        bit = 1 << len(self.allocations)
         self.bit_of[a.index] = len(self.allocations)
         self.allocations.append(a)
+        if a.accepts_reuse:
+            self.accepting[a.color] = self.accepting.get(a.color, 0) | bit
+            key = (a.color, a.size)
+            self.exact[key] = self.exact.get(key, 0) | bit
         for start, end in zip(a.occupancy.starts, a.occupancy.ends):
             self.cover(a, start, end)
 
     def cover(self, a: AllocationDraft, start: int, end: int) -> None:
-        """Mark ``a`` busy over the units of ``[start, end]`` (none when start == end)."""
+        """Record that ``a`` holds a value live over ``[start, end]``."""
         bit = 1 << self.bit_of[a.index]
-        lo, hi, tree = start + self.width, end + self.width, self.tree
-        while lo < hi:
-            if lo & 1:
-                tree[lo] |= bit
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                tree[hi] |= bit
-            lo >>= 1
-            hi >>= 1
+        self.closed.add(2 * start, 2 * end + 1, bit)
+        self.open.add(2 * start + 1, 2 * end, bit)
 
-    def covering(self, unit: int) -> int:
-        """Bitset of the allocations busy over the whole unit ``(unit, unit + 1)``."""
-        i, acc, tree = unit + self.width, 0, self.tree
-        while i:
-            acc |= tree[i]
-            i >>= 1
-        return acc
+    def interfering(self, start: int, end: int) -> int:
+        """Bitset of the allocations holding a value that surely interferes with ``[start, end]``."""
+        return self.closed.query(2 * start + 1, 2 * end) | self.open.query(2 * start, 2 * end + 1)
 
 
 @dataclass
@@ -514,17 +599,20 @@ def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _Reu
                 if _maybe_assign(a, buf, live):
                     _commit(a, buf, alloc_of, live, reusable)
                     return True
-    # Skip the allocations busy over the first or last unit of a value's range: they interfere
-    # for sure (Note [Finding interference fast]). A one-time range has no unit to test.
-    busy = 0
+    # Only allocations that may take the buffer and hold no value surely interfering with one
+    # of its values are tried (Note [Finding interference fast]); a buffer with a value without
+    # a live range fits no allocation that holds anything (``_maybe_assign``).
+    size, color, exact = buf.size, buf.color, buf.live_out
+    candidates = reusable.exact.get((color, size), 0) if exact else reusable.accepting.get(color, 0)
     for v in buf.values:
         r = live.ranges.get(v.id)
-        if r is None or r[0] == r[1]:
-            busy = 0
-            break
-        busy |= reusable.covering(r[0]) | reusable.covering(r[1] - 1)
-    candidates = ((1 << len(reusable.allocations)) - 1) & ~busy
-    size, color, exact = buf.size, buf.color, buf.live_out
+        if r is None:
+            return False
+        candidates &= ~reusable.interfering(*r)
+    for index in seen:
+        k = reusable.bit_of.get(index)
+        if k is not None:
+            candidates &= ~(1 << k)
     allocations = reusable.allocations
     while candidates:
         bit = candidates.bit_length() - 1

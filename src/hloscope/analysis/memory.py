@@ -4,10 +4,21 @@ Stages run in order, each a typed result (habit 12): ``analyze_dataflow`` (value
 -> ``compute_liveness`` (flattened schedule, live ranges) -> ``assign_buffers`` (allocations and
 the heap simulator). ``MemoryReport`` carries XLA's names for the figures and can be dumped in
 XLA's text form through ``buffer_assignment`` and ``format_buffer_assignment``.
+
+Note [No garbage collection during the analysis]
+------------------------------------------------
+The analysis allocates a few small objects per value (ranges, tuples, dict entries) and frees
+almost none until it returns. CPython's cyclic collector runs a full collection each time the
+long-lived generation grows by a quarter, and each one walks every object alive, the parsed
+module included, so on big modules it cost more than the analysis itself and grew faster than
+the module (seed 003 at ten times its size: 3.2 s with it, 2.1 s without). ``analyze_memory``
+switches it off while it runs and restores the caller's setting after; reference counting still
+frees everything that is not in a cycle, and cycles wait for the next collection.
 """
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -226,6 +237,17 @@ def analyze_memory(module: Any, *, schedule: str = "module") -> MemoryReport:
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
+    # See Note [No garbage collection during the analysis].
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _analyze(module, schedule)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _analyze(module: Any, schedule: str) -> MemoryReport:
     df = analyze_dataflow(module)
     live = compute_liveness(df, _order(module, schedule))
     allocs, heaps = assign_buffers(df, live)
