@@ -35,10 +35,36 @@ def test_program_matches_xla(oracle_corpus, name: str, stage: str) -> None:
     case = oracle_corpus.case(name)
     meta = case.meta
     if stage == "pre" and name.startswith("sharded_mlp_step"):
-        pytest.xfail("an output's sharding here is chosen by XLA's sharding propagation (b1's update "
-                     "is sharded like w1's columns); the pre text does not say it, and hloscope "
-                     "only propagates through same-shaped elementwise operands")
+        pytest.xfail("per-device results need the outputs' shardings, and XLA's sharding propagation "
+                     "chooses b1's (like w1's columns) without the pre text saying so; the global "
+                     "result is checked by test_sharded_program_runs_as_one_global_program")
     module = hloscope.parse(case.pre_text if stage == "pre" else case.post_text)
     out = run(module, case.inputs(), replicas=meta["num_replicas"], partitions=meta["num_partitions"])
     expected = case.outputs()
     assert_values_close(_squeeze_like(out, expected), expected, meta.get("rtol", 1e-5), meta.get("atol", 1e-6))
+
+
+GLOBAL_PROGRAMS = [p.name for p in __import__("tests.oracle.programs", fromlist=["PROGRAMS"]).PROGRAMS
+                   if p.mode.startswith("jit_sharded8") and not p.name.startswith("manual_region")]
+
+
+@pytest.mark.parametrize("name", GLOBAL_PROGRAMS)
+def test_sharded_program_runs_as_one_global_program(oracle_corpus, name: str) -> None:
+    """Before partitioning, a sharded jit program is one global program: run on a single device
+    with the whole arrays, it equals the jax function's (global) result; sharding annotations
+    change no values. This is how a user checks a partitioned module against its global form."""
+    import jax
+
+    from tests.oracle.corpus import jax_config
+    from tests.oracle.programs import by_name
+
+    prog = by_name()[name]
+    case = oracle_corpus.case(name)
+    with jax_config(prog.config):
+        inputs = prog.make_inputs()
+        kwargs = prog.jit_kwargs() if prog.jit_kwargs else {}
+        expected = tuple(np.asarray(x) for x in jax.tree_util.tree_leaves(jax.jit(prog.fn, **kwargs)(*inputs)))
+    args = [np.asarray(x) for x in jax.tree_util.tree_leaves(inputs)]
+    got = run(hloscope.parse(case.pre_text), args, replicas=1, partitions=1)
+    got = got if isinstance(got, tuple) else (got,)
+    assert_values_close(got, expected, case.meta.get("rtol", 1e-5), case.meta.get("atol", 1e-6))
