@@ -10,27 +10,15 @@ from hypothesis import strategies as st
 from jax import lax
 
 from hloscope.interpret import indexing
+from tests.interpret.tolerances import INDEXING
+from tests.interpret.tolerances import assert_close as _assert_close
 
 RNG = np.random.default_rng(3)
 PROMISE = lax.GatherScatterMode.PROMISE_IN_BOUNDS  # hands indices to XLA untouched
 DROP = lax.GatherScatterMode.FILL_OR_DROP
 
-# One tolerance table: rtol/atol by result dtype; integer results must match exactly.
-TOLERANCE = {
-    np.dtype(np.float32): dict(rtol=1e-6, atol=1e-6),
-    np.dtype(ml_dtypes.bfloat16): dict(rtol=1e-2, atol=1e-2),
-}
-
-
-def assert_close(ours: np.ndarray, theirs) -> None:
-    theirs = np.asarray(theirs)
-    assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
-    assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
-    tol = TOLERANCE.get(ours.dtype)
-    if tol is None:
-        np.testing.assert_array_equal(ours, theirs)
-    else:
-        np.testing.assert_allclose(ours.astype(np.float64), theirs.astype(np.float64), **tol)
+def assert_close(ours: np.ndarray, theirs, scale: float = 1.0) -> None:
+    _assert_close(ours, theirs, INDEXING, scale)
 
 
 def gather_both(operand, indices, dn_kwargs, slice_sizes):

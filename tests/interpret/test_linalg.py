@@ -9,30 +9,13 @@ from jax import lax
 
 from hloscope.interpret import linalg
 from hloscope.interpret.linalg import ConvDimLabels
+from tests.interpret.tolerances import LINALG
+from tests.interpret.tolerances import assert_close as _assert_close
 
 RNG = np.random.default_rng(2)
 
-# One tolerance table: rtol/atol by result dtype; integer and bool results must match exactly.
-TOLERANCE = {
-    np.dtype(np.float64): dict(rtol=1e-12, atol=1e-12),
-    np.dtype(np.float32): dict(rtol=2e-5, atol=2e-5),
-    np.dtype(np.complex64): dict(rtol=2e-5, atol=2e-5),
-    np.dtype(np.float16): dict(rtol=2e-3, atol=2e-3),
-    np.dtype(ml_dtypes.bfloat16): dict(rtol=1e-2, atol=1e-2),
-}
-
-
 def assert_close(ours: np.ndarray, theirs, scale: float = 1.0) -> None:
-    theirs = np.asarray(theirs)
-    assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
-    assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
-    tol = TOLERANCE.get(ours.dtype)
-    if tol is None:
-        np.testing.assert_array_equal(ours, theirs)
-    else:
-        cast = np.complex128 if ours.dtype.kind == "c" else np.float64
-        np.testing.assert_allclose(ours.astype(cast), theirs.astype(cast),
-                                   rtol=tol["rtol"] * scale, atol=tol["atol"] * scale)
+    _assert_close(ours, theirs, LINALG, scale)
 
 
 def data(shape, dtype):

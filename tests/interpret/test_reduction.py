@@ -9,27 +9,13 @@ import pytest
 from jax import lax
 
 from hloscope.interpret import reduction
+from tests.interpret.tolerances import REDUCTION
+from tests.interpret.tolerances import assert_close as _assert_close
 
 RNG = np.random.default_rng(1)
 
-# One tolerance table: rtol/atol by result dtype; integer and bool results must match exactly.
-TOLERANCE = {
-    np.dtype(np.float64): dict(rtol=1e-12, atol=1e-12),
-    np.dtype(np.float32): dict(rtol=1e-5, atol=1e-5),
-    np.dtype(np.float16): dict(rtol=2e-3, atol=2e-3),
-    np.dtype(ml_dtypes.bfloat16): dict(rtol=2e-2, atol=2e-2),
-}
-
-
-def assert_close(ours: np.ndarray, theirs) -> None:
-    theirs = np.asarray(theirs)
-    assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
-    assert ours.shape == theirs.shape, (ours.shape, theirs.shape)
-    tol = TOLERANCE.get(ours.dtype)
-    if tol is None:
-        np.testing.assert_array_equal(ours, theirs)
-    else:
-        np.testing.assert_allclose(ours.astype(np.float64), theirs.astype(np.float64), **tol)
+def assert_close(ours: np.ndarray, theirs, scale: float = 1.0) -> None:
+    _assert_close(ours, theirs, REDUCTION, scale)
 
 
 def data(shape, dtype):
