@@ -20,7 +20,7 @@ except ImportError:  # tests/ is not a package
 
 import hloscope
 from hloscope.interpret import run
-from hloscope.interpret.evaluator import EvalContext, RunOptions, evaluate, run_to_completion
+from hloscope.interpret.evaluator import EvalContext, RunOptions, run_to_completion
 from hloscope.interpret.inputs import random_inputs
 from hloscope.interpret.registry import handler_for
 from hloscope.ir import Opcode

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from hloscope.errors import UnsupportedCustomCallError
-from hloscope.interpret import spmd
-from hloscope.interpret import linalg, reduction, rng
+from hloscope.interpret import linalg, reduction, rng, spmd
 from hloscope.interpret.evaluator import EvalContext
 from hloscope.interpret.registry import evaluates
 from hloscope.interpret.values import Value, zeros_of
 from hloscope.ir import ArrayShape, Instruction, Opcode, TupleShape
 
-__all__ = ["CustomCallHandler", "register_custom_call", "custom_call_targets", "lookup_custom_call"]
+__all__ = ["CustomCallHandler", "GemmSpec", "gemm", "gemm_spec", "register_custom_call", "custom_call_targets",
+           "lookup_custom_call"]
 
 CustomCallHandler = Callable[[EvalContext, Instruction, list[Any]], Value]
 
@@ -113,40 +113,78 @@ _EPILOGUES = {"DEFAULT": (False, False), "BIAS": (True, False), "RELU": (False, 
 def _gemm(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     """``alpha * dot(lhs, rhs) + beta * c`` (+ bias vector, relu for cublasLt epilogues),
     accumulated in f32 for narrow floats and rounded once to the result type."""
+    return gemm(ctx, inst, operands, stacked=False)
+
+
+class GemmSpec(NamedTuple):
+    """A gemm's backend_config, decoded once per instruction (``EvalContext.attrs``)."""
+
+    lb: list[int]
+    rb: list[int]
+    lc: list[int]
+    rc: list[int]
+    compute: np.dtype
+    out: ArrayShape
+    alpha: complex | float
+    beta: float
+    bias: bool
+    relu: bool
+
+
+def gemm_spec(inst: Instruction) -> GemmSpec:
+    """Decode ``inst``'s gemm configuration (its dimension numbers, types and epilogue)."""
     cfg = _gemm_config(inst)
     dims = cfg.get("dot_dimension_numbers", {})
     out = _result_shape(inst)
     compute = np.dtype(np.float32) if reduction.is_float_dtype(out.dtype) and out.dtype.itemsize < 4 else out.dtype
-    lhs, rhs = operands[0], operands[1]
-    lb, rb = _ints(dims.get("lhs_batch_dimensions")), _ints(dims.get("rhs_batch_dimensions"))
-    lc, rc = _ints(dims.get("lhs_contracting_dimensions")), _ints(dims.get("rhs_contracting_dimensions"))
-    r = _plain_matmul(lhs, rhs, lb, rb, lc, rc, compute)
-    if r is None:
-        r = linalg.dot_general(lhs, rhs, lb, rb, lc, rc, compute)
     alpha = complex(float(cfg.get("alpha_real", 1)), float(cfg.get("alpha_imag", 0)))
-    alpha_v = alpha if compute.kind == "c" else alpha.real
-    beta = float(cfg.get("beta", 0))
-    # r is a fresh array of the compute type from here on, so the epilogue updates it in place.
-    r = np.asarray(r).astype(compute, copy=False)
-    if alpha_v != 1:
-        r *= alpha_v
-    rest = list(operands[2:])
-    if beta != 0:
-        c = rest.pop(0)
-        c = np.asarray(c).astype(compute, copy=False).reshape(r.shape)
-        if beta == 1:
-            r += c
-        else:
-            r += beta * c
     epilogue = str(cfg.get("epilogue", "DEFAULT"))
     if epilogue not in _EPILOGUES:
         raise UnsupportedCustomCallError(f"{inst.custom_call_target} epilogue {epilogue} is not supported")
-    bias, relu = _EPILOGUES[epilogue]
-    if bias:
-        r += rest.pop(0).astype(compute, copy=False)  # a vector along the last dimension
-    if relu:
+    return GemmSpec(_ints(dims.get("lhs_batch_dimensions")), _ints(dims.get("rhs_batch_dimensions")),
+                    _ints(dims.get("lhs_contracting_dimensions")), _ints(dims.get("rhs_contracting_dimensions")),
+                    compute, out, alpha if compute.kind == "c" else alpha.real, float(cfg.get("beta", 0)),
+                    *_EPILOGUES[epilogue])
+
+
+def gemm(ctx: EvalContext, inst: Instruction, operands: list[Any], *, stacked: bool,
+         product: Callable[[np.ndarray, np.ndarray, GemmSpec], np.ndarray] | None = None) -> Value:
+    """The gemm of ``operands``; with ``stacked`` every operand and the result carry a leading
+    device axis (lockstep.py), and ``product(lhs, rhs, spec)`` computes the stacked product."""
+    spec = ctx.attrs(inst, gemm_spec)
+    compute = spec.compute
+    lhs, rhs = operands[0], operands[1]
+    if product is not None:
+        r = product(lhs, rhs, spec)
+    else:
+        r = _plain_matmul(lhs, rhs, spec.lb, spec.rb, spec.lc, spec.rc, compute)
+        if r is None:
+            r = linalg.dot_general(lhs, rhs, spec.lb, spec.rb, spec.lc, spec.rc, compute)
+    # r is a fresh array of the compute type from here on, so the epilogue updates it in place.
+    r = np.asarray(r).astype(compute, copy=False)
+    if spec.alpha != 1:
+        r *= spec.alpha
+    rest = list(operands[2:])
+    if spec.beta != 0:
+        c = rest.pop(0)
+        c = np.asarray(c).astype(compute, copy=False).reshape(r.shape)
+        if spec.beta == 1:
+            r += c
+        else:
+            r += spec.beta * c
+    if spec.bias:
+        b = rest.pop(0).astype(compute, copy=False)  # a vector along the last dimension
+        if stacked:  # [device, n] against [device, ..., n]
+            b = b.reshape(b.shape[0], *([1] * (r.ndim - 2)), b.shape[-1])
+        r += b
+    if spec.relu:
         np.maximum(r, 0, out=r)
-    return _with_workspace(inst, r.astype(out.dtype, copy=False).reshape(out.dimensions))
+    dims = (r.shape[0], *spec.out.dimensions) if stacked else spec.out.dimensions
+    r = r.astype(spec.out.dtype, copy=False).reshape(dims)
+    if stacked and isinstance(inst.shape, TupleShape):
+        n = r.shape[0]
+        return (r, *(np.broadcast_to(z, (n, *z.shape)) for z in (zeros_of(s) for s in inst.shape.elements[1:])))
+    return _with_workspace(inst, r)
 
 
 def _plain_matmul(lhs: np.ndarray, rhs: np.ndarray, lb: tuple[int, ...], rb: tuple[int, ...],

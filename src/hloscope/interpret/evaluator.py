@@ -3,29 +3,7 @@
 Each computation gets a *plan* once (Note [Plans]); ``evaluate`` walks it, keeping values in a
 slot list and dropping each value after its last use, because real modules hold hundreds of MB.
 Failures are wrapped in an ``InterpretError`` that names the computation and the instruction
-and shows its text (Note [Donation]
-    A handler may write into an operand's array instead of copying it (dynamic-update-slice in
-    scan loops is the case that matters: copying a [64,16,1024] buffer per step made seed 003
-    copy-bound) only when nothing else can see that array. The plan frees every operand whose
-    last use is this step *before* calling the handler, and calls that hand values to another
-    computation (call, fusion, the while body, a conditional's branch) pass ``donate=True`` so
-    the callee's parameters are the only holders once the caller drops them. What remains is
-    one question asked at run time, ``sole_owner(operands, i)``: is the operands list the only
-    reference to that array (and to the array it views, if any)? CPython's reference count
-    answers it exactly, whoever the other holder would be: another live slot, a tuple, the
-    constant cache, the user's inputs, another device's environment, a pending rendezvous. So a
-    donated write is never observable, on one device or many. Hooks see every operand after
-    the step, so a run with hooks never donates.
-
-Note [Unpacked tuple parameters]
-    A while body receives its loop state as one tuple and reads it with get-tuple-element.
-    Kept whole, that tuple stays alive until its last GTE and holds every element, so no element
-    could be updated in place before then (Note [Donation]). When every user of a tuple
-    parameter is a GTE, the plan binds the elements straight into the GTE slots and skips the
-    GTE steps: each element is then held by exactly the slots that read it. Skipped GTEs are
-    not counted in Progress; runs with hooks keep them so observers see every instruction.
-
-Note [Located errors]). Observers see every instruction through ``Hooks``
+and shows its text (Note [Located errors]). Observers see every instruction through ``Hooks``
 passed in ``RunOptions``; there is no global state.
 
 ``evaluate`` is a generator: handlers that call computations or meet other devices are
@@ -53,6 +31,14 @@ Note [Donation]
     donated write is never observable, on one device or many. Hooks see every operand after
     the step, so a run with hooks never donates.
 
+Note [Unpacked tuple parameters]
+    A while body receives its loop state as one tuple and reads it with get-tuple-element.
+    Kept whole, that tuple stays alive until its last GTE and holds every element, so no element
+    could be updated in place before then (Note [Donation]). When every user of a tuple
+    parameter is a GTE, the plan binds the elements straight into the GTE slots and skips the
+    GTE steps: each element is then held by exactly the slots that read it. Skipped GTEs are
+    not counted in Progress; runs with hooks keep them so observers see every instruction.
+
 Note [Located errors]
     The innermost failing instruction makes the error: its computation, its name, and its text
     (``span.render`` with file:line:col and a caret when the module came from a file). Each
@@ -68,7 +54,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from hloscope.errors import EvaluationInterrupted, HloscopeError, InterpretError, UnsupportedOpcodeError
+from hloscope.errors import (
+    EvaluationInterrupted,
+    HloscopeError,
+    InterpretError,
+    UnsupportedOpcodeError,
+)
 from hloscope.interpret.devices import ProcessId
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import Value
@@ -101,6 +92,10 @@ class RunOptions:
     fill_elided     None (elided constants are an error), "zeros" or "random".
     seed            seeds the legacy ``rng`` op and ``fill_elided="random"``.
     progress        ``progress(Progress)`` every ``progress_every`` instructions.
+    mode            how several devices run: "lockstep" (all at once, values stacked along a
+                    leading device axis; Note [Lockstep] in lockstep.py), "per-device" (one
+                    generator per device, meeting at collectives; Note [Cooperative devices]
+                    in run.py), or "auto": lockstep where it applies, per-device otherwise.
     """
 
     hooks: Sequence[Any] = ()
@@ -108,8 +103,11 @@ class RunOptions:
     seed: int = 0
     progress: Callable[[Progress], None] | None = None
     progress_every: int = 100_000
+    mode: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.mode not in ("auto", "lockstep", "per-device"):
+            raise ValueError(f"mode must be 'auto', 'lockstep' or 'per-device', not {self.mode!r}")
         if self.fill_elided not in (None, "zeros", "random"):
             raise ValueError(f"fill_elided must be None, 'zeros' or 'random', not {self.fill_elided!r}")
 
@@ -162,10 +160,12 @@ def _unpackable(comp: Computation, slot_of: dict[int, int]) -> dict[int, list[tu
     return out
 
 
-def build_plan(comp: Computation, *, unpack_tuples: bool = True) -> Plan:
+def build_plan(comp: Computation, *, unpack_tuples: bool = True,
+               resolve: Callable[[Instruction], Callable[..., Any]] | None = None) -> Plan:
     """The plan of ``comp``: handlers, operand slots and last-use frees (Note [Plans]).
     ``unpack_tuples`` binds tuple parameters straight into their get-tuple-element slots
-    (Note [Unpacked tuple parameters]); runs with hooks keep every instruction visible."""
+    (Note [Unpacked tuple parameters]); runs with hooks keep every instruction visible.
+    ``resolve(inst)`` picks each handler (lockstep.py's stacked rules) instead of the registry."""
     insts = comp.instructions
     slot_of = {id(inst): i for i, inst in enumerate(insts)}
     unpack = _unpackable(comp, slot_of) if unpack_tuples else {}
@@ -183,7 +183,7 @@ def build_plan(comp: Computation, *, unpack_tuples: bool = True) -> Plan:
     for i, inst in enumerate(insts):
         if inst.opcode is Opcode.PARAMETER or i in skipped:
             continue
-        handler = handler_for(inst.opcode)
+        handler = resolve(inst) if resolve is not None else handler_for(inst.opcode)
         if handler is None:
             handler = _unsupported(UNSUPPORTED.get(inst.opcode, "no handler registered"))
         steps.append(_Step(handler, inst, i, tuple(slot_of[id(o)] for o in inst.operands),
@@ -214,6 +214,7 @@ class EvalContext:
         self.rng = np.random.default_rng([options.seed, self.process.replica, self.process.partition])
         self.async_state: dict[Any, Any] = {}
         self.donate = not self.hooks  # Note [Donation]
+        self.weight = 1  # devices one step evaluates for (lockstep.py: all of them)
 
     @property
     def device(self) -> int:
@@ -308,6 +309,7 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value], *,
     progress = ctx.progress
     report = ctx.options.progress
     every = ctx.options.progress_every
+    weight = ctx.weight
     for step in plan.steps:
         operands = [env[s] for s in step.operand_slots]
         for s in step.dead:
@@ -330,8 +332,8 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value], *,
         if step.keep:
             env[step.slot] = result
         del operands, result
-        progress.instructions += 1
-        if report is not None and progress.instructions % every == 0:
+        progress.instructions += weight
+        if report is not None and progress.instructions % every < weight:
             report(progress)
     return env[plan.root_slot]
 
@@ -347,21 +349,7 @@ def _inst_text(inst: Instruction, message: str) -> str:
 
 
 def located_error(e: Exception, inst: Instruction) -> HloscopeError:
-    """``e`` as an error that names ``inst`` (Note [Donation]
-    A handler may write into an operand's array instead of copying it (dynamic-update-slice in
-    scan loops is the case that matters: copying a [64,16,1024] buffer per step made seed 003
-    copy-bound) only when nothing else can see that array. The plan frees every operand whose
-    last use is this step *before* calling the handler, and calls that hand values to another
-    computation (call, fusion, the while body, a conditional's branch) pass ``donate=True`` so
-    the callee's parameters are the only holders once the caller drops them. What remains is
-    one question asked at run time, ``sole_owner(operands, i)``: is the operands list the only
-    reference to that array (and to the array it views, if any)? CPython's reference count
-    answers it exactly, whoever the other holder would be: another live slot, a tuple, the
-    constant cache, the user's inputs, another device's environment, a pending rendezvous. So a
-    donated write is never observable, on one device or many. Hooks see every operand after
-    the step, so a run with hooks never donates.
-
-Note [Located errors])."""
+    """``e`` as an error that names ``inst`` (Note [Located errors])."""
     if isinstance(e, EvaluationInterrupted):
         return e  # already says where; the callers add nothing a user needs after Ctrl-C
     comp = inst.computation.name if inst.computation is not None else "?"

@@ -27,7 +27,13 @@ import numpy as np
 
 from hloscope.errors import InputError, InterpretError
 from hloscope.interpret import collectives, devices, spmd
-from hloscope.interpret.evaluator import EvalContext, RunOptions, evaluate, known_reduction, run_to_completion
+from hloscope.interpret.evaluator import (
+    EvalContext,
+    RunOptions,
+    evaluate,
+    known_reduction,
+    run_to_completion,
+)
 from hloscope.interpret.registry import evaluates
 from hloscope.interpret.values import Value, coerce_input, zeros_of
 from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleShape
@@ -192,11 +198,34 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
     if n > 1 and _is_global(module, inputs, n):
         return _run_global(module, inputs, r, p, options)
     args = _device_inputs(module, inputs, n)
+    if n > 1 and _use_lockstep(module, options):
+        from hloscope.interpret import lockstep
+
+        try:
+            return lockstep.run_lockstep(module, args, r, p, options)
+        except lockstep.Diverged:
+            if options.mode == "lockstep":
+                raise
+            # Control flow differs per device: start over per device (Note [Lockstep]).
     shared: dict[str, Any] = {}
     gens = [evaluate(EvalContext(module, options, devices.process_id(d, p), r, p, shared=shared),
                      module.entry, args[d]) for d in range(n)]
     results = _drive(gens)
     return results[0] if n == 1 else results
+
+
+def _use_lockstep(module: Module, options: RunOptions) -> bool:
+    if options.mode == "per-device":
+        return False
+    from hloscope.interpret import lockstep
+
+    if options.mode == "lockstep":
+        if options.hooks:
+            raise InputError("mode='lockstep' cannot run with hooks: hooks see per-device values")
+        if not lockstep.applies(module):
+            raise InputError("mode='lockstep' does not apply: the module calls an op with no lockstep rule")
+        return True
+    return not options.hooks and lockstep.applies(module)
 
 
 # --- global programs (Note [Global programs] in spmd.py) ---------------------------------------
