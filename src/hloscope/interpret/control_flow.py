@@ -59,20 +59,27 @@ def _while(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluatio
 
 @evaluates(Opcode.CONDITIONAL)
 def _conditional(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
-    selector = operands[0]
-    if "branch_computations" in inst.attrs:
-        branches = inst.attrs["branch_computations"]
-        index = int(selector)
-        # XLA runs the last branch for an out-of-range index (negative ones too).
-        if not 0 <= index < len(branches):
-            index = len(branches) - 1
-    else:
-        branches = [inst.attrs["true_computation"], inst.attrs["false_computation"]]
-        index = 0 if bool(selector) else 1
+    branch, index = select_branch(inst, operands[0])
     args = [operands[1 + index]]
     if ctx.donate:
         operands.clear()  # Note [Donation]
-    return (yield from ctx.call(branches[index], args, donate=True))
+    return (yield from ctx.call(branch, args, donate=True))
+
+
+def select_branch(inst: Instruction, selector: Any) -> tuple[Any, int]:
+    """The branch computation a conditional runs for ``selector``, and its index.
+
+    An s32 selector picks ``branch_computations[i]``; XLA runs the last branch for an
+    out-of-range index (negative ones too). A pred selector picks true (0) or false (1).
+    """
+    if "branch_computations" in inst.attrs:
+        branches = inst.attrs["branch_computations"]
+        index = int(selector)
+        if not 0 <= index < len(branches):
+            index = len(branches) - 1
+        return branches[index], index
+    index = 0 if bool(selector) else 1
+    return inst.attrs["true_computation" if index == 0 else "false_computation"], index
 
 
 @evaluates(Opcode.MAP)

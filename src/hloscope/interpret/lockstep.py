@@ -435,19 +435,13 @@ def _while(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Gener
 
 @_stacked(Opcode.CONDITIONAL)
 def _conditional(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
-    selector = _agreed(operands[0], inst, "branch selectors")
-    if "branch_computations" in inst.attrs:
-        branches = inst.attrs["branch_computations"]
-        index = int(selector)
-        if not 0 <= index < len(branches):
-            index = len(branches) - 1
-    else:
-        branches = [inst.attrs["true_computation"], inst.attrs["false_computation"]]
-        index = 0 if bool(selector) else 1
+    from hloscope.interpret.control_flow import select_branch
+
+    branch, index = select_branch(inst, _agreed(operands[0], inst, "branch selectors"))
     args = [operands[1 + index]]
     if ctx.donate:
         operands.clear()
-    return (yield from ctx.call(branches[index], args, donate=True))
+    return (yield from ctx.call(branch, args, donate=True))
 
 
 # --- collectives: operations along the device axis -----------------------------------------------------
