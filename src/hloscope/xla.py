@@ -280,31 +280,31 @@ def _needs_rewrite(canonical: str) -> bool:
     return "is_scheduled=true" in header or bool(re.search(r" (fusion|bitcast)\(", canonical))
 
 
+def _brace_end(text: str, i: int) -> int:
+    """Index just past the ``{...}`` group that opens at ``text[i]`` (braces balanced)."""
+    depth = 0
+    while i < len(text):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        i += 1
+        if depth == 0:
+            break
+    return i
+
+
 def _drop_attr(line: str, attr: str) -> str:
     """``line`` without ``, attr={...}`` (balanced braces)."""
     start = line.find(", " + attr + "={")
     if start < 0:
         return line
-    depth, i = 0, start + len(attr) + 3
-    while i < len(line):
-        depth += {"{": 1, "}": -1}.get(line[i], 0)
-        i += 1
-        if depth == 0:
-            break
-    return line[:start] + line[i:]
+    return line[:start] + line[_brace_end(line, start + len(attr) + 3):]
 
 
 def _drop_header_attr(header: str, attr: str) -> str:
     start = header.find(attr + "={")
     if start < 0:
         return header
-    depth, i = 0, start + len(attr) + 1
-    while i < len(header):
-        depth += {"{": 1, "}": -1}.get(header[i], 0)
-        i += 1
-        if depth == 0:
-            break
-    return (header[:start].rstrip(", ") + header[i:]).replace(", ,", ",")
+    end = _brace_end(header, start + len(attr) + 1)
+    return (header[:start].rstrip(", ") + header[end:]).replace(", ,", ",")
 
 
 def _bitcast_lines(indent: str, root: str, name: str, out: str, operand: str, in_shape: str) -> list[str]:
