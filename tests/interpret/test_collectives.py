@@ -536,3 +536,27 @@ def test_grid_collective_permute(channel, pairs, grid):
 # collective-broadcast has no XLA:CPU check: the CPU thunk emitter does not implement it
 # ("HLO opcode `collective-broadcast` is not supported by XLA:CPU ThunkEmitter", jax 0.10.2),
 # so test_spec_collective_broadcast is its only oracle.
+
+
+def test_stacked_collectives_mark_values_every_device_shares():
+    """One group of all devices, or a shared operand with groups of one size, leaves every
+    device the same value: the stacked forms return it as a broadcast view (device stride 0),
+    which lockstep computes with once; the values equal the per-device forms'."""
+    xs = [np.arange(3, dtype=np.float32) * (k + 1) for k in range(4)]
+    out = _both(C.all_reduce, C.all_reduce_stacked, xs, [[2, 0, 3, 1]], "add")
+    stacked = C.all_reduce_stacked(C.stack(xs), [[2, 0, 3, 1]], "add")
+    assert stacked.strides[0] == 0 and not stacked.flags.writeable
+    np.testing.assert_array_equal(out[0], [0, 10, 20])
+    shared = np.broadcast_to(np.float32([1, 2, 3]), (4, 3))
+    for groups in ([[0, 1], [2, 3]], [[0, 1, 2, 3]]):
+        got = C.all_reduce_stacked(shared, groups, "add")
+        assert got.strides[0] == 0
+        np.testing.assert_array_equal(got, C.stack(C.all_reduce(list(shared), groups, "add")))
+    uneven = C.all_reduce_stacked(shared, [[0], [1, 2, 3]], "add")  # sizes differ: values differ
+    np.testing.assert_array_equal(uneven[:, 0], [1, 3, 3, 3])
+    gathered = C.all_gather_stacked(C.stack(xs), [[0, 1, 2, 3]], 0)
+    assert gathered.strides[0] == 0
+    np.testing.assert_array_equal(gathered[3], np.concatenate(xs))
+    broadcast = C.collective_broadcast_stacked(C.stack(xs), [[2, 0, 1, 3]])
+    assert broadcast.strides[0] == 0
+    np.testing.assert_array_equal(broadcast[1], xs[2])

@@ -68,7 +68,17 @@ def test_reduce_known(known, dtype, dims):
         init = INIT[known]
     init = np.asarray(init).astype(dtype)  # -1 is all ones for "and"
     (ours,) = reduction.reduce([x], [init], dims, known=known)
-    assert_close(ours, lax.reduce(x, init, KNOWN_LAX[known], dims))
+    theirs = lax.reduce(x, init, KNOWN_LAX[known], dims)
+    if known == "add" and np.dtype(dtype) == ml_dtypes.bfloat16:
+        # A sum rounded to bf16 at every step depends on its order, and XLA:CPU's is its own
+        # (TreeReductionRewriter: windows of 32, then their sums); the bound that holds for any
+        # order scales with the sum of magnitudes, not with the (possibly cancelling) result.
+        magnitude = np.abs(x.astype(np.float64)).sum(axis=tuple(dims))
+        error = np.abs(ours.astype(np.float64) - np.asarray(theirs, np.float64))
+        assert ours.dtype == theirs.dtype
+        assert (error <= 2 * float(ml_dtypes.finfo(dtype).eps) * magnitude).all(), error.max()
+        return
+    assert_close(ours, theirs)
 
 
 def test_reduce_bf16_add_does_not_saturate():

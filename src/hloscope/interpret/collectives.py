@@ -358,6 +358,11 @@ def _index(groups: Groups, op: str) -> np.ndarray:
     return _index_buckets(groups)[0]
 
 
+def _is_broadcast(x: np.ndarray) -> bool:
+    """A stacked operand every device shares: a broadcast view, device stride 0."""
+    return x.ndim > 0 and x.shape[0] > 1 and x.strides[0] == 0
+
+
 def _fold_axis1(y: np.ndarray, op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """``_fold`` over axis 1 of ``y[group, rank, ...]``, vectorized over groups."""
     acc = np.array(y[:, 0], copy=True)
@@ -371,6 +376,15 @@ def all_reduce_stacked(x: np.ndarray, groups: Groups, reducer: Reducer) -> np.nd
     """``all_reduce`` on a stacked operand; groups may differ in size."""
     _check_cover(groups, x.shape[0], "all-reduce")
     op = _binary(reducer)
+    # Every device ends up with the same value when one group holds them all, or when every
+    # device holds the same operand and the groups are of one size: reduce once and return a
+    # broadcast view (lockstep's mark of a uniform value, Note [Lockstep]), so what follows
+    # is computed once for every device rather than once per device.
+    if len(groups) == 1 or _is_broadcast(x) and len({len(g) for g in groups}) == 1:
+        first = np.asarray(groups[0], dtype=np.intp)[None]
+        y = np.broadcast_to(x[0], (1, first.shape[1], *x.shape[1:])) if _is_broadcast(x) else x[first]
+        reduced = _fold_axis1(y, op)
+        return np.broadcast_to(reduced[0], x.shape)
     out = np.empty_like(x)
     for index in _index_buckets(groups):
         reduced = _fold_axis1(x[index], op)  # [group, ...]
@@ -389,6 +403,8 @@ def all_gather_stacked(x: np.ndarray, groups: Groups, dimension: int) -> np.ndar
     shape = list(x.shape[1:])
     shape[dimension] *= size
     gathered = y.reshape(num_groups, *shape)
+    if num_groups == 1:  # every device gathers the same: a uniform value (see all_reduce_stacked)
+        return np.broadcast_to(gathered[0], (x.shape[0], *shape))
     out = np.empty((x.shape[0], *shape), dtype=x.dtype)
     out[index] = gathered[:, None]
     return out
@@ -485,6 +501,8 @@ def collective_permute_stacked(x: np.ndarray, pairs: Sequence[tuple[int, int]]) 
 @_variadic
 def collective_broadcast_stacked(x: np.ndarray, groups: Groups) -> np.ndarray:
     """``collective_broadcast`` on a stacked operand ``x[device, ...]``."""
+    if len(groups) == 1 and len(groups[0]) == x.shape[0]:  # a uniform value (see all_reduce_stacked)
+        return np.broadcast_to(x[groups[0][0]], x.shape)
     out = np.zeros_like(x)
     for index in _index_buckets(groups):
         out[index] = x[index[:, 0]][:, None]
