@@ -199,3 +199,70 @@ def test_seed_000_shared_weights_match() -> None:
     shared = random_inputs(m, 0, "positive")
     inputs = [shared[:6] + random_inputs(m, d + 1, "positive")[6:] for d in range(8)]
     assert_identical(run(m, inputs, replicas=8, options=LOCKSTEP), run(m, inputs, replicas=8, options=PER_DEVICE))
+
+
+_GEMM_ACCUMULATE = r"""
+HloModule gemm_accumulate, replica_count=4
+
+body {
+  s = (s32[], f32[3,8]{1,0}, f32[5,8]{1,0}, f32[8,5]{1,0}, f32[8,8]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[3,8]{1,0} get-tuple-element(s), index=1
+  w = f32[5,8]{1,0} get-tuple-element(s), index=2
+  acc = f32[8,5]{1,0} get-tuple-element(s), index=3
+  sq = f32[8,8]{1,0} get-tuple-element(s), index=4
+  y = f32[3,5]{1,0} custom-call(x, w), custom_call_target="__cublas$gemm", backend_config="{\"alpha_real\":1,\"alpha_imag\":0,\"beta\":0,\"dot_dimension_numbers\":{\"lhs_contracting_dimensions\":[\"1\"],\"rhs_contracting_dimensions\":[\"1\"],\"lhs_batch_dimensions\":[],\"rhs_batch_dimensions\":[]}}"
+  g = f32[8,5]{1,0} custom-call(x, y, acc), custom_call_target="__cublas$gemm", backend_config="{\"alpha_real\":2,\"alpha_imag\":0,\"beta\":1,\"dot_dimension_numbers\":{\"lhs_contracting_dimensions\":[\"0\"],\"rhs_contracting_dimensions\":[\"0\"],\"lhs_batch_dimensions\":[],\"rhs_batch_dimensions\":[]}}"
+  h = f32[8,8]{1,0} custom-call(w, w, sq), custom_call_target="__cublas$gemm", backend_config="{\"alpha_real\":1,\"alpha_imag\":0,\"beta\":1,\"dot_dimension_numbers\":{\"lhs_contracting_dimensions\":[\"0\"],\"rhs_contracting_dimensions\":[\"0\"],\"lhs_batch_dimensions\":[],\"rhs_batch_dimensions\":[]}}"
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  ROOT t = (s32[], f32[3,8]{1,0}, f32[5,8]{1,0}, f32[8,5]{1,0}, f32[8,8]{1,0}) tuple(j, x, w, g, h)
+}
+
+cond {
+  s = (s32[], f32[3,8]{1,0}, f32[5,8]{1,0}, f32[8,5]{1,0}, f32[8,8]{1,0}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+
+ENTRY main {
+  x = f32[3,8]{1,0} parameter(0)
+  w = f32[5,8]{1,0} parameter(1)
+  acc0 = f32[8,5]{1,0} parameter(2)
+  acc = f32[8,5]{1,0} add(acc0, acc0)
+  zero = f32[] constant(0)
+  sq = f32[8,8]{1,0} broadcast(zero), dimensions={}
+  i = s32[] constant(0)
+  s = (s32[], f32[3,8]{1,0}, f32[5,8]{1,0}, f32[8,5]{1,0}, f32[8,8]{1,0}) tuple(i, x, w, acc, sq)
+  ROOT l = (s32[], f32[3,8]{1,0}, f32[5,8]{1,0}, f32[8,5]{1,0}, f32[8,8]{1,0}) while(s), condition=cond, body=body
+}
+"""
+
+
+@pytest.mark.parametrize("blas", [True, False], ids=["blas", "numpy"])
+def test_gemm_accumulating_into_a_loop_carried_buffer(blas, monkeypatch) -> None:
+    """beta = 1 gemms whose accumulator is carried by a loop (a weight gradient summed over
+    time steps) add into it in place, with scipy's BLAS when it is there: the values are those
+    of the plain product plus the accumulator, on every path, and the inputs are not written."""
+    from hloscope.interpret import linalg
+
+    if not blas:
+        monkeypatch.setattr(linalg, "_blas_gemm", lambda dtype: None)
+    m = hloscope.parse(_GEMM_ACCUMULATE)
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((5, 8)).astype(np.float32)
+    inputs = [[rng.standard_normal((3, 8)).astype(np.float32), w, rng.standard_normal((8, 5)).astype(np.float32)]
+              for _ in range(4)]
+    before = [[a.copy() for a in d] for d in inputs]
+    got = run(m, inputs, replicas=4, options=LOCKSTEP)
+    per_device = run(m, inputs, replicas=4, options=PER_DEVICE)
+    for d, (x, w_, acc0) in enumerate(before):
+        x64, w64 = x.astype(np.float64), w_.astype(np.float64)
+        want_g = 2 * acc0 + 3 * 2 * (x64.T @ (x64 @ w64.T))
+        want_h = 3 * (w64.T @ w64)
+        for out in (got[d], per_device[d]):
+            np.testing.assert_allclose(out[3], want_g, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(out[4], want_h, rtol=1e-5, atol=1e-5)
+        for a, b in zip(inputs[d], before[d], strict=True):
+            np.testing.assert_array_equal(a, b)

@@ -21,7 +21,7 @@ import numpy as np
 
 from hloscope.errors import UnsupportedCustomCallError
 from hloscope.interpret import linalg, reduction, rng, spmd
-from hloscope.interpret.evaluator import EvalContext
+from hloscope.interpret.evaluator import EvalContext, sole_owner
 from hloscope.interpret.registry import evaluates
 from hloscope.interpret.values import Value, zeros_of
 from hloscope.ir import ArrayShape, Instruction, Opcode, TupleShape
@@ -147,13 +147,27 @@ def gemm_spec(inst: Instruction) -> GemmSpec:
                     *_EPILOGUES[epilogue])
 
 
+Accumulate = Callable[[np.ndarray, np.ndarray, np.ndarray, "GemmSpec"], np.ndarray | None]
+
+
 def gemm(ctx: EvalContext, inst: Instruction, operands: list[Any], *, stacked: bool,
-         product: Callable[[np.ndarray, np.ndarray, GemmSpec], np.ndarray] | None = None) -> Value:
+         product: Callable[[np.ndarray, np.ndarray, GemmSpec], np.ndarray] | None = None,
+         accumulate: Accumulate | None = None) -> Value:
     """The gemm of ``operands``; with ``stacked`` every operand and the result carry a leading
-    device axis (lockstep.py), and ``product(lhs, rhs, spec)`` computes the stacked product."""
+    device axis (lockstep.py), and ``product(lhs, rhs, spec)`` computes the stacked product.
+
+    With beta = 1 and a donated output operand ``c`` (Note [Donation] in evaluator.py), the
+    product is added into ``c`` in place by ``accumulate(lhs, rhs, c, spec)`` (default: one
+    BLAS gemm with beta = 1), which returns ``c`` or None when it cannot."""
     spec = ctx.attrs(inst, gemm_spec)
     compute = spec.compute
     lhs, rhs = operands[0], operands[1]
+    if (spec.beta == 1 and not spec.bias and not spec.relu and spec.out.dtype == compute
+            and len(operands) > 2 and ctx.donate and sole_owner(operands, 2)):
+        acc = (accumulate or _accumulate)(lhs, rhs, operands[2], spec)
+        if acc is not None:
+            dims = (acc.shape[0], *spec.out.dimensions) if stacked else spec.out.dimensions
+            return _finish_gemm(inst, acc.reshape(dims), stacked)
     if product is not None:
         r = product(lhs, rhs, spec)
     else:
@@ -180,11 +194,27 @@ def gemm(ctx: EvalContext, inst: Instruction, operands: list[Any], *, stacked: b
     if spec.relu:
         np.maximum(r, 0, out=r)
     dims = (r.shape[0], *spec.out.dimensions) if stacked else spec.out.dimensions
-    r = r.astype(spec.out.dtype, copy=False).reshape(dims)
+    return _finish_gemm(inst, r.astype(spec.out.dtype, copy=False).reshape(dims), stacked)
+
+
+def _finish_gemm(inst: Instruction, r: np.ndarray, stacked: bool) -> Value:
+    """The gemm's result value: ``r``, with the workspace of a tuple-shaped call."""
     if stacked and isinstance(inst.shape, TupleShape):
         n = r.shape[0]
         return (r, *(np.broadcast_to(z, (n, *z.shape)) for z in (zeros_of(s) for s in inst.shape.elements[1:])))
     return _with_workspace(inst, r)
+
+
+def _accumulate(lhs: np.ndarray, rhs: np.ndarray, c: np.ndarray, spec: GemmSpec) -> np.ndarray | None:
+    """``c += alpha * lhs . rhs`` in place for the plain 2-D form (see ``_plain_matmul``)."""
+    if spec.lb or spec.rb or lhs.ndim != 2 or rhs.ndim != 2 or len(spec.lc) != 1 or len(spec.rc) != 1:
+        return None
+    a = lhs if spec.lc[0] == 1 else lhs.T
+    b = rhs if spec.rc[0] == 0 else rhs.T
+    out = c.reshape(a.shape[0], b.shape[1]) if c.flags.c_contiguous else None
+    if out is None or not linalg.matmul_accumulate(out, a, b, spec.alpha):
+        return None
+    return c
 
 
 def _plain_matmul(lhs: np.ndarray, rhs: np.ndarray, lb: tuple[int, ...], rb: tuple[int, ...],

@@ -11,6 +11,7 @@ OR of ANDs. The output type is the instruction's (the "preferred element type").
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -101,6 +102,51 @@ class ConvDimLabels(NamedTuple):
     out_batch: int
     out_feature: int
     out_spatial: tuple[int, ...]
+
+
+@functools.cache
+def _blas_gemm(dtype: np.dtype) -> object | None:
+    """BLAS's ``?gemm`` for ``dtype`` from scipy, or None without scipy (an optional
+    accelerator: numpy has no gemm with beta)."""
+    try:
+        from scipy.linalg import blas
+    except ImportError:
+        return None
+    return blas.get_blas_funcs("gemm", dtype=dtype)
+
+
+def _blas_operand(x: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """``x`` as a Fortran-ordered array BLAS reads in place, with its transpose flag."""
+    if x.flags.f_contiguous:
+        return x, 0
+    if x.flags.c_contiguous:
+        return x.T, 1
+    return None
+
+
+def matmul_accumulate(c: np.ndarray, a: np.ndarray, b: np.ndarray, alpha: float | complex = 1) -> bool:
+    """``c += alpha * a @ b`` in place with one BLAS gemm (beta = 1), for 2-D ``a [m, k]``,
+    ``b [k, n]`` and a writeable C-ordered ``c [m, n]``, all of one float or complex type.
+
+    A gemm that accumulates into its output (cuBLAS's beta = 1, XLA's dot + add) otherwise
+    costs a fresh result array and a pass adding it to ``c``; for the skinny products of
+    weight gradients (k = batch) that pass and the page faults of the fresh array cost more
+    than the product. Returns False, with ``c`` untouched, when scipy's BLAS is missing or the
+    operands do not fit; the caller then computes it the ordinary way.
+    """
+    dtype = c.dtype
+    if (a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or a.dtype != dtype or b.dtype != dtype
+            or dtype.kind not in "fc" or dtype.itemsize < 4 or not c.flags.c_contiguous
+            or not c.flags.writeable or 0 in c.shape or a.shape[1] == 0):
+        return False
+    gemm = _blas_gemm(dtype)
+    bt, at = _blas_operand(b.T), _blas_operand(a.T)  # c.T = b.T @ a.T, column-major
+    if gemm is None or bt is None or at is None:
+        return False
+    out = gemm(alpha, bt[0], at[0], beta=1, c=c.T, trans_a=bt[1], trans_b=at[1], overwrite_c=1)
+    if not np.shares_memory(out, c):  # the wrapper copied c after all: write the result back
+        c[...] = out.T
+    return True
 
 
 def parse_dim_labels(text: str) -> ConvDimLabels:

@@ -535,10 +535,37 @@ def _gemm_product(lhs: np.ndarray, rhs: np.ndarray, spec: Any) -> np.ndarray:
     return np.matmul(a, b)
 
 
+def _gemm_accumulate(lhs: np.ndarray, rhs: np.ndarray, c: np.ndarray, spec: Any) -> np.ndarray | None:
+    """``c += alpha * lhs . rhs`` in place on stacked operands (custom_calls.gemm's beta = 1
+    path): one BLAS call per device, or one for all when the rhs is shared (as in
+    ``_gemm_product``). None, with ``c`` untouched, when the form does not fit."""
+    from hloscope.interpret import linalg
+
+    if (spec.lb or spec.rb or lhs.ndim != 3 or rhs.ndim != 3 or len(spec.lc) != 1 or len(spec.rc) != 1
+            or not c.flags.c_contiguous):
+        return None
+    n = lhs.shape[0]
+    a = lhs if spec.lc[0] == 1 else lhs.transpose(0, 2, 1)  # [device, m, k]
+    b = rhs if spec.rc[0] == 0 else rhs.transpose(0, 2, 1)  # [device, k, n]
+    m, k, cols = a.shape[1], a.shape[2], b.shape[2]
+    out = c.reshape(n, m, cols)
+    if _is_uniform(b) and not _is_uniform(a):
+        ok = linalg.matmul_accumulate(out.reshape(n * m, cols), a.reshape(n * m, k), b[0], spec.alpha)
+        return c if ok else None
+    # Whether BLAS applies depends only on types and strides, which every device shares, so
+    # the first device decides for all and no device is left half-updated.
+    if not linalg.matmul_accumulate(out[0], a[0], b[0], spec.alpha):
+        return None
+    for d in range(1, n):
+        if not linalg.matmul_accumulate(out[d], a[d], b[d], spec.alpha):
+            raise InterpretError(f"gemm: BLAS accumulation applied to device 0 but not to device {d}")
+    return c
+
+
 def _stacked_gemm(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
     from hloscope.interpret import custom_calls
 
-    return custom_calls.gemm(ctx, inst, operands, stacked=True, product=_gemm_product)
+    return custom_calls.gemm(ctx, inst, operands, stacked=True, product=_gemm_product, accumulate=_gemm_accumulate)
 
 
 _custom_call_per_device = per_device(handler_for(Opcode.CUSTOM_CALL))  # type: ignore[arg-type]
