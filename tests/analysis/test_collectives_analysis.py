@@ -105,3 +105,48 @@ def test_formulas() -> None:
     assert wire_bytes("all-to-all", 8, 800) == 700
     assert wire_bytes("collective-permute", 2, 123) == 123
     assert wire_bytes("all-reduce", 1, 100) == 0
+
+
+# --- compiled shard_map and pmap programs (jax_programs.py) on 8 devices --------------------------
+# Each row: opcode -> (group mode, group size, payload bytes, ring bytes per device), worked out
+# from the per-device shapes: x is f32[16,8] split 8 ways, so each device holds f32[2,8] (64 B).
+SHARD_MAP_EXPECTED = {
+    "all-gather": ("flattened_id", 8, 512, 7 / 8 * 512),  # the gathered f32[16,8]
+    "all-reduce": ("flattened_id", 8, 64, 2 * 7 / 8 * 64),  # psum of h = x @ w, f32[2,8]
+    "collective-permute": ("cross_partition", 8, 64, 64.0),  # ring shift i -> i+1
+    "reduce-scatter": ("flattened_id", 8, 64, 7 / 8 * 64),  # psum_scatter of f32[2,8]
+    "all-to-all": ("cross_partition", 8, 64, 7 / 8 * 64),  # eight f32[2,1] pieces
+}
+
+
+def _compiled_collectives(xla_cpu_compiled, name: str):
+    pytest.importorskip("jax")
+    from tests.analysis import jax_programs
+
+    text = xla_cpu_compiled(name, lambda: jax_programs.lower(name)).text
+    return analyze_collectives(hloscope.parse(text))
+
+
+def test_shard_map_collectives_compiled(xla_cpu_compiled) -> None:
+    r = _compiled_collectives(xla_cpu_compiled, "shard_map_collectives")
+    assert (r.num_replicas, r.num_partitions) == (1, 8)
+    got = {c.opcode: (c.group_mode, c.group_size, c.payload_bytes, c.ring_bytes) for c in r.collectives}
+    assert got == SHARD_MAP_EXPECTED
+    assert all(c.count == 1 and c.num_groups == 1 for c in r.collectives)
+
+
+def test_psum_in_scan_counts_trips(xla_cpu_compiled) -> None:
+    # scan over 5 rows of f32[5,16] split 8 ways on the columns: each step sums an f32[2] (8 B).
+    r = _compiled_collectives(xla_cpu_compiled, "scan_psum")
+    (op,) = r.collectives
+    assert (op.opcode, op.group_size, op.payload_bytes, op.count) == ("all-reduce", 8, 8, 5)
+    assert r.payload_bytes == 5 * 8 and r.ring_bytes == 5 * 2 * 7 / 8 * 8
+
+
+def test_pmap_psum_compiled(xla_cpu_compiled) -> None:
+    # pmap over 8 devices lowers to a partitioned module: one all-reduce of f32[32] (128 B).
+    r = _compiled_collectives(xla_cpu_compiled, "pmap_psum")
+    (op,) = r.collectives
+    assert (r.num_partitions, op.opcode, op.group_mode, op.group_size, op.payload_bytes) == (
+        8, "all-reduce", "flattened_id", 8, 128)
+    assert op.tree_bytes == 2 * 128 and op.ring_steps == 14 and op.tree_steps == 6

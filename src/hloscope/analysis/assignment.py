@@ -1,32 +1,55 @@
-"""Buffer assignment as XLA makes it: allocations, the heap simulator, and the lower bound.
+"""Buffer assignment as XLA makes it: which allocation each buffer lives in, and in what order.
 
-``assign_buffers`` follows ``BufferAssigner::AssignBuffersForComputations``: buffers sorted by
-size (largest first), live-out before not, then definition order, and for each buffer:
+``assign_buffers`` follows ``BufferAssigner::CreateAssignment``: the buffers of the sequential
+computations (entry, loop bodies, branches) are sorted by size (largest first), live-out before
+not, then position (Note [Tuple temps and combined temp allocations]), and for each buffer:
 
 * a constant gets its own read-only ``constant`` allocation (XLA:CPU allocates constants);
 * an entry parameter gets a ``parameter`` allocation (reusable only when aliased to an output);
 * a buffer of an embedded (``to_apply``) computation gets a ``thread-local`` allocation;
+* a buffer holding a tuple gets a tuple allocation of its own, never shared;
 * otherwise it may reuse an allocation of one of its operands, or the smallest live-out
   allocation that fits, when no live range interferes (see Note [Sharing at a touch point]);
 * a live-out buffer that found none gets a new ``maybe-live-out`` allocation;
-* every other buffer is a temporary, packed later by the heap simulator into one
-  ``preallocated-temp`` allocation per memory space (XLA:CPU runs one whole-module simulation).
+* every other buffer is a temporary, placed by the heap simulator (``heap.py``, one
+  whole-module simulation per memory space).
 
-The heap simulator is XLA's choice of the better of two ``GlobalDecreasingSizeBestFitHeap``
-runs (spatial: by size then duration; temporal: by duration then size), best fit, offsets
-aligned to 64 bytes (XLA:CPU's minimum alignment).
+Then the thread-local computations' buffers are assigned the same way, and finally every
+temporary allocation of a memory space is combined into one ``preallocated-temp`` block.
 
 Note [Sharing at a touch point]
 -------------------------------
 Two closed live ranges that meet at one time ``t`` still overlap, unless the later value is
 computed at ``t`` by a user of the earlier one that may write its output over that operand
-(``CanShareOperandBufferWithUser``: elementwise ops, loop fusions whose parameter reaches the
-root through elementwise ops only, in-place ops; never a copy)::
+(``sharing.can_share_operand``, XLA's ``CanShareOperandBufferWithUser``: same shape and layout,
+then elementwise ops, loop fusions whose parameter feeds elementwise ops only, in-place ops;
+never a copy)::
 
     a = exp(x)    [=====]          a ends at t, b starts at t, and b = tanh(a) reads a
     b = tanh(a)         [=====]    elementwise: b may overwrite a, so they share memory
 
-The heap simulator applies the same rule (``ShareWith``) when the operand dies at ``t``.
+The heap simulator applies the same rule (``ShareWith``) when the operand dies at ``t``. XLA
+asks about the operand's *last position* (``TimeBound::end_position``), so a tuple element
+last read through a get-tuple-element is judged as that instruction's whole output.
+
+Note [Tuple temps and combined temp allocations]
+------------------------------------------------
+Measured on XLA:CPU dumps (jaxlib 0.10.2) and read in ``buffer_assignment.cc``: a temporary
+buffer holding a tuple (a loop's state, a branch's result) is not heap-simulated; it gets an
+allocation of its own (``AssignSingleHloBuffer``'s tuple case). ``CombineTempAllocations``
+then lays every temporary allocation of a memory space end to end, each starting at the
+previous end rounded up to 64 bytes. The order is not creation order: the allocations are
+first split with ``std::partition`` (non-temporaries to the front), which swaps from both
+ends and so reorders the temporaries::
+
+    created:    out  param  T1  T2  const  param  const  HEAP
+    partition:  out  param  const param const   T2   T1  HEAP    (T1 swapped with the last
+                                                                  const, T2 with the param)
+    combined:   T2 at 0, T1 at 64, HEAP at 128
+
+Creation order therefore matters: sequential computations' buffers first (size, live-out,
+then ``ComparePosition``: computations callers first, instructions in post order), then the
+heap allocation of each memory space, then the thread-local computations' buffers.
 
 Note [Finding interference fast]
 --------------------------------
@@ -74,22 +97,18 @@ exact test.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hloscope.analysis.dataflow import (
-    ELEMENTWISE_FAMILIES,
-    Buffer,
-    Dataflow,
-    Value,
-    _in_place_pairs,
-)
+from hloscope.analysis.dataflow import Buffer, Dataflow, Value, instruction_post_order
+from hloscope.analysis.heap import CPU_ALIGNMENT, HeapResult, simulate_heap
 from hloscope.analysis.liveness import Liveness
+from hloscope.analysis.sharing import can_share_operand
 from hloscope.ir import Opcode
 
+# The heap and sharing names are re-exported: callers imported them from here first.
 __all__ = ["AllocationDraft", "HeapResult", "simulate_heap", "assign_buffers", "can_share_operand",
            "CPU_ALIGNMENT"]
-
-CPU_ALIGNMENT = 64
 
 
 class _Occupancy:
@@ -263,233 +282,6 @@ class AllocationDraft:
         return not (self.readonly or self.is_tuple or self.kind in ("thread-local", "constant"))
 
 
-@dataclass(frozen=True)
-class HeapResult:
-    """Offsets the heap simulator chose (value id -> offset), its size and the no-gap bound."""
-
-    offsets: dict[int, int]
-    heap_size: int
-    lower_bound: int
-    algorithm: str
-
-
-# --- can an output overwrite an operand? -------------------------------------------------------
-def _elementwise(inst: object) -> bool:
-    op = inst.opcode  # type: ignore[attr-defined]
-    return op.value.family in ELEMENTWISE_FAMILIES or op in (Opcode.CLAMP, Opcode.SELECT)
-
-
-def _transitively_elementwise(param: object, root: object) -> bool:
-    comp = param.computation  # type: ignore[attr-defined]
-    stack, seen = [param], set()
-    while stack:
-        inst = stack.pop()
-        if inst is root:
-            continue
-        users = comp.users(inst)
-        if not users:
-            return False
-        for u in users:
-            if u in seen:
-                continue
-            seen.add(u)
-            if not (_elementwise(u) or u.opcode in (Opcode.TUPLE, Opcode.BITCAST)):
-                return False
-            stack.append(u)
-    return True
-
-
-def can_share_operand(operand: object, operand_index: tuple[int, ...], user: object,
-                      user_index: tuple[int, ...]) -> bool:
-    """XLA's ``CanShareOperandBufferWithUser`` for the cases XLA:CPU meets."""
-    from hloscope.ir.shape import subshape
-
-    if operand.opcode is Opcode.CONSTANT:  # type: ignore[attr-defined]
-        return False
-    try:
-        a = subshape(operand.shape, operand_index)  # type: ignore[attr-defined]
-        b = subshape(user.shape, user_index)  # type: ignore[attr-defined]
-    except IndexError:
-        return False
-    if a.is_tuple or b.is_tuple or a.element_type != b.element_type or a.byte_size() != b.byte_size():
-        return False
-    operands = user.operands  # type: ignore[attr-defined]
-    for num, op_idx, out_idx in _in_place_pairs(user):
-        if out_idx == user_index and num < len(operands) and operands[num] is operand and op_idx == operand_index:
-            return True
-    if a.dimensions != b.dimensions or a.layout != b.layout:
-        if user.opcode is not Opcode.FUSION:  # type: ignore[attr-defined]
-            return False
-    if user.opcode is Opcode.FUSION:  # type: ignore[attr-defined]
-        if user.attrs.get("kind") not in ("kLoop", "kInput", "kOutput"):  # type: ignore[attr-defined]
-            return False
-        comp = user.attrs["calls"]  # type: ignore[attr-defined]
-        root = comp.root
-        if user_index:
-            if root.opcode is not Opcode.TUPLE:
-                return False
-            root = root.operands[user_index[0]]
-        nums = [i for i, o in enumerate(operands) if o is operand]
-        return len(nums) == 1 and _transitively_elementwise(comp.parameters[nums[0]], root)
-    if user.opcode in (Opcode.WHILE, Opcode.CONDITIONAL):  # type: ignore[attr-defined]
-        return True
-    if user.opcode is Opcode.SORT:  # type: ignore[attr-defined]
-        # Sort permutes in place: operand k may become output k when sort is its only user.
-        if len(operand.computation.users(operand)) != 1:  # type: ignore[attr-defined]
-            return False
-        if len(operands) == 1:
-            return True
-        nums = [i for i, o in enumerate(operands) if o is operand]
-        return len(nums) == 1 and user_index[:1] == (nums[0],)
-    return _elementwise(user) and sum(o is operand for o in operands) == 1
-
-
-# --- the heap simulator ------------------------------------------------------------------------
-def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict[int, int],
-                  alignment: int = CPU_ALIGNMENT) -> HeapResult:
-    """Pack ``values`` (one memory space) as XLA's whole-module heap simulation does."""
-    ids = {v.id for v in values}
-    by_start: dict[int, list[Value]] = {}
-    by_end: dict[int, list[Value]] = {}
-    for v in sorted(values, key=lambda v: (*live.ranges[v.id], v.id)):
-        s, e = live.ranges[v.id]
-        by_start.setdefault(s, []).append(v)
-        by_end.setdefault(e, []).append(v)
-    # Replay alloc/share/free events; interval times count events, as XLA's heap does.
-    start: dict[int, int] = {}
-    end: dict[int, int] = {}
-    coloc: dict[int, list[int]] = {}
-    canonical: dict[int, int] = {}
-    first_in_buffer: dict[int, int] = {}
-    clock = 0
-    for t in range(live.schedule_end_time + 1):
-        freeing = by_end.get(t, [])
-        for v in by_start.get(t, []):
-            buf = df.buffer_of[v.id]
-            target = first_in_buffer.get(buf.id)
-            if target is None and len(buf.values) == 1:
-                target = _share_candidate(v, df, live, freeing, ids, t)
-                if target is not None:
-                    end[target] = clock
-                    clock += 1
-                    freeing.remove(next(x for x in freeing if x.id == target))
-            if target is not None:
-                root = canonical.get(target, target)
-                coloc.setdefault(root, []).append(v.id)
-                canonical[v.id] = root
-            else:
-                first_in_buffer[buf.id] = v.id
-            start[v.id] = clock
-            clock += 1
-        for v in freeing:
-            end[v.id] = clock
-            clock += 1
-    roots = [v.id for v in values if v.id not in canonical and v.id in start]
-    best: HeapResult | None = None
-    for name in ("spatial", "temporal"):
-        offsets, heap = _best_fit(roots, start, end, coloc, sizes, name, alignment)
-        if best is None or heap < best.heap_size:
-            best = HeapResult(offsets, heap, 0, name)
-    assert best is not None
-    return HeapResult(best.offsets, best.heap_size, _lower_bound(start, end, canonical, sizes), best.algorithm)
-
-
-def _share_candidate(v: Value, df: Dataflow, live: Liveness, freeing: list[Value], ids: set[int],
-                     t: int) -> int | None:
-    inst = v.instruction
-    if inst.opcode is Opcode.COPY:  # type: ignore[attr-defined]
-        return None
-    for operand in inst.operands:  # type: ignore[attr-defined]
-        for ov in df.value_set(operand):
-            if ov.id not in ids or len(df.buffer_of[ov.id].values) > 1 or live.ranges[ov.id][1] != t:
-                continue
-            if not any(f is ov for f in freeing):
-                continue
-            if ov.instruction in inst.operands and can_share_operand(ov.instruction, ov.index, inst, v.index):  # type: ignore[attr-defined]
-                return ov.id
-    return None
-
-
-def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], coloc: dict[int, list[int]],
-              sizes: dict[int, int], kind: str, alignment: int) -> tuple[dict[int, int], int]:
-    def span(r: int) -> tuple[int, int]:
-        members = [r, *coloc.get(r, [])]
-        return min(start[m] for m in members), max(end.get(m, start[m]) for m in members)
-
-    spans = {r: span(r) for r in roots}
-    if kind == "spatial":
-        order = sorted(roots, key=lambda r: (-sizes[r], spans[r][0] - spans[r][1], r))
-    else:
-        order = sorted(roots, key=lambda r: (spans[r][0] - spans[r][1], -sizes[r], r))
-    # Placed chunks by time block, so a chunk meets only the chunks near it in time (XLA keeps a
-    # BufferIntervalTree for the same purpose); each chunk is listed in every block it spans.
-    blocks: dict[int, list[tuple[int, int, int, int]]] = {}
-    offsets: dict[int, int] = {}
-    heap = 0
-    for r in order:
-        members = [r, *coloc.get(r, [])]
-        size = max(sizes[m] for m in members)
-        # Chunks occupy whole alignment units; only the heap's end uses the exact size. A group of
-        # colocated values is checked over its whole span (they are contiguous in time).
-        lo_t, hi_t = spans[r]
-        near: dict[int, tuple[int, int, int, int]] = {}
-        for b in range(lo_t >> _BLOCK_BITS, (hi_t >> _BLOCK_BITS) + 1):
-            for chunk in blocks.get(b, ()):
-                near[chunk[0]] = chunk
-        busy = sorted((c[3], c[4]) for c in near.values() if c[1] <= hi_t and lo_t <= c[2])
-        best_off, best_len, cursor = None, None, 0
-        for lo, hi in busy + [(1 << 62, 1 << 62)]:
-            off = -(-cursor // alignment) * alignment
-            if hi > cursor and lo > off and lo - off >= size:
-                length = lo - cursor
-                if best_len is None or length < best_len:
-                    best_off, best_len = off, length
-            cursor = max(cursor, hi)
-        assert best_off is not None
-        chunk = (r, lo_t, hi_t, best_off, best_off + -(-size // alignment) * alignment)
-        for b in range(lo_t >> _BLOCK_BITS, (hi_t >> _BLOCK_BITS) + 1):
-            blocks.setdefault(b, []).append(chunk)
-        for m in members:
-            offsets[m] = best_off
-        heap = max(heap, best_off + size)
-    return offsets, heap
-
-
-_BLOCK_BITS = 5  # time blocks of 32 heap events
-
-
-def _lower_bound(start: dict[int, int], end: dict[int, int], canonical: dict[int, int],
-                 sizes: dict[int, int]) -> int:
-    """The most bytes the heap must hold at one moment: no heap can be smaller.
-
-    Times are the heap's event clock, where a value that takes over its dying operand's chunk
-    starts after the operand's end, so the two are never counted together. Values that share a
-    chunk (one buffer's chained values, or a user writing over its operand) count once, and only
-    while one of them is live: the union of their own ranges, not the hull from first start to
-    last end (a buffer reused by a loop is free between its values).
-    """
-    groups: dict[int, list[int]] = {}
-    for vid in start:
-        groups.setdefault(canonical.get(vid, vid), []).append(vid)
-    deltas: dict[int, int] = {}
-    for members in groups.values():
-        size = max(sizes[m] for m in members)
-        spans = sorted((start[m], end.get(m, start[m])) for m in members)
-        lo, hi = spans[0]
-        for s, e in spans[1:] + [(1 << 62, 1 << 62)]:
-            if s <= hi:
-                hi = max(hi, e)
-                continue
-            deltas[lo] = deltas.get(lo, 0) + size  # live over the clock ticks [lo, hi]
-            deltas[hi + 1] = deltas.get(hi + 1, 0) - size
-            lo, hi = s, e
-    cur = peak = 0
-    for t in sorted(deltas):
-        cur += deltas[t]
-        peak = max(peak, cur)
-    return peak
-
-
 # --- allocations -------------------------------------------------------------------------------
 def _interferes(a: Value, b: Value, live: Liveness) -> bool:
     (s1, e1), (s2, e2) = live.ranges[a.id], live.ranges[b.id]
@@ -504,23 +296,24 @@ def _interferes(a: Value, b: Value, live: Liveness) -> bool:
 
 def _touch_share(user_value: Value, operand_value: Value, live: Liveness) -> bool:
     # See Note [Sharing at a touch point].
-    end_inst = live.end_instruction[operand_value.id]
+    # XLA asks about the operand's last position, not its definition: a tuple element read
+    # through a get-tuple-element is that instruction's whole output (index {}).
+    end_inst, end_index = live.end_position[operand_value.id]
     user = user_value.instruction
     if user.opcode is Opcode.COPY or end_inst not in user.operands:  # type: ignore[attr-defined]
         return False
-    return can_share_operand(end_inst, operand_value.index, user, user_value.index)
+    return can_share_operand(end_inst, end_index, user, user_value.index)
 
 
 def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft], dict[int, HeapResult]]:
-    """Allocations for every buffer with memory, in XLA's order of creation.
+    """Allocations for every buffer with memory, in XLA's final order (temps combined last).
 
     Returns the allocations and, per memory space, the heap simulator's result for the temps.
+    See Note [Tuple temps and combined temp allocations] for the order things are created in.
     """
     entry = df.module.entry  # type: ignore[attr-defined]
     aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in df.module.input_output_alias}  # type: ignore[attr-defined]
-    order_pos = {v.id: k for k, v in enumerate(df.values)}
     buffers = [b for b in df.buffers if _needs_memory(b, live)]
-    buffers.sort(key=lambda b: (-b.size, not b.live_out, min(order_pos[v.id] for v in b.values)))
     allocs: list[AllocationDraft] = []
     alloc_of: dict[int, AllocationDraft] = {}  # buffer id -> allocation
     reusable = _ReuseIndex(live.schedule_end_time)
@@ -533,11 +326,11 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
         alloc_of[buf.id] = a
         return a
 
-    for buf in buffers:
+    def assign(buf: Buffer) -> None:
         defining = [v.instruction for v in buf.values]
         if any(i.opcode is Opcode.CONSTANT for i in defining):  # type: ignore[attr-defined]
             new(buf, "constant", readonly=True)
-            continue
+            return
         params = [v for v in buf.values if v.instruction.opcode is Opcode.PARAMETER  # type: ignore[attr-defined]
                   and v.instruction.computation is entry]  # type: ignore[attr-defined]
         if params:
@@ -547,29 +340,158 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
             a = new(buf, "parameter", parameter_number=num, parameter_index=p.index, readonly=not has_alias)
             if has_alias:
                 reusable.register(a)
-            continue
+            return
         if buf.values[0].embedded:
             new(buf, "thread-local")
-            continue
+            return
+        if _first_is_tuple(buf):
+            # Never reused and never heap-simulated (Note [Tuple temps and combined temp allocations]).
+            new(buf, "maybe-live-out" if buf.live_out else "temp", is_tuple=True)
+            return
         if _try_reuse(buf, alloc_of, reusable, df, live):
-            continue
+            return
         if not buf.live_out:
             temps.append(buf)
-            continue
-        reusable.register(new(buf, "maybe-live-out", is_tuple=buf.values[0].shape.is_tuple))  # type: ignore[attr-defined]
+            return
+        reusable.register(new(buf, "maybe-live-out"))
+
+    # XLA assigns the sequential computations' buffers, then runs the heap simulator, and only
+    # then assigns the thread-local computations' buffers; the order of creation decides how the
+    # temp allocations are combined.
+    sequential = [b for b in buffers if not b.values[0].embedded]
+    thread_local = [b for b in buffers if b.values[0].embedded]
+    for buf in _assignment_order(sequential, df, df.sequential):
+        assign(buf)
     heaps: dict[int, HeapResult] = {}
     by_color: dict[int, list[Value]] = {}
     for buf in temps:
         by_color.setdefault(buf.color, []).extend(buf.values)
-    for color, values in sorted(by_color.items()):
+    # Tuple temps keep their own place in the combined block whatever the packing, so they
+    # count in full towards the block's lower bound.
+    dedicated: dict[int, int] = {}
+    for a in allocs:
+        if a.kind == "temp":
+            dedicated[a.color] = dedicated.get(a.color, 0) + a.size
+    for color in sorted(by_color.keys() | dedicated.keys()):
+        values = by_color.get(color, [])
         sizes = {v.id: df.buffer_of[v.id].size for v in values}
-        result = simulate_heap(values, df, live, sizes)
-        heaps[color] = result
+        result = simulate_heap(values, df, live, sizes) if values else HeapResult({}, 0, 0, "none")
+        heaps[color] = HeapResult(result.offsets, result.heap_size,
+                                  result.lower_bound + dedicated.get(color, 0), result.algorithm)
+        if not values:
+            continue
         a = AllocationDraft(len(allocs), result.heap_size, "preallocated-temp", color)
         for v in sorted(values, key=lambda v: v.id):
             a.assigned.append((v, result.offsets.get(v.id, 0), sizes[v.id]))  # type: ignore[union-attr]
         allocs.append(a)
-    return allocs, heaps
+    local_computations = [c for c in df.embedded if not c.is_fusion_computation]  # type: ignore[attr-defined]
+    for buf in _assignment_order(thread_local, df, local_computations):
+        assign(buf)
+    return _combine_temp_allocations(allocs), heaps
+
+
+def _first_is_tuple(buf: Buffer) -> bool:
+    # XLA walks the buffer's values in order: a tuple-shaped one ends the walk with a tuple
+    # allocation, a top-level array one first tries its operands' allocations.
+    for v in buf.values:
+        if v.shape.is_tuple:  # type: ignore[attr-defined]
+            return True
+        if not v.index:
+            return False
+    return False
+
+
+def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[object]) -> list[Buffer]:
+    """XLA's ``kBiggestFirst`` order: size, live-out first, post-order position, buffer id."""
+    pos = _post_order_positions(df.module, computations)
+    far = len(pos)
+    return sorted(buffers, key=lambda b: (-b.size, not b.live_out,
+                                          min(pos.get(v.instruction, far) for v in b.values), b.id))
+
+
+def _post_order_positions(module: object, computations: list[object]) -> dict[object, int]:
+    """Each instruction's place in XLA's ``ComparePosition`` order over ``computations``.
+
+    Computations come callers first (the call graph's post order from the entry, reversed), and
+    each lists its instructions in ``MakeInstructionPostOrder`` order: a depth-first walk from
+    every instruction without users or control successors, first operand first.
+    """
+    wanted = set(computations)
+    graph_post: list[object] = []
+    seen: set[object] = set()
+    stack: list[tuple[object, int]] = [(module.entry, 0)]  # type: ignore[attr-defined]
+    seen.add(module.entry)  # type: ignore[attr-defined]
+    callees_of: dict[object, list[object]] = {}
+    while stack:
+        comp, k = stack.pop()
+        callees = callees_of.get(comp)
+        if callees is None:
+            callees = callees_of[comp] = [c for i in comp.instructions for c in _callees(i)]  # type: ignore[attr-defined]
+        while k < len(callees) and callees[k] in seen:
+            k += 1
+        if k == len(callees):
+            graph_post.append(comp)
+            continue
+        stack.append((comp, k + 1))
+        seen.add(callees[k])
+        stack.append((callees[k], 0))
+    pos: dict[object, int] = {}
+    for comp in reversed(graph_post):
+        if comp in wanted:
+            for inst in instruction_post_order(comp):
+                pos[inst] = len(pos)
+    return pos
+
+
+def _callees(inst: object) -> list[object]:
+    if inst.opcode is Opcode.WHILE:  # type: ignore[attr-defined]
+        return [inst.attrs["body"], inst.attrs["condition"]]  # type: ignore[attr-defined]  # XLA's order
+    return inst.called_computations  # type: ignore[attr-defined]
+
+
+def _combine_temp_allocations(allocs: list[AllocationDraft]) -> list[AllocationDraft]:
+    """XLA's ``CombineTempAllocations``: one preallocated-temp allocation per memory space.
+
+    See Note [Tuple temps and combined temp allocations].
+    """
+    def is_temp(a: AllocationDraft) -> bool:
+        return a.kind in ("temp", "preallocated-temp")
+
+    ordered, first_temp = _unstable_partition(allocs, lambda a: not is_temp(a))
+    combined: dict[int, AllocationDraft] = {}
+    for a in ordered[first_temp:]:
+        into = combined.get(a.color)
+        if into is None:
+            combined[a.color] = AllocationDraft(0, a.size, "preallocated-temp", a.color, is_tuple=a.is_tuple,
+                                                assigned=list(a.assigned or ()))
+            continue
+        base = -(-into.size // CPU_ALIGNMENT) * CPU_ALIGNMENT
+        into.size = base + a.size
+        into.assigned.extend((v, base + off, size) for v, off, size in a.assigned or ())  # type: ignore[union-attr]
+    out = ordered[:first_temp] + list(combined.values())
+    for k, a in enumerate(out):
+        a.index = k
+    return out
+
+
+def _unstable_partition(items: list[AllocationDraft],
+                        front: Callable[[AllocationDraft], bool]) -> tuple[list[AllocationDraft], int]:
+    """``std::partition`` as libstdc++ and libc++ run it on bidirectional iterators (swaps from
+    both ends), returning the reordered list and where the second group starts."""
+    a = list(items)
+    first, last = 0, len(a)
+    while True:
+        while first != last and front(a[first]):
+            first += 1
+        if first == last:
+            return a, first
+        last -= 1
+        while first != last and not front(a[last]):
+            last -= 1
+        if first == last:
+            return a, first
+        a[first], a[last] = a[last], a[first]
+        first += 1
 
 
 def _needs_memory(buf: Buffer, live: Liveness) -> bool:

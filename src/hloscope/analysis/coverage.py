@@ -43,11 +43,10 @@ class OpcodeCoverage:
 
 def opcode_coverage() -> list[OpcodeCoverage]:
     """Coverage of every opcode in the table, in table order."""
+    import hloscope.interpret  # noqa: F401  (registers the handlers)
     from hloscope.analysis.cost import COST_RULES, NO_COST
     from hloscope.interpret.registry import UNSUPPORTED, implemented_opcodes
     from hloscope.ir.shape_inference import NOT_INFERABLE, SHAPE_CHECKS, SHAPE_RULES
-
-    import hloscope.interpret  # noqa: F401  (registers the handlers)
 
     evaluated = implemented_opcodes()
     out = []

@@ -53,7 +53,9 @@ class Liveness:
     time_of: dict[object, int]
     spans: dict[object, tuple[int, int]]
     ranges: dict[int, tuple[int, int]]
-    end_instruction: dict[int, object]  # value id -> instruction at its range end (for sharing)
+    # value id -> its last position (instruction, shape index), XLA's TimeBound::end_position;
+    # a value meeting another at one time may share its memory through it (assignment.py).
+    end_position: dict[int, tuple[object, tuple[int, ...]]]
 
     @property
     def schedule_end_time(self) -> int:
@@ -95,7 +97,7 @@ def compute_liveness(df: Dataflow, order: dict[object, list[object]]) -> Livenes
     entry = module.entry  # type: ignore[attr-defined]
     aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in module.input_output_alias}  # type: ignore[attr-defined]
     ranges: dict[int, tuple[int, int]] = {}
-    end_inst: dict[int, object] = {}
+    end_position: dict[int, tuple[object, tuple[int, ...]]] = {}
     for v in df.values:
         inst = v.instruction
         if inst not in time_of:
@@ -104,8 +106,8 @@ def compute_liveness(df: Dataflow, order: dict[object, list[object]]) -> Livenes
         t = time_of[inst]
         start = spans[comp][0] if inst.opcode is Opcode.PARAMETER else t  # type: ignore[attr-defined]
         end = spans[comp][1] if inst is comp.root else t  # type: ignore[attr-defined]
-        last = inst
-        for p, _ in v.positions[1:]:
+        last = (inst, v.index)
+        for p, p_index in v.positions[1:]:
             pc = p.computation  # type: ignore[attr-defined]
             if p is pc.root:
                 if pc not in spans:
@@ -116,7 +118,7 @@ def compute_liveness(df: Dataflow, order: dict[object, list[object]]) -> Livenes
             else:
                 continue
             if pt > end:
-                end, last = pt, p
+                end, last = pt, (p, p_index)
         if inst.opcode is Opcode.PARAMETER and comp is entry and (  # type: ignore[attr-defined]
                 inst.attrs["parameter_number"], v.index) not in aliased:  # type: ignore[attr-defined]
             end = end_time
@@ -131,9 +133,9 @@ def compute_liveness(df: Dataflow, order: dict[object, list[object]]) -> Livenes
                 if ut is not None and ut > end:
                     end = ut
         ranges[v.id] = (start, end)
-        end_inst[v.id] = last
+        end_position[v.id] = last
     _normalize_aliased(df, ranges)
-    return Liveness(seq, time_of, spans, ranges, end_inst)
+    return Liveness(seq, time_of, spans, ranges, end_position)
 
 
 def _normalize_aliased(df: Dataflow, ranges: dict[int, tuple[int, int]]) -> None:

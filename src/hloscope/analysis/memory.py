@@ -104,8 +104,9 @@ class MemoryReport:
     ``argument_bytes``/``output_bytes``/``alias_bytes``/``temp_bytes`` are what
     ``compiled.memory_analysis()`` reports; ``total_bytes`` is the dump's ``Total bytes used``;
     ``peak_bytes``/``peak_time``/``peak_buffers`` are the live-range peak
-    (``Live ranges at N (peak)``); ``temp_lower_bound`` is the most temp bytes ever live at once,
-    so ``temp_bytes - temp_lower_bound`` is what fragmentation costs. ``other_memory_spaces``
+    (``Live ranges at N (peak)``); ``temp_lower_bound`` is the most heap-packed temp bytes ever
+    live at once plus the temporary tuples' own allocations (never shared), so
+    ``temp_bytes - temp_lower_bound`` is what fragmentation costs. ``other_memory_spaces``
     holds temp bytes per non-default memory space (e.g. ``S(1)``), kept out of ``temp_bytes``.
     ``timeline`` has one point per schedule step (its bytes at ``peak_time`` are ``peak_bytes``)
     and ``buffers`` every value's live range, so a step's live set is the buffers spanning it.
@@ -182,8 +183,9 @@ class MemoryReport:
             "   fragmentation or thread-local scalars. Largest live then: " + (peak_words or "none") + ".",
             f"3. memory_analysis(): argument_size {self.argument_bytes}, output_size {self.output_bytes},",
             f"   alias_size {self.alias_bytes}, temp_size {self.temp_bytes}. temp_size is the one",
-            "   preallocated-temp block the heap simulator packed (best of XLA's spatial and temporal",
-            f"   best-fit orders; here {self.heap_algorithm}); constants and thread-local buffers are in none",
+            "   preallocated-temp block: the temporaries the heap simulator packed (best of XLA's",
+            f"   spatial and temporal best-fit orders; here {self.heap_algorithm}) laid end to end with",
+            "   the temporary tuples' own allocations; constants and thread-local buffers are in none",
             "   of the four.",
             f"4. peak_memory_in_bytes = arguments + outputs - aliased + temps = "
             f"{self.argument_bytes + self.output_bytes - self.alias_bytes + self.temp_bytes}.",

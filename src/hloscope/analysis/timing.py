@@ -54,7 +54,13 @@ from hloscope.analysis.collectives import (
     _operand_bytes,
     _output_bytes,
 )
-from hloscope.analysis.cost import Cost, CostReport, _transpose_is_bitcast, analyze_cost, custom_call_cost
+from hloscope.analysis.cost import (
+    Cost,
+    CostReport,
+    _transpose_is_bitcast,
+    analyze_cost,
+    custom_call_cost,
+)
 from hloscope.analysis.hardware import CACHED_DOT_BYTES, LARGE_DOT_BYTES, CpuRates, HardwareSpec
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
