@@ -114,10 +114,12 @@ def _run(args: argparse.Namespace) -> int:
         save_npz(args.out, outputs)
 
     diffs: dict[str, float] = {}
+    xla_run = None
     if args.check_xla:
         from hloscope.xla_worker import run_on_xla
 
-        theirs = run_on_xla(m.to_text(), inputs, replicas=r, partitions=p, per_device=per_device)
+        xla_run = run_on_xla(m.to_text(), inputs, replicas=r, partitions=p, per_device=per_device)
+        theirs = xla_run.outputs
         if n == 1:
             ref = flatten_named("out", theirs)
         else:
@@ -126,8 +128,11 @@ def _run(args: argparse.Namespace) -> int:
                 ref.update({f"d{k}.{key}": v for key, v in flatten_named("out", value).items()})
         diffs = {key: _max_difference(v, ref[key]) if key in ref else float("inf") for key, v in outputs.items()}
 
+    # What XLA:CPU had to rewrite to compile the module (GPU custom calls as standard HLO, ...).
+    xla_summary = None if xla_run is None else {"rewrite": xla_run.rewrite, "custom_calls": xla_run.custom_calls}
     if args.json:
         _emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed,
+                    **({"xla": xla_summary} if xla_summary else {}),
                     "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": diffs[k]} if diffs else {})}
                                 for k, v in outputs.items()}})
         return EXIT_OK
@@ -151,6 +156,9 @@ def _run(args: argparse.Namespace) -> int:
     con.print(t)
     if len(keys) > len(shown):
         con.print(f"... and {len(keys) - len(shown)} more outputs (use --out to save them all)")
+    if xla_run is not None:
+        con.print("XLA:CPU ran the module as it is" if xla_run.rewrite is None else
+                  f"XLA:CPU ran the module rewritten for it: {xla_run.rewrite}")
     if args.out:
         con.print(f"outputs written to {args.out}")
     return EXIT_OK

@@ -9,26 +9,9 @@ jaxlib's Python surface for HLO is private and moves between releases, so every 
 looked up from a list of candidates (see ``_PROBES``); when jax is missing or none of the
 candidates exists, a ``MissingDependencyError`` with one line of advice is raised.
 
-Note [Recompiling optimized HLO]
-    jaxlib 0.10 compiles only MLIR, so HLO text goes HloModule -> HloModuleProto ->
-    XlaComputation -> StableHLO/MHLO -> compile. That import keeps logical shapes but drops the
-    layouts of fusion parameters, and XLA:CPU then aborts the process (a CHECK failure, not an
-    exception) on modules that were already optimized. So before compiling, a module that holds
-    fusions, bitcasts or non-default layouts is rewritten into an equivalent unoptimized module
-    (``_recompilable_text``): every ``fusion`` becomes a ``call`` of its fused computation,
-    layouts are dropped (they never change values, except through ``bitcast`` and custom calls),
-    each ``bitcast`` becomes transpose-to-physical-order, reshape, transpose-to-logical-order,
-    and custom-call lines keep their layouts because library calls (LAPACK) depend on them.
-    The rewrite works line by line on XLA's own canonical printing of the module (one
-    instruction a line, known spelling), never on user text.
-
-Note [Partitioned modules as replicated modules]
-    XLA:CPU compiles ``num_partitions > 1`` only through its SPMD partitioner, which would split
-    an already partitioned module again (and rejects its ``partition-id``). Such a module with
-    one replica is the same program as a module of ``n`` replicas: ``partition-id`` becomes
-    ``replica-id``, collectives that named partitions by ``channel_id`` lose it so the same
-    groups name replicas, collectives with ``use_global_device_ids`` keep their ids (with one
-    replica a global id is the partition number), and ``sharding=`` attributes are dropped.
+Optimized and GPU modules are rewritten before XLA:CPU compiles them (``rewrite_for_xla_cpu``):
+Note [Recompiling optimized HLO], Note [GPU custom calls on XLA:CPU] and Note [Partitioned
+modules as replicated modules] are in ``hloscope/xla_rewrite.py``.
 
 Note [Device numbering]
     A run on ``replicas`` x ``partitions`` devices uses device ``k = replica * partitions +
@@ -52,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import HloscopeError, InputError, MissingDependencyError, ParseError
+from hloscope.xla_rewrite import Rewrite, needs_rewrite, recompilable_text
 
 __all__ = [
     "available",
@@ -63,6 +47,8 @@ __all__ = [
     "CompiledHlo",
     "XlaCompileError",
     "XlaTiming",
+    "Rewrite",
+    "rewrite_for_xla_cpu",
     "compile_hlo",
     "compile_and_run",
     "compile_and_time",
@@ -264,161 +250,19 @@ def cost_analysis(text: str) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------------------------
-# Making any module compilable (Note [Recompiling optimized HLO])
-
-_DTYPE_ALT = r"(?:pred|token|s\d+|u\d+|f\d+(?:e\d+m\d+\w*)?|bf16|c64|c128)"
-_LAYOUT = re.compile(r"(" + _DTYPE_ALT + r"\[[0-9,<=?]*\])\{[^{}]*\}")
-_DEF = re.compile(r"^(\s*)(ROOT )?%(\S+) = (.*?) ([a-z][a-z0-9-]*)\((.*)$")
-_ARRAY_SHAPE = re.compile(r"^(" + _DTYPE_ALT + r")\[([0-9,]*)\](?:\{([0-9,]*)[^}]*\})?$")
-_OPERAND = re.compile(r"%([^\s,()]+)")
+# Making any module compilable (Note [Recompiling optimized HLO] in xla_rewrite.py)
 
 
-def _needs_rewrite(canonical: str) -> bool:
-    # Only already-optimized modules trip the MLIR import (fusion parameters lose layouts);
-    # non-default layouts alone survive it as result_layout attributes.
-    header = canonical.split("\n", 1)[0]
-    return "is_scheduled=true" in header or bool(re.search(r" (fusion|bitcast)\(", canonical))
-
-
-def _brace_end(text: str, i: int) -> int:
-    """Index just past the ``{...}`` group that opens at ``text[i]`` (braces balanced)."""
-    depth = 0
-    while i < len(text):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        i += 1
-        if depth == 0:
-            break
-    return i
-
-
-def _drop_attr(line: str, attr: str) -> str:
-    """``line`` without ``, attr={...}`` (balanced braces)."""
-    start = line.find(", " + attr + "={")
-    if start < 0:
-        return line
-    return line[:start] + line[_brace_end(line, start + len(attr) + 3):]
-
-
-def _drop_header_attr(header: str, attr: str) -> str:
-    start = header.find(attr + "={")
-    if start < 0:
-        return header
-    end = _brace_end(header, start + len(attr) + 1)
-    return (header[:start].rstrip(", ") + header[end:]).replace(", ,", ",")
-
-
-def _bitcast_lines(indent: str, root: str, name: str, out: str, operand: str, in_shape: str) -> list[str]:
-    """Lines computing ``bitcast`` of ``operand`` (shape ``in_shape``) to ``out`` by value."""
-    mi, mo = _ARRAY_SHAPE.match(in_shape), _ARRAY_SHAPE.match(out)
-    if mi is None or mo is None:
-        raise XlaCompileError(f"cannot rewrite bitcast %{name} from {in_shape} to {out}")
-
-    def dims_layout(m: re.Match[str]) -> tuple[str, list[int], list[int]]:
-        dims = [int(d) for d in m.group(2).split(",") if d]
-        layout = [int(d) for d in (m.group(3) or "").split(",") if d] or list(
-            range(len(dims) - 1, -1, -1)
-        )
-        return m.group(1), dims, layout
-
-    ti, di, li = dims_layout(mi)
-    to, do, lo = dims_layout(mo)
-    fmt = lambda t, ds: f"{t}[{','.join(map(str, ds))}]"  # noqa: E731
-    major_i = list(reversed(li))  # physical (major-to-minor) order of the operand's dimensions
-    major_o = list(reversed(lo))
-    lines = []
-    cur = f"%{operand}"
-    if ti != to:  # element type changes only with same width; bitcast-convert does it by value
-        cur_name = f"{name}.hloscope_bc"
-        lines.append(f"{indent}%{cur_name} = {fmt(to, di)} bitcast-convert({cur})")
-        cur = f"%{cur_name}"
-    phys_i = [di[d] for d in major_i]
-    lines.append(f"{indent}%{name}.hloscope_t0 = {fmt(to, phys_i)} transpose({cur}), "
-                 f"dimensions={{{','.join(map(str, major_i))}}}")
-    phys_o = [do[d] for d in major_o]
-    lines.append(f"{indent}%{name}.hloscope_r = {fmt(to, phys_o)} reshape(%{name}.hloscope_t0)")
-    inverse = [major_o.index(d) for d in range(len(do))]
-    lines.append(f"{indent}{root}%{name} = {fmt(to, do)} transpose(%{name}.hloscope_r), "
-                 f"dimensions={{{','.join(map(str, inverse))}}}")
-    return lines
-
-
-_COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all",
-                "collective-permute", "all-reduce-start", "all-gather-start",
-                "collective-permute-start", "collective-broadcast", "ragged-all-to-all")
-
-
-def _partition_to_replica(line: str, opcode: str) -> tuple[str, str]:
-    """One line of Note [Partitioned modules as replicated modules]."""
-    if opcode == "partition-id":
-        return line.replace(" partition-id()", " replica-id()"), "replica-id"
-    if opcode == "replica-id":
-        return line.replace(" replica-id()", " constant(0)"), "constant"
-    if opcode in _COLLECTIVES and "use_global_device_ids=true" not in line:
-        # channel_id without global ids means "groups of partitions"; without channel_id the
-        # same groups are read as replicas, which is what the partitions have become.
-        line = re.sub(r", channel_id=\d+", "", line)
-    return line, opcode
-
-
-def _strip_layouts(line: str) -> str:
-    return _LAYOUT.sub(r"\1", line)
-
-
-def _recompilable_text(canonical: str, *, partitions_as_replicas: bool = False) -> str:
-    """Rewrite XLA's canonical text of an optimized module into an equivalent unoptimized one.
-
-    See Note [Recompiling optimized HLO]. ``canonical`` must be XLA's printing without metadata.
-    """
-    lines = canonical.split("\n")
-    header = lines[0]
-    for attr in ("entry_computation_layout", "input_output_alias", "buffer_donor"):
-        header = _drop_header_attr(header, attr)
-    header = header.replace(", is_scheduled=true", "")
-    if partitions_as_replicas:
-        n = module_config(canonical)["num_partitions"]
-        header = re.sub(r", (replica_count|num_partitions)=\d+", "", header)
-        header += f", replica_count={n}"
-    out = [_LAYOUT.sub(r"\1", header)]
-    shapes: dict[str, str] = {}
-    for line in lines[1:]:
-        m = _DEF.match(line)
-        if m is None:
-            # Computation headers `%name (p: f32[2]{0}) -> f32[2]{0} {` and closing braces.
-            if line.endswith("{"):
-                shapes.clear()
-            out.append(_strip_layouts(line))
-            continue
-        # The module is already partitioned: shardings describe global values that no longer
-        # exist, and would make the SPMD partitioner (required for num_partitions > 1) re-split.
-        line = _drop_attr(line, "sharding")
-        m = _DEF.match(line)
-        assert m is not None
-        indent, root, name, shape, opcode, rest = m.groups()
-        root = root or ""
-        shapes[name] = shape
-        if partitions_as_replicas:
-            line, opcode = _partition_to_replica(line, opcode)
-            m = _DEF.match(line)
-            assert m is not None
-            indent, root, name, shape, opcode, rest = m.groups()
-            root = root or ""
-        if opcode == "custom-call":
-            out.append(line)  # library calls depend on their layouts
-            continue
-        if opcode == "bitcast":
-            operand = _OPERAND.match(rest)
-            if operand is None or operand.group(1) not in shapes:
-                raise XlaCompileError(f"cannot rewrite line: {line.strip()}")
-            out.extend(_bitcast_lines(indent, root, name, shape, operand.group(1),
-                                      shapes[operand.group(1)]))
-            continue
-        if opcode == "fusion":
-            rest = re.sub(r", kind=k\w+", "", rest)
-            rest = re.sub(r", output_to_operand_aliasing=\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}", "", rest)
-            rest = rest.replace(", calls=", ", to_apply=")
-            line = f"{indent}{root}%{name} = {shape} call({rest}"
-        out.append(_strip_layouts(line))
-    return "\n".join(out)
+def rewrite_for_xla_cpu(text: str, *, partitions_as_replicas: int = 0) -> Rewrite | None:
+    """The module ``text`` as XLA:CPU can compile it, and what was changed (Note [Recompiling
+    optimized HLO], Note [GPU custom calls on XLA:CPU]); None when XLA:CPU compiles it as it
+    is. ``partitions_as_replicas`` (a partition count, or 0) applies Note [Partitioned modules
+    as replicated modules].
+    Raises ``ParseError`` when XLA cannot parse ``text``."""
+    canonical = parse_hlo_text(text).to_string(_print_options(metadata=False))
+    if not (needs_rewrite(canonical) or partitions_as_replicas):
+        return None
+    return recompilable_text(canonical, partitions_as_replicas=partitions_as_replicas)
 
 
 # --------------------------------------------------------------------------------------------
@@ -459,7 +303,8 @@ def _flatten(value: Any) -> list[Any]:
 class CompiledHlo:
     """An HLO module compiled by XLA:CPU for ``replicas`` x ``partitions`` devices.
 
-    ``run(inputs)`` executes it. With one device ``inputs`` is the list of entry parameters
+    ``run(inputs)`` executes it: ``put`` copies the inputs to the devices, ``execute`` runs
+    on those (again and again if wanted). With one device ``inputs`` is the list of entry parameters
     and the result is one value; with several it is a list (indexed by device, Note [Device
     numbering]) of such lists and the result is the list of per-device values. A value is an
     ``np.ndarray`` or, for a tuple-shaped root, a tuple nested like the root's shape.
@@ -472,6 +317,7 @@ class CompiledHlo:
     parameter_shapes: list[tuple[np.dtype[Any], tuple[int, ...]]]
     result_tree: Any
     compiled_text: str
+    rewrite: Rewrite | None = None  # what was rewritten before compiling; None if nothing
 
     @property
     def num_devices(self) -> int:
@@ -484,15 +330,20 @@ class CompiledHlo:
 
     def run(self, inputs: Sequence[Any]) -> Any:
         """Execute once; see the class docstring for the shape of ``inputs`` and the result."""
+        return self.execute(self.put(inputs))
+
+    def put(self, inputs: Sequence[Any]) -> list[Any]:
+        """Check ``inputs`` (as ``run`` takes them) and copy them to the devices; the result is
+        what ``execute`` takes, and may be executed many times. No host copy is kept, so the
+        caller may drop ``inputs`` afterwards (benchmarks/run.py does, to measure XLA's own
+        memory)."""
         import jax
 
         n = self.num_devices
         per_device = [list(inputs)] if n == 1 else [list(x) for x in inputs]
         if len(per_device) != n:
             raise InputError(f"expected inputs for {n} devices, got {len(per_device)}")
-        # Own, contiguous copies: XLA:CPU may alias host memory of transferred arrays.
-        flat = [[np.array(a, copy=True, order="C") for arg in args for a in _flatten(arg)]
-                for args in per_device]
+        flat = [[np.asarray(a) for arg in args for a in _flatten(arg)] for args in per_device]
         for k, args in enumerate(flat):
             if len(args) != self.parameter_count:
                 raise InputError(
@@ -510,18 +361,34 @@ class CompiledHlo:
         with jax.enable_x64(True):
             arrays = []
             for i in range(self.parameter_count):
-                shards = [jax.device_put(flat[k][i], self.devices[k]) for k in range(n)]
+                # Own, contiguous copies: XLA:CPU may alias host memory of transferred arrays.
+                # Each lives only until its transfer, so inputs are never held twice.
+                shards = [jax.device_put(np.array(flat[k][i], copy=True, order="C"), self.devices[k])
+                          for k in range(n)]
                 arrays.append(_assemble(shards, self.devices))
+        return arrays
+
+    def execute(self, arrays: list[Any]) -> Any:
+        """Execute once on inputs already on the devices (``put``); returns host values as
+        ``run`` does."""
+        import jax
+
+        n = self.num_devices
+        with jax.enable_x64(True):
             try:
                 results = self.executable.execute_sharded(arrays)
-                per_output = results.disassemble_into_single_device_arrays()
+                per_output: list[Any] = results.disassemble_into_single_device_arrays()
                 jax.block_until_ready(per_output)
             except Exception as e:
                 raise XlaCompileError(f"XLA:CPU failed to execute the module: {e}") from None
-        values = []
-        for k in range(n):
-            leaves = [np.array(per_output[j][k], copy=True) for j in range(len(per_output))]
-            values.append(_unflatten(self.result_tree, leaves)[0])
+        del results
+        # Copy one output at a time and release its device buffers, so the outputs are never
+        # held twice (seed 003 on 8 replicas returns 3.6 GB).
+        host: list[list[np.ndarray]] = []
+        for j in range(len(per_output)):
+            host.append([np.array(a, copy=True) for a in per_output[j]])
+            per_output[j] = None
+        values = [_unflatten(self.result_tree, [h[k] for h in host])[0] for k in range(n)]
         return values[0] if n == 1 else values
 
 
@@ -553,21 +420,22 @@ def compile_hlo(
     ``replicas``/``partitions`` default to the header's ``replica_count``/``num_partitions``.
     ``spmd_partition`` says the module is sharded but not yet partitioned, so XLA's SPMD
     partitioner (Shardy when the text has ``xla.sdy.`` attributes) splits it; by default it is
-    on when ``partitions > 1`` and the module is not scheduled (optimized). When off, the
-    module's ``sharding=`` attributes are ignored: it already is the per-device program.
-    Optimized modules are first rewritten (Note [Recompiling optimized HLO]). Raises ``ParseError``
-    if XLA cannot parse the text and ``XlaCompileError`` if XLA:CPU cannot compile it.
+    on when ``partitions > 1`` and the module is not already optimized (``needs_rewrite``).
+    When off, the module's ``sharding=`` attributes are ignored: it already is the per-device
+    program. Optimized modules are first rewritten (``CompiledHlo.rewrite`` says how; Note
+    [Recompiling optimized HLO]). Raises ``ParseError`` if XLA cannot parse the text and
+    ``XlaCompileError`` if XLA:CPU cannot compile it.
     """
     api = _api()
     config = module_config(text)
     replicas = config["replica_count"] if replicas is None else replicas
     partitions = config["num_partitions"] if partitions is None else partitions
-    header = text.lstrip().split("\n", 1)[0]
-    if spmd_partition is None:
-        spmd_partition = partitions > 1 and "is_scheduled=true" not in header
     module = parse_hlo_text(text)
     canonical = module.to_string(_print_options(metadata=False))
-    compiled_text = canonical
+    if spmd_partition is None:
+        # An optimized module (scheduled, fusions, bitcasts, GPU kernels) is already partitioned;
+        # GPU dumps such as seed 001 are not scheduled and do not print num_partitions.
+        spmd_partition = partitions > 1 and not needs_rewrite(canonical)
     # Note [Partitioned modules as replicated modules]
     as_replicas = partitions > 1 and not spmd_partition
     if as_replicas and replicas > 1:
@@ -575,8 +443,11 @@ def compile_hlo(
             f"the XLA:CPU bridge cannot run an already partitioned module on {replicas} replicas "
             f"x {partitions} partitions (only one of the two may exceed 1)"
         )
-    if _needs_rewrite(canonical) or as_replicas:
-        compiled_text = _recompilable_text(canonical, partitions_as_replicas=as_replicas)
+    rewrite = None
+    compiled_text = canonical
+    if needs_rewrite(canonical) or as_replicas:
+        rewrite = recompilable_text(canonical, partitions_as_replicas=partitions if as_replicas else 0)
+        compiled_text = rewrite.text
         module = parse_hlo_text(compiled_text)
     client = _cpu_client()
     n = replicas * partitions
@@ -626,6 +497,7 @@ def compile_hlo(
         parameter_shapes=parameter_shapes,
         result_tree=_result_tree(program_shape.result_shape()),
         compiled_text=compiled_text,
+        rewrite=rewrite,
     )
 
 

@@ -494,6 +494,18 @@ def test_convert_saturation_and_nan():
     assert ew.convert(np.array([7, 8, -9], np.int32), md.int4).astype(int).tolist() == [7, -8, 7]
 
 
+def test_convert_f64_to_narrow_floats_rounds_like_xla():
+    # Values just off a halfway point of every narrow mantissa width (and their f32 roundings'
+    # ties): XLA:CPU rounds f64 -> f16/bf16 through f32 (twice) but f64 -> fp8/fp4 once.
+    halves = 2.0 ** -np.arange(2, 13)
+    x = np.concatenate([s * (1 + halves + e * 2.0 ** -40) for s in (1, -3) for e in (1, -1)])
+    x = np.concatenate([x, x * 2.0 ** -15, [np.nan, np.inf, 1e300, -1e-300]])
+    targets = [D(np.float16), D(md.bfloat16)] + FP8 + ODD_FLOATS
+    refs = xla_many([("stablehlo.convert", (x,), dst, None, "") for dst in targets])
+    for dst, ref in zip(targets, refs, strict=True):
+        assert_same(ew.convert(x, dst), ref, where=~_subnormal(ref.astype(np.float64)))
+
+
 BITCAST_DTYPES = [D(np.uint8), D(np.int8), D(np.float16), D(md.bfloat16), D(np.uint16),
                   D(np.float32), D(np.int32), D(np.uint64), D(np.float64), D(md.int4),
                   D(md.uint4), D(md.float8_e4m3fn), D(md.float4_e2m1fn), D(np.complex64)]
@@ -561,3 +573,26 @@ def test_reduce_precision(dt):
             assert_same(ours, ref)
         except AssertionError as err:
             raise AssertionError(f"reduce_precision e{e}m{m}: {err}") from None
+
+
+RNG_DIVIDE = np.random.default_rng(5)
+
+
+def test_divide_by_a_constant_multiplies_by_its_reciprocal():
+    # XLA's algebraic simplifier turns x / c (c a constant) into x * (1 / c) before XLA:CPU
+    # runs a module (Note [Division by a constant] in handlers.py): f16 100 / 3 gives 33.3125
+    # there, not the correctly rounded 33.34375, and z / (0 + 0i) gives NaN + NaNi; bf16 and
+    # fp8 do it in f32. A divisor that is not a constant keeps the true division.
+    import jax.numpy as jnp
+
+    import hloscope
+    from hloscope.interpret import run
+
+    h = (RNG_DIVIDE.standard_normal(64) * 30).astype(np.float16)
+    z = np.array([1 + 2j, -3j, 0], np.complex128)
+    cases = [(h, lambda x: x / jnp.float16(3)), (h.astype(np.float32), lambda x: x / 0.3),
+             (h.astype(md.bfloat16), lambda x: x / 7), (h.astype(md.float8_e5m2), lambda x: x / 3),
+             (z, lambda x: x / jnp.complex128(0)), (h, lambda x: x / x[::-1])]
+    for x, f in cases:
+        ours = run(hloscope.parse(jax.jit(f).lower(x).as_text(dialect="hlo")), [x])
+        np.testing.assert_array_equal(ours, np.asarray(jax.jit(f)(x)))

@@ -275,6 +275,34 @@ def test_lapack_ffi_kernels_match_jax() -> None:
         np.testing.assert_allclose(g, np.asarray(w), rtol=1e-4, atol=1e-5)
 
 
+def test_lapack_eig_schur_svd_qr_tridiagonal_match_jax() -> None:
+    # geev packs a conjugate pair's eigenvectors into two real columns (re, im), which jaxlib
+    # unpacks; a matrix with a NaN is not decomposed (info = -4, jax masks it with NaN).
+    import jax
+    import jax.numpy as jnp
+
+    rot = np.array([[0, -2, 1], [1, 0, 0], [0, 0, 3]], np.float32)  # eigenvalues ±i√2, 3
+    a = np.stack([rot, np.random.default_rng(3).standard_normal((3, 3)).astype(np.float32),
+                  np.full((3, 3), np.nan, np.float32)])
+    z = (a[:2] + 1j * np.swapaxes(a[:2], 1, 2)).astype(np.complex64)
+
+    def f(m, c):
+        w, v = jnp.linalg.eig(m)
+        wc, vc = jnp.linalg.eig(c)
+        t, q = jax.scipy.linalg.schur(m[0])
+        u, s, vt = jax.lax.linalg.svd(m[1], algorithm=jax.lax.linalg.SvdAlgorithm.QR)
+        r, piv = jax.scipy.linalg.qr(m[1], mode="r", pivoting=True)
+        x = jax.lax.linalg.tridiagonal_solve(jnp.array([0.0, 1, 2]), jnp.array([4.0, 5, 6]),
+                                             jnp.array([1.0, -1, 0]), m[1])
+        return w, v, wc, vc, t, q, u, s, vt, r, piv, x
+
+    text = jax.jit(f).lower(a, z).compile().as_text()
+    assert "lapack_sgeev_ffi" in text and "lapack_sgees_ffi" in text and "lapack_sgtsv_ffi" in text
+    got = run(hloscope.parse(text), [a, z])
+    for g, w in zip(got, f(a, z), strict=True):
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-5, atol=1e-6, equal_nan=True)
+
+
 # --- devices -------------------------------------------------------------------------------------
 
 DIVERGENT = """HloModule d, replica_count=2

@@ -156,17 +156,37 @@ def test_scatter_replace_last_update_wins():
 
 
 def test_scatter_non_commutative_computation_applies_in_order():
-    # f(a, b) = 2a + b is not commutative (nor associative): the sequential rule gives
-    # 2(2(2*0 + 1) + 2) + 3 = 11 at index 0 for updates 1, 2, 3 in order.
+    # f(a, b) = 2a + b is neither commutative nor associative: updates 1, 2, 3 at index 0 give
+    # 2(2(2*0 + 1) + 2) + 3 = 11, one application per update in order.
     operand = np.zeros(2, np.int32)
     indices = np.array([[0], [1], [0], [0]], np.int32)
     updates = np.array([1, 5, 2, 3], np.int32)
     ours = scatter_ours(operand, indices, updates, scatter_dn((), (0,), (0,)),
-                        update_computation=lambda a, b: (a[0] + b[0],))
-    np.testing.assert_array_equal(ours, [6, 5])
-    seq = scatter_ours(operand, indices[:2], updates[:2], scatter_dn((), (0,), (0,)),
-                       update_computation=lambda a, b: (2 * a[0] + b[0],))
-    np.testing.assert_array_equal(seq, [1, 5])
+                        update_computation=lambda a, b: (2 * a[0] + b[0],))
+    np.testing.assert_array_equal(ours, [11, 5])
+
+
+def test_scatter_apply_runs_once_per_colliding_update():
+    # jnp's x.at[i].apply(f) is a scatter whose computation ignores the update: with index 1
+    # twice, XLA applies sin twice there (sin(sin(x))), not once to a folded update.
+    import jax.numpy as jnp
+
+    x = np.array([0.5, 1.0, 2.0], np.float32)
+    i = np.array([1, 0, 1], np.int32)
+    theirs = jnp.asarray(x).at[i].apply(jnp.sin)
+    ours = scatter_ours(x, i[:, None], np.zeros(3, np.float32), scatter_dn((), (0,), (0,)),
+                        update_computation=lambda a, b: (np.sin(a[0]),))
+    assert_close(ours, theirs)
+
+
+def test_gather_and_scatter_take_unsigned_indices():
+    # jnp.searchsorted gathers with u32 indices; they must not be clamped through a u32 bound.
+    operand = np.arange(6, dtype=np.int32)
+    dn = dict(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+    for dtype in (np.uint8, np.uint32, np.uint64):
+        indices = np.array([[0], [5], [200]], dtype)
+        ours, theirs = gather_both(operand, indices, dn, (1,))
+        assert_close(ours, theirs)
 
 
 def test_scatter_variadic_matches_separate_scatters():

@@ -198,3 +198,16 @@ def test_fft(fft_type, shape, length, in_dtype):
     ours = linalg.fft(x, fft_type, length)
     theirs = lax.fft(x, fft_type, length)
     assert_close(ours, theirs, scale=5)
+
+
+def test_complex_dot_with_infinite_parts_sums_the_products():
+    # (-2 - 1i)(1 + inf i) = inf - inf i as XLA forms it, (ac - bd) + (ad + bc)i; BLAS's
+    # complex kernels return NaN there.
+    a = np.array([[1, -2 - 1j, 0, 3]], np.complex128)
+    b = np.array([[0.5j], [complex(1, np.inf)], [3j], [-1]], np.complex128)
+    got = linalg.dot_general(a, b, (), (), (1,), (0,), np.complex128)
+    assert got.shape == (1, 1) and got[0, 0] == complex(np.inf, -np.inf)
+    real = RNG.standard_normal((2, 3, 4)) + 1j * RNG.standard_normal((2, 3, 4))
+    assert_close(linalg.dot_general(real.astype(np.complex64), real.astype(np.complex64), (0,), (0,), (2,), (2,),
+                                    np.complex64),
+                 lax.dot_general(real.astype(np.complex64), real.astype(np.complex64), (((2,), (2,)), ((0,), (0,)))))

@@ -150,6 +150,21 @@ def test_reduce_window_variadic_argmax_pool():
         assert_close(o, t)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, ml_dtypes.bfloat16])
+def test_reduce_window_folds_in_window_order(dtype):
+    # XLA:CPU folds each window left to right into the init value: a running sum keeps
+    # 1e30 - 1e30 + 1 = 1, and bf16 rounds after every step (256 + 1 + 1 ... stays 256).
+    # (Windows of at most 16: XLA rewrites longer cumulative windows into two levels.)
+    x = np.array([1e30, -1e30, 1, 3, 256, 1, 1, 1, 1, -2, 0.5, 7], np.float32).astype(dtype)
+    init = np.asarray(0, dtype)
+    args = ((12,), (1,), ((11, 0),))
+    (known,) = reduction.reduce_window([x], [init], *args[:2], None, None, args[2], known="add")
+    (general,) = reduction.reduce_window([x], [init], *args[:2], None, None, args[2], reducer=add)
+    theirs = jax.jit(lambda v: lax.reduce_window(v, init, lax.add, *args))(x)
+    np.testing.assert_array_equal(known.astype(np.float32), np.asarray(theirs).astype(np.float32))
+    np.testing.assert_array_equal(general.astype(np.float32), np.asarray(theirs).astype(np.float32))
+
+
 def test_reduce_window_empty_output():
     (ours,) = reduction.reduce_window([np.ones((2,), np.float32)], [np.float32(0)], (3,), known="add")
     assert ours.shape == (0,)

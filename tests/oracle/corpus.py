@@ -2,14 +2,15 @@
 
 One directory per program (Note [Corpus layout]); it is created in a temporary directory and
 renamed into place, so a reader never sees a half-written case and concurrent builders (pytest
--n) only waste work. A case is rebuilt when ``programs.py`` or ``hloscope/xla.py`` changes
-(their hash is in ``meta.json``).
+-n) only waste work. A case is rebuilt when ``programs.py``, the file defining the program (e.g.
+``programs_more.py``), this file or ``hloscope/xla.py`` changes (their hash is in ``meta.json``).
 
 Note [Corpus layout]
     <cache>/<jax version>/<program>/
         meta.json        name, mode, families, replicas, partitions, tolerances, jax version, hash
         pre.hlo          HLO text of the lowered module (before XLA's optimizations)
-        post.hlo         compiled.as_text(): after optimizations (scheduled)
+        post.hlo         compiled.as_text(): after optimizations (scheduled); constants XLA
+                         folded and as_text() elided ({...}) are printed in full
         inputs.npz       arg0, arg1, ... (flattened pytree leaves); per device: d<k>.arg0, ...
         outputs.npz      out, or out.0, out.1, ...; per device: d<k>.out.0, ...
         cost_pre.json    XLA's hlo_module_cost_analysis of pre.hlo (or {"__error__": msg})
@@ -62,11 +63,20 @@ def default_cache_dir() -> Path:
     return base / jax.__version__
 
 
+def source_hash(prog: Program) -> str:
+    """Hash of the sources that determine ``prog``'s case: programs.py (the shared helpers), the
+    file defining ``prog`` when it is another one, xla.py and this file. Hashing per defining
+    file means editing one program file rebuilds only its own cases."""
+    return _files_hash(getattr(sys.modules.get(prog.fn.__module__), "__file__", None))
+
+
 @functools.cache
-def source_hash() -> str:
-    """Hash of the sources that determine a case's content."""
+def _files_hash(defining_file: str | None) -> str:
     h = hashlib.sha256()
-    for path in (Path(programs_mod.__file__), Path(xla.__file__), Path(__file__)):
+    paths = [Path(programs_mod.__file__), Path(xla.__file__), Path(__file__)]
+    if defining_file is not None and Path(defining_file) != paths[0]:
+        paths.append(Path(defining_file))
+    for path in paths:
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
@@ -115,13 +125,32 @@ def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
 
 
+def _with_large_constants(prog: Program, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: str,
+                          post: str) -> str:
+    """``post`` with its elided constants (``constant({...})``) printed in full.
+
+    ``compiled.as_text()`` elides large constants, and XLA folds some (pooling window counts,
+    tables) into them, which leaves the module without values to run. Compiling again is
+    deterministic; the reprint is used only if, printed the default way, it equals ``post``."""
+    transform = jax.pmap if mode == "pmap" else jax.jit
+    if mode == "jit":
+        kwargs = {"keep_unused": True, **kwargs}
+    with xla.use_shardy(prog.shardy):
+        module = transform(prog.fn, **kwargs).lower(*inputs).compile().runtime_executable().hlo_modules()[0]
+    options = xla._api().HloPrintOptions()
+    if module.to_string(options) != post:
+        return post
+    options.print_large_constants = True
+    return module.to_string(options)
+
+
 def build_case(prog: Program, cache_dir: Path) -> Path:
     """Generate one program's directory (Note [Corpus layout]) unless it is current."""
     final = cache_dir / prog.name
     meta_path = final / "meta.json"
     if meta_path.exists():
         try:
-            if json.loads(meta_path.read_text()).get("source_hash") == source_hash():
+            if json.loads(meta_path.read_text()).get("source_hash") == source_hash(prog):
                 return final
         except (OSError, ValueError):
             pass
@@ -134,9 +163,12 @@ def build_case(prog: Program, cache_dir: Path) -> Path:
             kwargs = prog.jit_kwargs() if prog.jit_kwargs else {}
             mode = "pmap" if prog.mode == "pmap8" else "jit"
             art = xla.lower_jax(prog.fn, *inputs, mode=mode, shardy=prog.shardy, **kwargs)
+            post = art.post_optimization_text
+            if "{...}" in post:
+                post = _with_large_constants(prog, inputs, kwargs, mode, post)
         n = art.num_devices
         (tmp / "pre.hlo").write_text(art.pre_optimization_text)
-        (tmp / "post.hlo").write_text(art.post_optimization_text)
+        (tmp / "post.hlo").write_text(post)
         save_npz(tmp / "inputs.npz", _device_keys(art.inputs, "arg", n))
         save_npz(tmp / "outputs.npz", _device_keys(art.outputs, "out", n))
         _write_json(tmp / "cost_pre.json", _cost_or_error(art.pre_optimization_text))
@@ -159,7 +191,7 @@ def build_case(prog: Program, cache_dir: Path) -> Path:
             "atol": prog.atol,
             "config": dict(prog.config),
             "jax_version": jax.__version__,
-            "source_hash": source_hash(),
+            "source_hash": source_hash(prog),
             "build_seconds": round(time.perf_counter() - start, 3),
         })
         if final.exists():

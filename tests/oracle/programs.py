@@ -5,6 +5,8 @@ transformed (``mode``), jax config overrides, and the HLO op families (XLA opcod
 is meant to exercise. ``tests/oracle/corpus.py`` turns each into files; every stage's tests read
 those files, so keep shapes small and inputs deterministic.
 
+More programs are in ``programs_more.py`` (imported at the end of this file).
+
 Modes:
     single              jax.jit on one device
     pmap8               jax.pmap over 8 devices (leading axis 8; lowers to 8 partitions today)
@@ -412,10 +414,10 @@ def _spd(n: int, seed: int) -> np.ndarray:
 @program("triangular_cholesky", lambda: (_spd(4, 28), f32(4, 3, seed=29)),
          "custom-call", rtol=1e-4, atol=1e-5)
 def _triangular_cholesky(a, b):
-    l = jnp.linalg.cholesky(a)
-    return (l, lax.linalg.triangular_solve(l, b, left_side=True, lower=True),
-            lax.linalg.triangular_solve(l, b.T, left_side=False, lower=True, transpose_a=True),
-            jax.scipy.linalg.cho_solve((l, True), b))
+    chol = jnp.linalg.cholesky(a)
+    return (chol, lax.linalg.triangular_solve(chol, b, left_side=True, lower=True),
+            lax.linalg.triangular_solve(chol, b.T, left_side=False, lower=True, transpose_a=True),
+            jax.scipy.linalg.cho_solve((chol, True), b))
 
 
 @program("decompositions", lambda: (_spd(4, 30),), "custom-call", rtol=1e-3, atol=1e-4)
@@ -671,3 +673,7 @@ for _mode in ("jit_sharded8_shardy", "jit_sharded8_gspmd"):
 def by_name() -> dict[str, Program]:
     """The programs keyed by name (names are unique; checked by the corpus tests)."""
     return {p.name: p for p in PROGRAMS}
+
+
+# More programs live in their own file (imported last: it registers through ``program`` above).
+from . import programs_more as _programs_more  # noqa: E402,F401

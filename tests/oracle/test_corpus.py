@@ -107,8 +107,10 @@ def _reshape_like(got, expected):
     return got
 
 
-@pytest.mark.parametrize("seed", sorted(SEEDS))
-def test_gpu_and_tpu_seeds_fail_cleanly(seed: str) -> None:
+# The GPU seeds compile once their custom calls are rewritten (tests/test_xla_gpu_rewrite.py);
+# the TPU seed's tiled layouts and memory spaces still stop XLA:CPU, and must do so cleanly.
+@pytest.mark.parametrize("seed", ["004"])
+def test_tpu_seed_fails_cleanly(seed: str) -> None:
     from pathlib import Path
 
     text = (Path(__file__).parents[1] / "data" / "seeds" / SEEDS[seed]).read_text()

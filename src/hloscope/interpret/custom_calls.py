@@ -5,7 +5,8 @@ handlers, ``fn`` is a thin adapter that reads the instruction's backend_config a
 and calls a pure function. A target ending in ``*`` registers a prefix (``xla.sdy.*``).
 
 Known targets: cuBLAS gemms (``__cublas$gemm``, ``__cublas$lt$matmul``), jax's threefry kernel
-(``cuda_threefry2x32`` and its ffi names), ``TopK``, the partitioner's annotations (``Sharding``,
+(``cuda_threefry2x32`` and its ffi names), ``TopK``, jax's host callbacks without results
+(``jax.debug.print``: skipped), the partitioner's annotations (``Sharding``,
 ``SPMDFullToShardShape``, ``SPMDShardToFullShape``, ``xla.sdy.*``: identities in a single
 global program), and XLA:CPU's LAPACK FFI kernels (``lapack_?getrf_ffi`` ...), evaluated with
 the same LAPACK routines through scipy so results follow jax's conventions (1-based pivots,
@@ -251,6 +252,29 @@ def _top_k(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     return reduction.top_k(operands[0], k)
 
 
+# --- host callbacks ------------------------------------------------------------------------------
+
+
+def _holds_no_data(shape: Any) -> bool:
+    if isinstance(shape, TupleShape):
+        return all(_holds_no_data(e) for e in shape.elements)
+    return shape.primitive_type.kind in ("token", "opaque")
+
+
+@register_custom_call("xla_ffi_python_cpu_callback", "xla_python_cpu_callback",
+                      "xla_ffi_python_gpu_callback", "xla_python_gpu_callback")
+def _host_callback(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    """jax.debug.print / jax.debug.callback: a Python function run on the host for its side
+    effect; its result is () or a token, so the module's values do not depend on it and it is
+    skipped. pure_callback / io_callback results are computed by Python code that the module
+    does not hold, so those cannot be evaluated."""
+    if _holds_no_data(inst.shape):
+        return zeros_of(inst.shape)
+    raise UnsupportedCustomCallError(
+        f"{inst.custom_call_target} ({inst.name}) returns {inst.shape}: a jax.pure_callback or "
+        "io_callback whose result comes from Python code outside the module")
+
+
 # --- partitioner annotations -------------------------------------------------------------------
 
 
@@ -360,19 +384,100 @@ def _syevd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> 
     return _cast(inst, _batched(ops[0], one))
 
 
-def _gesdd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
-    f = _lapack(p, "gesdd")
-    mode = chr(attrs.get("mode", ord("A")))
-    shapes = inst.shape.elements
+def _svd(routine: str) -> Callable[..., Value]:
+    """gesdd (divide and conquer, jax's default) or gesvd (QR iteration): same FFI signature,
+    outputs (x overwritten, s, u, vt, info), mode A (full), S (economy) or N (values only)."""
+
+    def impl(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+        f = _lapack(p, routine)
+        mode = chr(attrs.get("mode", ord("A")))
+        shapes = inst.shape.elements
+
+        def one(m: np.ndarray) -> tuple[Any, ...]:
+            u, s, vt, info = f(m, compute_uv=int(mode != "N"), full_matrices=int(mode == "A"))
+            if mode == "N":  # jax still declares u and vt outputs; their contents are unspecified
+                u = np.zeros(shapes[2].dimensions[-2:], m.dtype)
+                vt = np.zeros(shapes[3].dimensions[-2:], m.dtype)
+            return m, s, u, vt, info
+
+        return _cast(inst, _batched(ops[0], one))
+
+    return impl
+
+
+def _geev(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    """General eigendecomposition. Real input: (wr, wi, vl, vr, info) with LAPACK's packed real
+    eigenvectors unpacked into complex columns as jaxlib does (a conjugate pair j, j+1 shares
+    columns j (real part) and j+1 (imaginary part)); complex input: (w, vl, vr, info). A matrix
+    with a non-finite entry is not decomposed: info = -4, other outputs unspecified (zeros)."""
+    f = _lapack(p, "geev")
+    left = attrs.get("compute_left", ord("N")) == ord("V")
+    right = attrs.get("compute_right", ord("V")) == ord("V")
+    real = p in "sd"
+
+    def unpack(imag: np.ndarray, packed: np.ndarray) -> np.ndarray:
+        # LAPACK stores a conjugate pair (imag[j] > 0, imag[j+1] = -imag[j]) as column j = real
+        # part, column j+1 = imaginary part; real eigenvalues (imag 0 or NaN) own their column.
+        first = imag > 0
+        second = np.roll(first, 1)
+        re = np.where(second, np.roll(packed, 1, axis=-1), packed)
+        im = np.where(first, np.roll(packed, -1, axis=-1), np.where(second, -packed, 0))
+        return re + 1j * im
 
     def one(m: np.ndarray) -> tuple[Any, ...]:
-        u, s, vt, info = f(m, compute_uv=int(mode != "N"), full_matrices=int(mode == "A"))
-        if mode == "N":  # jax still declares u and vt outputs; their contents are unspecified
-            u = np.zeros(shapes[2].dimensions[-2:], m.dtype)
-            vt = np.zeros(shapes[3].dimensions[-2:], m.dtype)
-        return m, s, u, vt, info
+        n = m.shape[-1]
+        none = np.zeros((n, n))
+        if not np.all(np.isfinite(m)):
+            return (*([np.zeros(n)] * (2 if real else 1)), none, none, -4)
+        if real:
+            wr, wi, vl, vr, info = f(m, compute_vl=int(left), compute_vr=int(right))
+            return wr, wi, unpack(wi, vl) if left else none, unpack(wi, vr) if right else none, info
+        w, vl, vr, info = f(m, compute_vl=int(left), compute_vr=int(right))
+        return w, vl if left else none, vr if right else none, info
 
     return _cast(inst, _batched(ops[0], one))
+
+
+def _gees(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    """Schur decomposition without reordering (jaxlib implements no `sort`): real input gives
+    (T, Schur vectors, wr, wi, sdim = 0, info), complex input (T, Schur vectors, w, sdim, info)."""
+    if attrs.get("sort", ord("N")) != ord("N"):
+        raise UnsupportedCustomCallError(f"lapack_{p}gees_ffi with sorted eigenvalues (jaxlib has none)")
+    f = _lapack(p, "gees")
+    vectors = attrs.get("mode", ord("V")) == ord("V")
+
+    def one(m: np.ndarray) -> tuple[Any, ...]:
+        if p in "sd":
+            t, sdim, wr, wi, vs, _, info = f(lambda *a: 0, m, compute_v=int(vectors), sort_t=0)
+            return t, vs, wr, wi, sdim, info
+        t, sdim, w, vs, _, info = f(lambda *a: 0, m, compute_v=int(vectors), sort_t=0)
+        return t, vs, w, sdim, info
+
+    return _cast(inst, _batched(ops[0], one))
+
+
+def _geqp3(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    """QR with column pivoting: (x, jpvt) -> (packed QR, 1-based pivots, tau). jax passes jpvt
+    all zero (every column free); LAPACK's fixed leading columns (jpvt != 0) are not modelled."""
+    if np.any(np.asarray(ops[1]) != 0):
+        raise UnsupportedCustomCallError(f"lapack_{p}geqp3_ffi with preset pivots (jpvt != 0)")
+    f = _lapack(p, "geqp3")
+    return _cast(inst, _batched(ops[0], lambda m: f(m)[:3]))
+
+
+def _gtsv(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
+    """Tridiagonal solve: (dl, d, du, b) -> (dl, d, du overwritten by the LU factors, x, info).
+    dl[..., 0] and du[..., -1] are padding, as in jax's layout (LAPACK reads dl from index 1)."""
+    f = _lapack(p, "gtsv")
+    dl, d, du, b = (np.asarray(o) for o in ops)
+    batch = b.shape[:-2]
+    outs = []
+    for k in np.ndindex(*batch):
+        du2, d2, du_out, x, info = f(dl[k][1:], d[k], du[k][:-1], b[k])
+        dl_out = np.concatenate([dl[k][:1], du2])
+        outs.append((dl_out, d2, np.concatenate([du_out, du[k][-1:]]), x, info))
+    stacked = tuple(np.stack([o[i] for o in outs]).reshape(batch + np.shape(outs[0][i])) for i in range(5))
+    return _cast(inst, stacked)
 
 
 def _gehrd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
@@ -396,13 +501,19 @@ def _trsm(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> V
     return _cast(inst, (x,))
 
 
-_LAPACK_ROUTINES = {"trsm": _trsm, "getrf": _getrf, "potrf": _potrf, "geqrf": _geqrf, "orgqr": _orgqr,
-                    "ungqr": _orgqr, "syevd": _syevd, "heevd": _syevd, "gesdd": _gesdd,
-                    "gehrd": _gehrd, "sytrd": _sytrd, "hetrd": _sytrd}
+# routine -> (implementation, the type prefixes jaxlib registers it for)
+_LAPACK_ROUTINES: dict[str, tuple[Callable[..., Value], str]] = {
+    "trsm": (_trsm, "sdcz"), "getrf": (_getrf, "sdcz"), "potrf": (_potrf, "sdcz"),
+    "geqrf": (_geqrf, "sdcz"), "geqp3": (_geqp3, "sdcz"), "orgqr": (_orgqr, "sd"),
+    "ungqr": (_orgqr, "cz"), "syevd": (_syevd, "sd"), "heevd": (_syevd, "cz"),
+    "gesdd": (_svd("gesdd"), "sdcz"), "gesvd": (_svd("gesvd"), "sdcz"), "geev": (_geev, "sdcz"),
+    "gees": (_gees, "sdcz"), "gehrd": (_gehrd, "sdcz"), "sytrd": (_sytrd, "sd"),
+    "hetrd": (_sytrd, "cz"), "gtsv": (_gtsv, "sdcz"),
+}
 
 
 def _lapack_handler(prefix: str, routine: str) -> CustomCallHandler:
-    impl = _LAPACK_ROUTINES[routine]
+    impl = _LAPACK_ROUTINES[routine][0]
 
     def handler(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
         return impl(prefix, inst, operands, _ffi_attrs(inst))
@@ -411,7 +522,6 @@ def _lapack_handler(prefix: str, routine: str) -> CustomCallHandler:
     return handler
 
 
-for _p in "sdcz":
-    for _r in _LAPACK_ROUTINES:
-        if (_r in ("ungqr", "heevd", "hetrd")) == (_p in "cz") or _r in ("getrf", "potrf", "geqrf", "gesdd", "gehrd", "trsm"):
-            register_custom_call(f"lapack_{_p}{_r}_ffi")(_lapack_handler(_p, _r))
+for _r, (_, _prefixes) in _LAPACK_ROUTINES.items():
+    for _p in _prefixes:
+        register_custom_call(f"lapack_{_p}{_r}_ffi")(_lapack_handler(_p, _r))

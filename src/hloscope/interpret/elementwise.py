@@ -724,6 +724,7 @@ def convert(x: Array, to_dtype: Any) -> Array:
     * int -> narrower int: wrap (two's complement); any -> pred: ``x != 0``.
     * float -> float: round to nearest even; overflow goes to inf, or for types without inf
       (f8e4m3fn, fnuz, f4e2m1fn) as ml_dtypes/XLA define it; NaN -> -0.0 for f4e2m1fn (no NaN).
+      XLA:CPU rounds f64 -> f16/bf16 through f32 (twice) but f64 -> fp8/fp4 once.
     * complex -> real (and pred): the real part; real -> complex: imaginary part 0.
 
     XLA:CPU saturates f4e2m1fn ±6.0 to the int range when converting to integers; we give ±6
@@ -769,11 +770,40 @@ def _float_to_int(x: Array, dst: np.dtype[Any]) -> Array:
     return _wrap_to(v, dst)
 
 
+_F16_AND_BF16 = frozenset({np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)})
+
+
+def _round_to_odd_f32(x: Array) -> Array:
+    """f64 -> f32 rounding toward zero, with the last bit set when inexact ("round to odd").
+
+    Rounding that result to a type with at most 22 significand bits gives the correctly rounded
+    f64 value (the odd bit breaks every false tie), so it stands in for a direct f64 -> fp8
+    conversion, which ml_dtypes lacks (it goes through f32 and rounds twice)."""
+    r = x.astype(np.float32)
+    wide = r.astype(np.float64)
+    over = np.isfinite(x) & (np.abs(wide) > np.abs(x))  # rounded away from zero: step back
+    r = np.where(over, np.nextafter(r, np.float32(0)), r)
+    inexact = np.isfinite(x) & (r.astype(np.float64) != x)
+    bits = _contiguous(r).view(np.uint32) | inexact.astype(np.uint32)
+    return bits.view(np.float32)
+
+
 def _float_to_float(x: Array, dst: np.dtype[Any]) -> Array:
+    # XLA:CPU converts f64 to f16 and bf16 through f32, rounding twice (1 + 2^-11 + 2^-40 -> 1.0
+    # in f16), but rounds f64 to the fp8/fp4 types once, directly.
+    source = x
+    if x.dtype == np.float64 and dst in _F16_AND_BF16:
+        x = x.astype(np.float32)
+    elif x.dtype == np.float64 and dst in _NARROW_FLOATS:
+        x = _round_to_odd_f32(x)
     try:
         r = x.astype(dst)
     except TypeError:  # ml_dtypes has no direct cast between some fp8 pairs: go through f32,
         r = x.astype(np.float32).astype(dst)  # exact for every source narrower than f32
+    if dst == _E8M0 and source.dtype == np.float64:
+        # f8e8m0fnu has no zero and no subnormals: from f64, XLA:CPU gives NaN below its
+        # smallest value 2^-127 (from f32, f32 subnormals round up to 2^-127 instead).
+        r = np.where(source < 2.0**-127, np.array(0xFF, np.uint8).view(_E8M0), r)
     if dst == _F4:  # f4e2m1fn has no NaN: XLA gives -0.0 (bits 0b1000)
         nan = np.isnan(x.astype(np.float32) if x.dtype in _NARROW_FLOATS else x)
         r = np.where(nan, np.array(0x8, np.uint8).view(_F4), r)

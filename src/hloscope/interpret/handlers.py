@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from hloscope.errors import UnsupportedOpcodeError
@@ -63,8 +64,47 @@ def _ternary(op: str) -> Any:
     return handler
 
 
+def _divide(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    # Note [Division by a constant]: XLA's algebraic simplifier rewrites A / C, for a constant
+    # (or broadcast constant) C and a non-constant A of a float or complex type, into
+    # A * (1 / C). XLA:CPU therefore computes f16 100 / 3 as 100 * 0.33325 = 33.3125, not
+    # 33.34375, and z / (0 + 0i) as NaN + NaNi. bf16 and the fp8 types are widened to f32
+    # before that pass runs, so for them 1 / C and the product are f32, rounded once at the
+    # end. A pre-optimization module must give what XLA:CPU computes for it, so we rewrite
+    # too (the post-optimization text already holds the multiply).
+    a, b = operands
+    dt = a.dtype
+    if not _divides_by_constant(inst) or not (reduction.is_float_dtype(dt) or dt.kind == "c"):
+        return elementwise.apply_binary("divide", a, b)
+    if dt in _WIDENED_BEFORE_SIMPLIFICATION:
+        a, b = a.astype(np.float32), b.astype(np.float32)
+    reciprocal = elementwise.apply_binary("divide", np.ones_like(b), b)
+    return elementwise.convert(elementwise.apply_binary("multiply", a, reciprocal), dt)
+
+
+# Narrow floats XLA:CPU computes in f32 from the start of its pipeline (f16 stays f16).
+_WIDENED_BEFORE_SIMPLIFICATION = frozenset(
+    np.dtype(t) for t in (ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2,
+                          ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e4m3b11fnuz,
+                          ml_dtypes.float8_e3m4, ml_dtypes.float8_e4m3, ml_dtypes.float8_e8m0fnu,
+                          ml_dtypes.float4_e2m1fn))
+
+
+def _divides_by_constant(inst: Instruction) -> bool:
+    dividend, divisor = inst.operands
+    if dividend.opcode is Opcode.CONSTANT:
+        return False  # XLA folds constant / constant exactly instead
+    if divisor.opcode is Opcode.BROADCAST:
+        divisor = divisor.operands[0]
+    return divisor.opcode is Opcode.CONSTANT
+
+
+_OWN_HANDLERS = {Opcode.DIVIDE: _divide}  # table rows whose handler needs the instruction
+
 for _op in Opcode:
-    if _op.family is Family.UNARY and _op.text in elementwise.UNARY:
+    if _op in _OWN_HANDLERS:
+        evaluates(_op)(_OWN_HANDLERS[_op])
+    elif _op.family is Family.UNARY and _op.text in elementwise.UNARY:
         evaluates(_op)(_unary(_op.text))
     elif _op.text in elementwise.BINARY:
         evaluates(_op)(_binary(_op.text))

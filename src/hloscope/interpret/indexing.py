@@ -47,12 +47,14 @@ def _call(fn: UpdateComputation, a: tuple[np.ndarray, ...], b: tuple[np.ndarray,
 
 # Note [Scatter collisions]
 # -------------------------
-# Updates that hit the same operand element must be applied in order: sequentially,
-# out = f(...f(f(out, u1), u2)..., uk). Known reducers use `ufunc.at`, which does exactly that.
-# A general computation is applied as out = f(out, fold(u1, ..., uk)) where the fold runs in
-# log-depth rounds over all collision groups at once (pairing neighbours, keeping their order).
-# The two agree for every associative f, which is what XLA assumes: it leaves the order of
-# colliding updates implementation-defined. "Replace" (f(a, b) = b) keeps the last update.
+# Updates that hit the same operand element are applied in order, one at a time:
+# out = f(...f(f(out, u1), u2)..., uk), as XLA:CPU's scatter loop does. Known reducers use
+# `ufunc.at`, which does exactly that. A general computation is applied in rounds: round r
+# combines the r-th update of every element that has one, all elements at once, so the
+# computation is called (largest collision count) times on whole arrays. Folding the updates
+# first (f(out, f(u1, u2))) would be faster but is only right for associative f: jnp's
+# `x.at[i].apply(sin)` is f(a, b) = sin(a), which must apply sin once per update.
+# "Replace" (f(a, b) = b) keeps the last update.
 
 
 def combine_at(
@@ -81,31 +83,23 @@ def combine_at(
         return
     if computation is None:
         raise ValueError("scatter needs an update computation or a known one")
+    # Stable by target, so each target's updates stay in order; rank = occurrence number.
     order = np.argsort(idx, kind="stable")
     tgt = idx[order]
-    vals = tuple(np.asarray(u).reshape(-1)[order] for u in updates)
     m = tgt.size
     starts = np.ones(m, bool)
     starts[1:] = tgt[1:] != tgt[:-1]
-    group = np.cumsum(starts) - 1
     first = np.nonzero(starts)[0]
-    rank = np.arange(m) - first[group]
-    size = np.diff(np.append(first, m))[group]
-    while size.max() > 1:
-        has_partner = np.nonzero((rank % 2 == 0) & (rank + 1 < size))[0]
-        combined = _call(computation, tuple(v[has_partner] for v in vals),
-                         tuple(v[has_partner + 1] for v in vals))
-        new_vals = []
-        for v, c in zip(vals, combined, strict=True):
-            v = v.copy()
-            v[has_partner] = c
-            new_vals.append(v)
-        keep = rank % 2 == 0
-        vals = tuple(v[keep] for v in new_vals)
-        tgt, rank, size = tgt[keep], rank[keep] // 2, (size[keep] + 1) // 2
-    result = _call(computation, tuple(o[tgt] for o in outs), vals)
-    for o, r in zip(outs, result, strict=True):
-        o[tgt] = r
+    rank = np.arange(m) - first[np.cumsum(starts) - 1]
+    by_round = order[np.argsort(rank, kind="stable")]
+    bounds = np.cumsum(np.bincount(rank))
+    flat_updates = tuple(np.asarray(u).reshape(-1) for u in updates)
+    for lo, hi in zip(np.concatenate([[0], bounds[:-1]]), bounds, strict=True):
+        pick = by_round[lo:hi]  # one update per target: the round's occurrence
+        t = idx[pick]
+        result = _call(computation, tuple(o[t] for o in outs), tuple(u[pick] for u in flat_updates))
+        for o, r in zip(outs, result, strict=True):
+            o[t] = r
 
 
 def _index_batch(start_indices: np.ndarray, index_vector_dim: int) -> np.ndarray:
@@ -113,8 +107,9 @@ def _index_batch(start_indices: np.ndarray, index_vector_dim: int) -> np.ndarray
     s = np.asarray(start_indices)
     if index_vector_dim == s.ndim:
         s = s[..., None]
-    if s.dtype.kind == "u":
-        s = np.minimum(s, np.iinfo(np.int64).max)  # huge unsigned indices stay huge, not negative
+    if s.dtype == np.uint64:  # huge unsigned indices stay huge, not negative
+        s = np.minimum(s, np.uint64(np.iinfo(np.int64).max))
+    # Narrower unsigned indices fit in int64 as they are (the astype below).
     return np.moveaxis(s, index_vector_dim, -1).astype(np.int64)
 
 

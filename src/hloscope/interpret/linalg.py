@@ -85,7 +85,16 @@ def dot_general(
     b = int(np.prod(bshape, dtype=np.int64))
     a3 = np.transpose(_prepare(lhs, out_dtype, compute), list(lhs_batch) + lfree + list(lhs_contracting))
     b3 = np.transpose(_prepare(rhs, out_dtype, compute), list(rhs_batch) + list(rhs_contracting) + rfree)
-    r = np.matmul(a3.reshape(b, m, k), b3.reshape(b, k, n))
+    a3, b3 = a3.reshape(b, m, k), b3.reshape(b, k, n)
+    if compute.kind == "c":
+        # XLA sums the complex products (ac - bd) + (ad + bc)i; BLAS's zgemm/zdot reach NaN
+        # where those give ±inf (x * (1 + inf i)), so multiply the parts with real matmuls.
+        ar, ai, br, bi = a3.real, a3.imag, b3.real, b3.imag
+        r = np.empty((b, m, n), compute)
+        r.real = np.matmul(ar, br) - np.matmul(ai, bi)
+        r.imag = np.matmul(ar, bi) + np.matmul(ai, br)
+    else:
+        r = np.matmul(a3, b3)
     out_shape = bshape + [lhs.shape[d] for d in lfree] + [rhs.shape[d] for d in rfree]
     return _finish(r.reshape(out_shape), out_dtype)
 

@@ -94,11 +94,9 @@ def _apply(fn: Reducer, a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...],
                  for o, dt in zip(out, dtypes, strict=True))
 
 
-def _tree_reduce(values: tuple[np.ndarray, ...], reducer: Reducer, dtypes: Sequence[np.dtype],
-                 valid: np.ndarray | None = None) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
+def _tree_reduce(values: tuple[np.ndarray, ...], reducer: Reducer, dtypes: Sequence[np.dtype]) -> tuple[np.ndarray, ...]:
     """Combine along the last axis (extent >= 1) with log-depth pairing of neighbours, so the
-    left-to-right order of the elements is kept (only the association changes). With `valid`,
-    invalid elements are skipped: combining a valid x with an invalid one yields x."""
+    left-to-right order of the elements is kept (only the association changes)."""
     vals = values
     while vals[0].shape[-1] > 1:
         k = vals[0].shape[-1]
@@ -106,31 +104,14 @@ def _tree_reduce(values: tuple[np.ndarray, ...], reducer: Reducer, dtypes: Seque
         a = tuple(v[..., 0 : 2 * h : 2] for v in vals)
         b = tuple(v[..., 1 : 2 * h : 2] for v in vals)
         r = _apply(reducer, a, b, dtypes)
-        if valid is not None:
-            va, vb = valid[..., 0 : 2 * h : 2], valid[..., 1 : 2 * h : 2]
-            r = tuple(np.where(va & vb, ri, np.where(va, ai, bi)) for ri, ai, bi in zip(r, a, b, strict=True))
-            new_valid = va | vb
-            if k % 2:
-                new_valid = np.concatenate([new_valid, valid[..., -1:]], axis=-1)
-            valid = new_valid
         if k % 2:
             r = tuple(np.concatenate([ri, v[..., -1:]], axis=-1) for ri, v in zip(r, vals, strict=True))
         vals = r
-    return tuple(v[..., 0] for v in vals), (valid[..., 0] if valid is not None else None)
-
-
-def _combine_with_init(inits: Sequence[np.ndarray], total: tuple[np.ndarray, ...], reducer: Reducer,
-                       dtypes: Sequence[np.dtype], valid: np.ndarray | None) -> tuple[np.ndarray, ...]:
-    shape = total[0].shape
-    init_b = tuple(np.broadcast_to(i, shape) for i in inits)
-    r = _apply(reducer, init_b, total, dtypes)
-    if valid is None:
-        return tuple(np.array(x) for x in r)
-    return tuple(np.where(valid, x, i) for x, i in zip(r, init_b, strict=True))
+    return tuple(v[..., 0] for v in vals)
 
 
 def _reduce_last(values: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...], reducer: Reducer | None,
-                 known: str | None, valid: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+                 known: str | None) -> tuple[np.ndarray, ...]:
     """Reduce the last axis of every operand, combining each init in exactly once."""
     dtypes = [v.dtype for v in values]
     shape = values[0].shape[:-1]
@@ -140,18 +121,16 @@ def _reduce_last(values: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...], 
         x, init = values[0], inits[0]
         uf = _known_ufunc(known, x.dtype)
         if not (x.dtype in _NARROW_FLOATS and uf in (np.add, np.multiply)):
-            if valid is None:
-                r = uf.reduce(x, axis=-1, dtype=x.dtype)
-                return (np.asarray(uf(init, r)).astype(x.dtype),)
-            # numpy's masked reduce with `initial` is exactly "init combined once, holes skipped".
-            return (np.asarray(uf.reduce(x, axis=-1, where=valid, initial=init[()]), dtype=x.dtype),)
+            r = uf.reduce(x, axis=-1, dtype=x.dtype)
+            return (np.asarray(uf(init, r)).astype(x.dtype),)
         # Narrow floats: pairwise in the element type (rounding each step like XLA's reducer in
         # bf16), not numpy's sequential loop, which saturates (bf16: 256 + 1 == 256).
         reducer = lambda a, b: (uf(a[0], b[0]),)  # noqa: E731
     if reducer is None:
         raise ValueError("reduce needs a reducer callable or a known reducer name")
-    total, valid_total = _tree_reduce(values, reducer, dtypes, valid)
-    return _combine_with_init(inits, total, reducer, dtypes, valid_total)
+    total = _tree_reduce(values, reducer, dtypes)
+    init_b = tuple(np.broadcast_to(i, total[0].shape) for i in inits)
+    return tuple(np.array(x) for x in _apply(reducer, init_b, total, dtypes))
 
 
 def reduce(
@@ -208,8 +187,9 @@ def reduce_window(
     reducer: Reducer | None = None,
     known: str | None = None,
 ) -> tuple[np.ndarray, ...]:
-    """HLO `reduce-window` (variadic): for each window position, reduce the window's elements
-    with `reducer` and combine the init value in once.
+    """HLO `reduce-window` (variadic): for each window position, fold the window's elements
+    into the init value with `reducer`, in row-major window order: acc = init, then
+    acc = reducer(acc, x) for each element (XLA:CPU's loop; see `_fold_in_order`).
 
     The operand is base-dilated (holes between elements) and padded with (lo, hi) per
     dimension; windows are `window_dimensions` elements spaced `window_dilations` apart, moved
@@ -234,13 +214,38 @@ def reduce_window(
     interior = [b - 1 for b in base]
     needs_mask = any(lo) or any(hi) or any(interior)
     padded = tuple(pad(o, i, lo, hi, interior) if needs_mask else o for o, i in zip(operands, inits, strict=True))
-    k = int(np.prod(window))
-    wins = tuple(_windows(p, window, strides, wdil).reshape(out_shape + (k,)) for p in padded)
-    valid = None
-    if needs_mask:
-        mask = pad(np.ones(operands[0].shape, bool), np.False_, lo, hi, interior)
-        valid = _windows(mask, window, strides, wdil).reshape(out_shape + (k,))
-    return _reduce_last(wins, inits, reducer, known, valid)
+    mask = pad(np.ones(operands[0].shape, bool), np.False_, lo, hi, interior) if needs_mask else None
+    return _fold_windows(padded, mask, inits, out_shape, window, strides, wdil, reducer, known)
+
+
+def _fold_windows(padded: tuple[np.ndarray, ...], mask: np.ndarray | None, inits: tuple[np.ndarray, ...],
+                  out_shape: tuple[int, ...], window: tuple[int, ...], strides: tuple[int, ...],
+                  wdil: tuple[int, ...], reducer: Reducer | None, known: str | None) -> tuple[np.ndarray, ...]:
+    """Fold every window into the inits one window position at a time, in row-major window
+    order: acc = reducer(acc, x) for the element at that position of every window at once (a
+    strided slice of the padded operand), skipping padding and dilation holes (`mask`).
+
+    XLA:CPU's reduce-window is this loop, and floating-point results depend on it: a running
+    sum of [1e30, -1e30, 1] ends at 1 in order but at 0 summed pairwise, and a bf16 sum rounds
+    after every step (256 + 1 + 1 stays 256). One position at a time also never materializes
+    the windows (a cumulative sum over n elements has n windows of n)."""
+    if reducer is None:
+        uf = _known_ufunc(known or "", padded[0].dtype)
+        reducer = lambda a, b: (uf(a[0], b[0]),)  # noqa: E731
+    dtypes = [p.dtype for p in padded]
+
+    def at(a: np.ndarray, pos: tuple[int, ...]) -> np.ndarray:
+        return a[tuple(np.s_[q * d : q * d + (n - 1) * s + 1 : s]
+                       for q, d, n, s in zip(pos, wdil, out_shape, strides, strict=True))]
+
+    acc = tuple(np.broadcast_to(i, out_shape) for i in inits)
+    for pos in itertools.product(*(range(w) for w in window)):
+        step = _apply(reducer, acc, tuple(at(p, pos) for p in padded), dtypes)
+        if mask is not None:
+            valid = at(mask, pos)
+            step = tuple(np.where(valid, s, a) for s, a in zip(step, acc, strict=True))
+        acc = step
+    return tuple(np.array(a) for a in acc)
 
 
 def select_and_scatter(

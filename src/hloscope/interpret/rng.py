@@ -63,13 +63,14 @@ def philox4x32(counter: tuple[Array, Array, Array, Array], key: tuple[Array, Arr
     """The Philox-4x32 block cipher with 10 rounds, as XLA's Philox4x32 (uint32 words)."""
     x0, x1, x2, x3 = (np.asarray(c, _U32) for c in counter)
     k0, k1 = (np.asarray(k, _U32) for k in key)
-    for _ in range(10):
-        p0 = x0.astype(_U64) * _PHILOX_M[0]
-        p1 = x2.astype(_U64) * _PHILOX_M[1]
-        hi0, lo0 = (p0 >> _U64(32)).astype(_U32), p0.astype(_U32)
-        hi1, lo1 = (p1 >> _U64(32)).astype(_U32), p1.astype(_U32)
-        x0, x1, x2, x3 = hi1 ^ x1 ^ k0, lo1, hi0 ^ x3 ^ k1, lo0
-        k0, k1 = k0 + _PHILOX_W[0], k1 + _PHILOX_W[1]
+    with np.errstate(over="ignore"):  # 0-d key words become numpy scalars, which warn on wrap
+        for _ in range(10):
+            p0 = x0.astype(_U64) * _PHILOX_M[0]
+            p1 = x2.astype(_U64) * _PHILOX_M[1]
+            hi0, lo0 = (p0 >> _U64(32)).astype(_U32), p0.astype(_U32)
+            hi1, lo1 = (p1 >> _U64(32)).astype(_U32), p1.astype(_U32)
+            x0, x1, x2, x3 = hi1 ^ x1 ^ k0, lo1, hi0 ^ x3 ^ k1, lo0
+            k0, k1 = k0 + _PHILOX_W[0], k1 + _PHILOX_W[1]
     return x0, x1, x2, x3
 
 

@@ -123,15 +123,16 @@ class ConvolutionDimensionNumbers:
 
     @staticmethod
     def from_labels(text: str) -> ConvolutionDimensionNumbers:
-        """Parse ``b01f_01io->b01f``; ValueError if malformed."""
-        m = re.fullmatch(r"([0-9a-zA-Z]+)_([0-9a-zA-Z]+)->([0-9a-zA-Z]+)", text)
+        """Parse ``b01f_01io->b01f`` ('?' marks a dimension the convolution does not use);
+        ValueError if malformed."""
+        m = re.fullmatch(r"([0-9a-zA-Z?]+)_([0-9a-zA-Z?]+)->([0-9a-zA-Z?]+)", text)
         if not m:
             raise ValueError(f"expected dim_labels like b01f_01io->b01f, got {text!r}")
         lhs, rhs, out = m.groups()
 
         def split(labels: str, a: str, b: str) -> tuple[int, int, tuple[int, ...]]:
             spatial = sorted((int(c), i) for i, c in enumerate(labels) if c.isdigit())
-            if labels.count(a) != 1 or labels.count(b) != 1 or len(spatial) + 2 != len(labels):
+            if labels.count(a) != 1 or labels.count(b) != 1 or len(spatial) + 2 != len(labels) - labels.count("?"):
                 raise ValueError(f"malformed dim labels {labels!r} in {text!r}")
             if [s for s, _ in spatial] != list(range(len(spatial))):
                 raise ValueError(f"spatial labels must be 0..n-1 in {text!r}")
@@ -146,6 +147,8 @@ class ConvolutionDimensionNumbers:
 
     def __str__(self) -> str:
         def labels(n: int, first: tuple[int, str], second: tuple[int, str], spatial: tuple[int, ...]) -> str:
+            # As XLA: as many labels as the highest dimension named, '?' for the others.
+            n = max(first[0], second[0], *spatial) + 1
             chars = ["?"] * n
             chars[first[0]] = first[1]
             chars[second[0]] = second[1]

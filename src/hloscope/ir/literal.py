@@ -142,3 +142,160 @@ def _fmt_float(x: float) -> str:
         return "inf" if x > 0 else "-inf"
     r = repr(float(x))
     return r[:-2] if r.endswith(".0") else r
+
+
+# --- XLA's printing of literal values -----------------------------------------------------------
+# Note [Canonical literals]: XLA's parser reads a literal's values into the element type and its
+# printer writes them back its own way (LiteralBase::PrintWithoutShapeOneline): floats with
+# RoundTripFpToString (the fewest of digits10 / max_digits10 significant digits that read back
+# the same value, "%g" style, NaN payloads as "nan(0x..)"), pred arrays as 1/0 but scalars as
+# true/false, complex as "(re, im)", and braces spaced by nesting depth. Canonical printing
+# (PrintOptions.canonical) re-prints constants this way so it equals XLA's text.
+
+# Types whose NaNs carry a payload XLA prints (those with signalling NaNs): payload bits and the
+# payload of the default quiet NaN, which is not printed.
+_NAN_PAYLOAD: dict[str, tuple[int, int]] = {
+    "f64": (52, 1 << 51), "f32": (23, 1 << 22), "f16": (10, 1 << 9), "bf16": (7, 1 << 6),
+    "f8e5m2": (2, 1 << 1), "f8e4m3": (3, 1 << 2), "f8e3m4": (4, 1 << 3),
+}
+_INT_RE = re.compile(r"[-+]?[0-9]+")
+_NAN_RE = re.compile(r"([-+]?)nan(?:\(0x([0-9a-fA-F]+)\))?")
+
+
+def _max_digits10(type_name: str) -> int:
+    """``std::numeric_limits<T>::max_digits10``: 1 + ceil(digits * log10(2))."""
+    import ml_dtypes
+
+    from hloscope.ir.dtypes import PRIMITIVE_TYPES
+
+    digits = ml_dtypes.finfo(PRIMITIVE_TYPES[type_name].dtype).nmant + 1
+    return 1 + -(-digits * 30103 // 100000)
+
+
+def _format_float(tok: str, type_name: str) -> str:
+    """One float value as XLA prints it after reading ``tok`` into ``type_name``."""
+    low = tok.lower()
+    nan = _NAN_RE.fullmatch(low)
+    if nan is not None:
+        sign = "-" if nan.group(1) == "-" else ""
+        bits = _NAN_PAYLOAD.get(type_name)
+        if bits is None or nan.group(2) is None:
+            return sign + "nan"
+        payload = int(nan.group(2), 16) & ((1 << bits[0]) - 1)
+        return sign + "nan" + (f"(0x{payload:x})" if payload not in (0, bits[1]) else "")
+    # XLA's lexer reads "-0" as the integer 0, so the sign of an integral zero is lost.
+    value = float(int(low)) if _INT_RE.fullmatch(low) else float(low)
+    if type_name == "f64":
+        text = f"{value:.15g}"  # "%g" as C's printf writes it
+        return text if float(text) == value else f"{value:.17g}"
+    # XLA converts the double it read to float first (Eigen's and ml_dtypes' conversions do).
+    with np.errstate(over="ignore"):
+        f = np.float32(value)
+    if type_name == "f32":
+        text = f"{float(f):.6g}"
+        x = f
+        if np.float32(float(text)) != f:
+            text = f"{float(f):.9g}"
+    else:
+        from hloscope.ir.dtypes import PRIMITIVE_TYPES
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            x = np.asarray(f).astype(PRIMITIVE_TYPES[type_name].dtype)
+        text = f"{float(x):.{_max_digits10(type_name)}g}"
+    if np.isnan(x):  # e.g. an overflow in a type without infinities
+        return ("-" if np.signbit(x) else "") + "nan"
+    return text
+
+
+def _format_scalar(tok: str, type_name: str, kind: str, in_array: bool) -> str:
+    if kind == "pred":
+        on = tok in ("true", "1")
+        if in_array:
+            return "1" if on else "0"
+        return "true" if on else "false"
+    if kind in ("signed", "unsigned"):
+        return str(int(tok, 0) if tok[:2].lower() in ("0x", "-0") and "x" in tok.lower() else int(tok))
+    return _format_float(tok, type_name)
+
+
+def _nest(elements: list[str], dims: tuple[int, ...]) -> str:
+    """XLA's one-line nesting of a dense array (DenseArrayPrintHelper with oneline=true)."""
+    rank = len(dims)
+    if rank == 0:
+        return elements[0]
+    if rank == 1:
+        return "{" + ", ".join(elements) + "}"
+    out: list[str] = []
+    pos = 0
+
+    def rec(depth: int, index: list[int]) -> None:
+        nonlocal pos
+        size = dims[depth]
+        innermost = depth == rank - 1
+        if innermost:
+            out.append("{" + (" " if size > 1 else ""))
+            out.append(", ".join(elements[pos : pos + size]))
+            pos += size
+            out.append((" " if size > 1 else "") + "}")
+            return
+        if rank > 3 and 0 < len(index) < rank:
+            out.append(f"{{ /*i{len(index) - 1}={index[-1]}*/" + (" " if size > 0 else ""))
+        else:
+            out.append("{ ")
+        for i in range(size):
+            index.append(i)
+            rec(depth + 1, index)
+            index.pop()
+            if i < size - 1:
+                out.append(", ")
+        out.append(" }")
+
+    rec(0, [])
+    return "".join(out)
+
+
+def canonical_literal_text(literal: Literal, shape: Shape) -> str:
+    """The literal as XLA prints it (Note [Canonical literals]); its own text when elided or
+    when its values do not fit the shape (then XLA would have rejected it anyway)."""
+    if literal.elided:
+        return literal.text
+    try:
+        return _canonical(literal.text, shape)
+    except (LiteralError, ValueError, KeyError, OverflowError):
+        return literal.text
+
+
+def _canonical(text: str, shape: Shape) -> str:
+    if isinstance(shape, TupleShape):
+        parts = _split_tuple(text)
+        if len(parts) != len(shape.elements):
+            raise LiteralError("tuple arity")
+        return "( " + ", ".join(_canonical(p, s) for p, s in zip(parts, shape.elements, strict=True)) + " )"
+    pt = shape.primitive_type
+    if not pt.is_array_type:
+        return text
+    body = re.sub(r"/\*.*?\*/", "", re.sub(r"^\s*[a-z0-9]+\[[^\]]*\](\{[^}]*\})?", "", text))
+    tokens = _NUM_RE.findall(body)
+    dims = tuple(max(d, 0) for d in shape.dimensions)
+    n = int(np.prod(dims)) if dims else 1
+    filled = dims and n > 1 and "{" not in body and len(tokens) == (2 if pt.kind == "complex" else 1)
+    if filled:
+        # XLA reads one unbraced value for an array as its first element; the rest stay zero.
+        tokens = tokens + ["0"] * len(tokens)
+        n_formatted = 2
+    else:
+        n_formatted = n
+    if pt.kind == "complex":
+        if len(tokens) != 2 * n_formatted:
+            raise LiteralError("complex count")
+        part = "f32" if pt.name == "c64" else "f64"
+        elements = [f"({_format_float(tokens[2 * i], part)}, {_format_float(tokens[2 * i + 1], part)})"
+                    for i in range(n_formatted)]
+    else:
+        if len(tokens) != n_formatted:
+            raise LiteralError("count")
+        name, kind, in_array = pt.name, pt.kind, bool(dims)
+        elements = [_format_scalar(t, name, kind, in_array) for t in tokens]
+    if filled:
+        elements = [elements[0]] + [elements[1]] * (n - 1)  # formatted once, not n times
+    return _nest(elements, dims)

@@ -32,6 +32,7 @@ class ArrayShape:
     dimensions: tuple[int, ...] = ()
     dynamic: tuple[bool, ...] = ()
     layout: Layout | None = None
+    buffer: bool = False  # XLA's buffer shape `b(f32[16])`: a mutable buffer holding the array
 
     is_tuple = False
 
@@ -74,7 +75,7 @@ class ArrayShape:
         yield (), self
 
     def with_layout(self, layout: Layout | None) -> ArrayShape:
-        return ArrayShape(self.element_type, self.dimensions, self.dynamic, layout)
+        return ArrayShape(self.element_type, self.dimensions, self.dynamic, layout, self.buffer)
 
     def __str__(self) -> str:
         return self.to_text()
@@ -90,7 +91,7 @@ class ArrayShape:
         text = f"{self.element_type}[{dims}]"
         if layout and self.layout is not None:
             text += str(self.layout)
-        return text
+        return f"b({text})" if self.buffer else text
 
 
 def _tiled_element_count(dims: tuple[int, ...], layout: Layout) -> int:

@@ -54,6 +54,7 @@ _KINDS: dict[str, tuple[str, ...]] = {
     "shapes": ("operand_layout_constraints",),
     "instructions": ("control-predecessors",),
     "bools": ("parameter_replication",),
+    "literal": ("literal",),  # a custom-call's literal: `s32[2]{0} {1, 2}`, or a tuple of them
 }
 
 ATTRIBUTE_KINDS: dict[str, str] = {name: kind for kind, names in _KINDS.items() for name in names}

@@ -13,16 +13,18 @@ from hloscope.text.source import Source, Span
 
 __all__ = ["lex", "TokenStream"]
 
-# Possessive: a comment must never be re-split by backtracking into tokens.
-_WS = r"(?:\s+|/\*.*?\*/|//[^\n]*)*+"
-_STRING = r'"(?:[^"\\\n]|\\.)*"'
-# A string missing its closing quote runs to the end of the line: one token the parser rejects.
+# Possessive: a comment must never be re-split by backtracking into tokens. Whitespace is
+# C's isspace() set, as XLA's lexer has it (not Unicode's: a no-break space is an error).
+_WS = r"(?:[ \t\n\r\f\v]+|/\*.*?\*/|//[^\n]*)*+"
+# XLA's strings may span lines (multi-line backend configs).
+_STRING = r'"(?:[^"\\]|\\.)*"'
+# A string never closed runs to the end of the line: one token the parser rejects.
 _BAD_STRING = r'"[^\n]*'
 # Metadata and frontend attributes never nest braces outside strings, so each is one token:
 # they are ~40% of a dump's bytes, and nothing needs their insides while parsing.
 _FLAT_ATTR = r'(?:metadata|frontend_attributes)=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}'
 _WORD = r"-?[\w.$%]+(?:[-+](?!>)[\w.$%]*)*"
-_PUNCT = r"->|<=|\S"
+_PUNCT = r"->|<=|[^ \t\n\r\f\v]"
 # The empty alternative at \Z yields the end-of-input sentinel token "" (with the trailing
 # whitespace and comments before it), so no text is ever skipped.
 _TOKEN_RE = re.compile(f"({_WS})({_FLAT_ATTR}|{_STRING}|{_BAD_STRING}|{_WORD}|{_PUNCT}|\\Z)", re.S)
@@ -99,7 +101,7 @@ def lex(source: Source) -> TokenStream:
 # Values whose meaning needs the grammar (shapes, attribute values) are decoded by the token
 # parser on just their own text and cached by that text.
 _LF_STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
-_LF_NAME = r"%?\w[\w.\-]*+"
+_LF_NAME = r"%?[A-Za-z_][A-Za-z0-9_.\-]*+"  # XLA's identifiers: ASCII, no leading digit
 _LF_INDEX = r"/\*index=[0-9]+\*/"
 _LF_ATOM = rf'[^()"/\n]++|{_LF_INDEX}'
 _LF_P1 = rf"\((?:{_LF_ATOM})*+\)"

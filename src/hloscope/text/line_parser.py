@@ -38,6 +38,12 @@ from hloscope.text.parser import (  # noqa: E402  (the token parser is this path
     _is_int,
     _Parser,
 )
+from hloscope.text.shorthand import (
+    ASYNC_FOLLOWERS,
+    ASYNC_SUFFIXES,
+    NOT_ASYNC_WRAPPABLE,
+    async_operand_problem,
+)
 from hloscope.text.source import Source, Span
 
 __all__ = ["LineParser"]
@@ -191,7 +197,7 @@ class LineParser:
             entry = computations[-1]
             entry.is_entry = True
         if not name:
-            name = entry.name
+            name = "module_" + entry.name  # as XLA names a module written without a header
         for inst, key, value in self.fixups:
             inst.attrs[key] = [by_name[v] for v in value] if isinstance(value, list) else by_name[value]
         style = PrintOptions()
@@ -258,6 +264,8 @@ class LineParser:
             raise _Bail
         for inst, operand_names in pending:
             inst.operands = [names[o] for o in operand_names]
+            if inst.opcode in ASYNC_FOLLOWERS and async_operand_problem(inst):
+                raise _Bail
         for inst, pred_names in pending_preds:
             inst.attrs["control-predecessors"] = [names[p] for p in pred_names]
         if root is None:
@@ -276,7 +284,13 @@ class LineParser:
         shape = shapes.get(shape_text)
         if shape is None:
             shape = self._shape(shape_text)
-        opcode = OPCODES_BY_TEXT[op_text]
+        opcode = OPCODES_BY_TEXT.get(op_text)
+        wrapped = None
+        if opcode is None:  # XLA's async sugar, `call-start` (Note [Async sugar] in parser.py)
+            base, _, suffix = op_text.rpartition("-")
+            opcode, wrapped = ASYNC_SUFFIXES.get(suffix), OPCODES_BY_TEXT.get(base)
+            if opcode is None or wrapped is None or wrapped in NOT_ASYNC_WRAPPABLE:
+                raise _Bail
         operand_names: list[str] = []
         if opcode is Opcode.CONSTANT:
             if not args or args != args.strip() or args[0] == "/" or args[-1] == "/":
@@ -310,6 +324,8 @@ class LineParser:
                     self.saw_percent = True
                 if self.index_comments is None and len(items) > 5:
                     self.index_comments = bool(items[5][0])
+        if wrapped is not None:
+            attrs["async_wrapped_opcode"] = wrapped
         pred_names: list[str] | None = None
         inst = Instruction(name, opcode, shape, None, attrs,
                            span=_OffsetSpan(self.source, off + m.start(2), off + m.end(2)))  # type: ignore[arg-type]

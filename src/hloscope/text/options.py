@@ -23,6 +23,12 @@ class PrintOptions:
     - ``control_predecessors``: print ``control-predecessors={...}``.
     - ``xla_order``: computations in XLA's order (post-order of the call graph from the entry)
       instead of the order read.
+    - ``default_layouts``: write the default layout (``{n-1,...,0}``) in array shapes read
+      without one, as XLA's parser fills it in.
+    - ``unique_names``: rename instructions (and computations) whose names repeat in the module
+      as XLA's module does (Note [Unique names] in printer.py).
+    - ``canonical_literals``: write constants' values as XLA prints them (Note [Canonical
+      literals] in ir/literal.py) instead of as they were read.
     - ``entry_layout``: write ``entry_computation_layout`` even when the module has none (XLA
       always knows it; default layouts fill in shapes written without one).
     ``PrintOptions.canonical()`` is XLA's short parsable form (see there).
@@ -39,6 +45,9 @@ class PrintOptions:
     operand_index_comments: bool = True
     control_predecessors: bool = True
     entry_layout: bool = False
+    default_layouts: bool = False
+    unique_names: bool = False
+    canonical_literals: bool = False
     xla_order: bool = False
 
     def updated(self, **changes: object) -> PrintOptions:
@@ -50,7 +59,8 @@ class PrintOptions:
         shapes, no metadata, stack frames or control predecessors; backend configs kept."""
         return PrintOptions(percent=False, operand_shapes=False, signatures=False, metadata=False,
                             backend_config=True, stack_frames=False, control_predecessors=False,
-                            operand_index_comments=False, entry_layout=True, xla_order=True)
+                            operand_index_comments=False, entry_layout=True, default_layouts=True,
+                            unique_names=True, canonical_literals=True, xla_order=True)
 
     @staticmethod
     def short() -> PrintOptions:

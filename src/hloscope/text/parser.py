@@ -5,7 +5,13 @@ new style: ``name = f32[2]{0} add(a, b)``. Grammar, in XLA's words::
 
     module      := 'HloModule' name (',' attr)* stack_frames? computation*
     computation := 'ENTRY'? name signature? '{' instruction* '}' (',' attr)*
-    instruction := 'ROOT'? name '=' shape opcode '(' operands ')' (',' attr)*
+    instruction := 'ROOT'? name '=' shape? opcode '(' operands ')' (',' attr)*
+    operand     := shape? name | shape? opcode '(' operands ')'     (a nested instruction)
+    attr value  := ... | '{' instruction* '}'                        (an inline computation)
+
+The shape may be left out where XLA infers it (Note [Inferred shapes]); ``call-start`` and the
+like are XLA's async sugar (Note [Async sugar]); ``name:`` reads as ``name``; ``b(f32[4])`` is
+a buffer shape.
 
 Parsing functions come in pairs: ``_parse_x`` reads an x or raises a ParseError located at the
 offending token, with what was expected. Attribute values are typed per
@@ -14,6 +20,7 @@ offending token, with what was expected. Attribute values are typed per
 from __future__ import annotations
 
 import gc
+import re
 from typing import Any, NoReturn
 
 from hloscope.errors import ParseError
@@ -38,7 +45,7 @@ from hloscope.ir.dtypes import PRIMITIVE_TYPES
 from hloscope.ir.instruction import Instruction
 from hloscope.ir.layout import COMBINE_DIMENSION, Layout, Tile
 from hloscope.ir.literal import Literal
-from hloscope.ir.module import Module, ProgramShape
+from hloscope.ir.module import Module, NameUniquer, ProgramShape
 from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
 from hloscope.ir.shape import UNBOUNDED, ArrayShape, Shape, TupleShape
 from hloscope.text.attribute_specs import ATTRIBUTE_KINDS, MODULE_ATTRIBUTE_KINDS
@@ -47,13 +54,25 @@ from hloscope.text.lexer import (
     lex,
 )
 from hloscope.text.options import PrintOptions
+from hloscope.text.shorthand import (
+    ASYNC_FOLLOWERS,
+    ASYNC_SUFFIXES,
+    NOT_ASYNC_WRAPPABLE,
+    SHAPE_INFERABLE,
+    async_operand_problem,
+    infer_missing_shapes,
+)
 from hloscope.text.source import Source
 
 __all__ = ["parse_module", "parse_shape"]
 
 _OPEN = {"{": "}", "(": ")", "[": "]"}
+# XLA's identifiers (hlo_lexer.cc): ASCII letters, digits, '_', '.', '-', not starting with a
+# digit, '.' or '-'; '%' may precede a name.
+_NAME_RE = re.compile(r"%?[A-Za-z_][A-Za-z0-9_.\-]*")
 _CLOSE = {"}", ")", "]"}
 _STACK_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
 
 
 def parse_module(text: str, name: str = "<string>") -> Module:
@@ -106,6 +125,14 @@ class _Parser:
         self._saw_signature = False
         self._saw_end_comment = False
         self._index_comments: bool | None = None
+        # Instructions written as operands (in the order XLA adds them), waiting to be added to
+        # the computation before their user; instructions written without a shape.
+        self._nested: list[tuple[Instruction, list[tuple[str, int]], int]] = []
+        self._shapeless: list[tuple[Instruction, int]] = []
+        self._anon = NameUniquer()
+        # Computations written inline as attribute values, waiting to join the module.
+        self._inline: list[tuple[Computation, int]] = []
+        self._inline_names = NameUniquer()
 
     # --- errors and primitive steps ----------------------------------------------------------
     def _error(self, message: str, at: int | None = None) -> NoReturn:
@@ -129,9 +156,12 @@ class _Parser:
 
     def _name(self, what: str = "a name") -> str:
         tok = self.toks[self.pos]
-        if not tok or not (tok[0].isalnum() or tok[0] in "_%.$-"):
+        if _NAME_RE.fullmatch(tok) is None:
             self._error(f"expected {what}" + (f", found {tok!r}" if tok else ""))
         self.pos += 1
+        if self.toks[self.pos] == ":" and not self.ts.ws(self.pos):
+            # XLA's lexer reads `name:` as a name token wherever a name may stand (`HloModule m:`).
+            self.pos += 1
         if tok[0] == "%":
             self._saw_percent = True
             return tok[1:]
@@ -214,6 +244,14 @@ class _Parser:
                         break
             self._expect(")", "',' or ')' in tuple shape")
             return TupleShape(tuple(elements))
+        if tok == "b" and toks[self.pos + 1] == "(":  # a buffer shape: b(f32[16])
+            at = self.pos
+            self.pos += 2
+            inner = self._parse_shape()
+            if not isinstance(inner, ArrayShape) or inner.buffer:
+                self._error("a buffer shape holds an array shape", at)
+            self._expect(")", "')' to close the buffer shape")
+            return ArrayShape(inner.element_type, inner.dimensions, inner.dynamic, inner.layout, True)
         if tok not in PRIMITIVE_TYPES:
             self._error("expected a shape such as f32[2,3]{1,0}" + (f", found {tok!r}" if tok else ""))
         p = self.pos + 1
@@ -342,6 +380,10 @@ class _Parser:
             self.pos += 1
             name = self._name("a module name")
             while self._accept(","):
+                if toks[self.pos].startswith("frontend_attributes={"):  # one lexer token
+                    attrs["frontend_attributes"] = FrontendAttributes(toks[self.pos][20:])
+                    self.pos += 1
+                    continue
                 key = self._name("a module attribute name")
                 self._expect("=", f"'=' after {key}")
                 attrs[key] = self._parse_module_attr(key)
@@ -359,6 +401,12 @@ class _Parser:
         while toks[self.pos] != "":
             start = self.pos
             comp = self._parse_computation()
+            for inline, at in self._inline:
+                if inline.name in by_name:
+                    self._error(f"computation {inline.name!r} is defined twice", at)
+                by_name[inline.name] = inline
+                computations.append(inline)
+            self._inline.clear()
             if comp.name in by_name:
                 self._error(f"computation {comp.name!r} is defined twice", start + (toks[start] == "ENTRY"))
             by_name[comp.name] = comp
@@ -373,7 +421,7 @@ class _Parser:
             entry = computations[-1]
             entry.is_entry = True
         if not name:
-            name = entry.name
+            name = "module_" + entry.name  # as XLA names a module written without a header
         for inst, key, value, at in self._comp_fixups:
             if isinstance(value, list):
                 resolved = []
@@ -386,6 +434,8 @@ class _Parser:
                 if value not in by_name:
                     self._error(f"unknown computation {value!r}", at)
                 inst.attrs[key] = by_name[value]
+        if self._shapeless:
+            self._infer_shapes()
         style = self.style
         style.percent = self._saw_percent
         style.operand_shapes = self._saw_typed_operand and not self._saw_untyped_operand
@@ -394,6 +444,11 @@ class _Parser:
         style.operand_index_comments = self._index_comments is not False
         return Module(name, computations, entry, attrs, stack_frames=stack_frames, style=style,
                       source=self.ts.source)
+
+    def _infer_shapes(self) -> None:
+        infer_missing_shapes(self._shapeless, self._error)
+        self._shapeless = []
+
 
     def _parse_module_attr(self, key: str) -> Any:
         kind = MODULE_ATTRIBUTE_KINDS.get(key)
@@ -452,6 +507,16 @@ class _Parser:
             return FrontendAttributes(self.ts.text(self.pos, self._skip_balanced()))
         return RawAttribute(self._raw_value())
 
+    def _parse_int_tuples(self) -> tuple[tuple[int, ...], ...]:
+        self._expect("{")
+        groups = []
+        while self.toks[self.pos] == "{":
+            groups.append(self._parse_int_tuple())
+            if not self._accept(","):
+                break
+        self._expect("}")
+        return tuple(groups)
+
     def _parse_int_tuple(self) -> tuple[int, ...]:
         self._expect("{")
         out = []
@@ -501,9 +566,22 @@ class _Parser:
         return is_entry, name
 
     def _parse_computation(self) -> Computation:
-        toks = self.toks
         start = self.pos
         is_entry, name = self.parse_computation_header()
+        return self._parse_computation_body(name, is_entry, start)
+
+    def _parse_inline_computation(self) -> str:
+        """``{ instructions }`` written where a computation is named (``to_apply={...}``): XLA
+        names it ``_`` (made unique) and adds it before the computation that uses it."""
+        saved, self._nested = self._nested, []
+        name = self._inline_names.unique("_")
+        comp = self._parse_computation_body(name, False, self.pos - 1, inline=True)
+        self._nested = saved
+        self._inline.append((comp, self.pos))
+        return name
+
+    def _parse_computation_body(self, name: str, is_entry: bool, start: int, inline: bool = False) -> Computation:
+        toks = self.toks
         instructions: list[Instruction] = []
         names: dict[str, Instruction] = {}
         root: Instruction | None = None
@@ -514,6 +592,13 @@ class _Parser:
                 self._error(f"expected '}}' to close computation {name!r}", start)
             inst_start = self.pos
             is_root, inst, operand_names, pred_names = self._parse_instruction()
+            for inner, inner_operands, at in self._nested:
+                if inner.name in names:
+                    self._error(f"instruction name {inner.name!r} is used twice in {name!r}", at)
+                names[inner.name] = inner
+                instructions.append(inner)
+                pending.append((inner, inner_operands))
+            self._nested.clear()
             if inst.name in names:
                 self._error(f"instruction name {inst.name!r} is used twice in {name!r}", inst_start + is_root)
             names[inst.name] = inst
@@ -536,6 +621,10 @@ class _Parser:
                     self._error(f"unknown operand {op_name!r} in computation {name!r}", at)
                 ops.append(op)
             inst.operands = ops
+            if inst.opcode in ASYNC_FOLLOWERS:
+                problem = async_operand_problem(inst)
+                if problem:
+                    self._error(problem, inst.span.index)  # type: ignore[union-attr]
         for inst, pred_names in pending_preds:
             preds = []
             for p_name, at in pred_names:
@@ -549,7 +638,8 @@ class _Parser:
         if root is None:
             root = instructions[-1]
         attrs: dict[str, Any] = {}
-        while toks[self.pos] == "," and toks[self.pos + 2] == "=":
+        # After an inline computation, a ',' continues its instruction's attributes.
+        while not inline and toks[self.pos] == "," and toks[self.pos + 2] == "=":
             self.pos += 1
             key = self._name()
             self.pos += 1
@@ -570,15 +660,45 @@ class _Parser:
         name_at = self.pos
         name = self._name("an instruction name")
         self._expect("=", f"'=' after instruction name {name!r}")
-        shape = self._parse_shape()
+        return (is_root, *self._parse_instruction_rhs(name, name_at))
+
+    def _parse_opcode(self) -> tuple[Opcode, Opcode | None]:
+        """An opcode, or XLA's async sugar ``call-start`` / ``-update`` / ``-done``: the async
+        opcode and the wrapped one (Note [Async sugar])."""
+        op_text = self.toks[self.pos]
+        opcode = OPCODES_BY_TEXT.get(op_text)
+        wrapped = None
+        if opcode is None:
+            base, _, suffix = op_text.rpartition("-")
+            opcode = ASYNC_SUFFIXES.get(suffix)
+            wrapped = OPCODES_BY_TEXT.get(base)
+            if opcode is None or wrapped is None or wrapped in NOT_ASYNC_WRAPPABLE:
+                self._error(f"unknown opcode {op_text!r}" if op_text else "expected an opcode")
+        self.pos += 1
+        return opcode, wrapped
+
+    def _parse_instruction_rhs(self, name: str, name_at: int, nested: bool = False,
+                               ) -> tuple[Instruction, list[tuple[str, int]], list[tuple[str, int]]]:
+        """``shape? opcode(operands), attributes``. The shape may be left out where XLA infers it
+        (Note [Inferred shapes]); a nested instruction (an operand written as an instruction)
+        has no name and no attributes."""
+        toks = self.toks
+        shape: Shape | None = None
+        tok = toks[self.pos]
+        if tok == "(" or toks[self.pos + 1] == "[" or (tok == "b" and toks[self.pos + 1] == "("):
+            # (`f33[2]` too: the shape parser says what is wrong)
+            shape = self._parse_shape()
         op_at = self.pos
         op_text = toks[op_at]
-        opcode = OPCODES_BY_TEXT.get(op_text)
-        if opcode is None:
-            self._error(f"unknown opcode {op_text!r}" if op_text else "expected an opcode")
-        self.pos += 1
+        opcode, wrapped = self._parse_opcode()
+        if shape is None and opcode not in SHAPE_INFERABLE:
+            self._error(f"expected a shape such as f32[2,3]{{1,0}} (XLA infers no shape for {op_text})"
+                        if op_text in OPCODES_BY_TEXT else "expected a shape such as f32[2,3]{1,0}"
+                        + (f", found {op_text!r}" if op_text else ""), op_at)
         self._expect("(", f"'(' after opcode {op_text!r}")
         attrs: dict[str, Any] = {}
+        if wrapped is not None:
+            attrs["async_wrapped_opcode"] = wrapped
         operand_names: list[tuple[str, int]] = []
         if opcode is Opcode.CONSTANT:
             start = self.pos
@@ -609,12 +729,23 @@ class _Parser:
                 if len(operand_names) == 5 and self._index_comments is None:
                     # Whether the writer marks every fifth operand with /*index=N*/.
                     self._index_comments = "/*index=" in self.ts.ws(self.pos)
-                if (t in PRIMITIVE_TYPES and toks[self.pos + 1] == "[") or t == "(":
+                at = self.pos
+                typed = (t in PRIMITIVE_TYPES and toks[self.pos + 1] == "[") or t == "(" or (
+                    t == "b" and toks[self.pos + 1] == "(" and toks[self.pos + 2] in PRIMITIVE_TYPES)
+                if typed:
                     self._parse_shape()  # old syntax: operand written with its shape
-                    self._saw_typed_operand = True
+                if toks[self.pos + 1] == "(" and toks[self.pos] not in _CLOSE:
+                    # An operand written as an instruction: `add(f32[] constant(1), x)`.
+                    self.pos = at
+                    inner, inner_operands, _ = self._parse_instruction_rhs("", at, nested=True)
+                    self._nested.append((inner, inner_operands, at))
+                    operand_names.append((inner.name, at))
                 else:
-                    self._saw_untyped_operand = True
-                operand_names.append((self._name("an operand name"), self.pos - 1))
+                    if typed:
+                        self._saw_typed_operand = True
+                    else:
+                        self._saw_untyped_operand = True
+                    operand_names.append((self._name("an operand name"), self.pos - 1))
                 if toks[self.pos] == ",":
                     self.pos += 1
                     continue
@@ -623,8 +754,12 @@ class _Parser:
                     break
                 self._error("expected ',' or ')' after operand")
         pred_names: list[tuple[str, int]] = []
-        inst = Instruction(name, opcode, shape, None, attrs)
-        while toks[self.pos] == ",":
+        if nested:  # named once its operands are, as XLA's parser names it
+            name = self._anon.unique(opcode.text + ".anon")
+        inst = Instruction(name, opcode, shape, None, attrs)  # type: ignore[arg-type]
+        if shape is None:
+            self._shapeless.append((inst, op_at))
+        while not nested and toks[self.pos] == ",":
             self.pos += 1
             tok = toks[self.pos]
             if tok.startswith("metadata={"):
@@ -652,7 +787,7 @@ class _Parser:
             kind = ATTRIBUTE_KINDS.get(key, "raw")
             attrs[key] = self._parse_attr(kind, key, inst, key_at)
         inst.span = _LazySpan(self.ts, name_at)
-        return is_root, inst, operand_names, pred_names
+        return inst, operand_names, pred_names
 
     # --- attribute values ----------------------------------------------------------------------
     def _parse_bool(self) -> bool:
@@ -669,12 +804,20 @@ class _Parser:
         if kind == "bool":
             return self._parse_bool()
         if kind == "ints":
+            if toks[self.pos] == "{" and toks[self.pos + 1] == "{":
+                # A list per operand (slice_sizes of a combined collective-permute).
+                return self._parse_int_tuples()
             return self._parse_int_tuple()
         if kind == "ident":
             return self._name(f"a value for {key}")
         if kind == "string":
             return unquote(self._string(f"a quoted string for {key}"))
         if kind in ("computation", "computations", "computation_or_list"):
+            if toks[self.pos] == "{" and (toks[self.pos + 1] == "ROOT" or toks[self.pos + 2] == "="):
+                self.pos += 1
+                n = self._parse_inline_computation()
+                self._comp_fixups.append((inst, key, [n] if kind == "computations" else n, key_at))
+                return n
             if toks[self.pos] == "{":
                 if kind == "computation":
                     self._error(f"expected one computation name for {key}")
@@ -695,9 +838,12 @@ class _Parser:
         if kind == "window":
             return self._parse_window()
         if kind == "dim_labels":
+            # The labels are the tokens written against each other (`?` lexes on its own).
             start = self.pos
-            text = self.ts.text(start, start + 3) if toks[start + 1] == "->" else toks[start]
-            self.pos = start + (3 if toks[start + 1] == "->" else 1)
+            self.pos += 1
+            while toks[self.pos] not in ("", ",", "}", ")") and not self.ts.ws(self.pos):
+                self.pos += 1
+            text = self.ts.text(start, self.pos)
             try:
                 return ConvolutionDimensionNumbers.from_labels(text)
             except ValueError as e:
@@ -752,14 +898,7 @@ class _Parser:
         if kind == "replica_groups":
             return self._parse_replica_groups()
         if kind == "intss":
-            self._expect("{")
-            groups = []
-            while toks[self.pos] == "{":
-                groups.append(self._parse_int_tuple())
-                if not self._accept(","):
-                    break
-            self._expect("}")
-            return tuple(groups)
+            return self._parse_int_tuples()
         if kind == "precision":
             self._expect("{")
             vals = []
@@ -789,6 +928,13 @@ class _Parser:
                     break
             self._expect("}")
             return tuple(shapes)
+        if kind == "literal":
+            # `shape value` (the value a token or a braced group), or a parenthesized tuple of them.
+            start = self.pos
+            if toks[self.pos] != "(":
+                self._parse_shape()
+            self._skip_balanced()
+            return RawAttribute(self.ts.text(start, self.pos))
         return RawAttribute(self._raw_value())
 
     def _parse_window(self) -> Window:
@@ -882,6 +1028,8 @@ class _Parser:
                 break
         self._expect("]")
         return tuple(out)
+
+
 
 
 def _split_underscores(part: str) -> list[str]:
