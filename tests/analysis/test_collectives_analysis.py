@@ -150,3 +150,14 @@ def test_pmap_psum_compiled(xla_cpu_compiled) -> None:
     assert (r.num_partitions, op.opcode, op.group_mode, op.group_size, op.payload_bytes) == (
         8, "all-reduce", "flattened_id", 8, 128)
     assert op.tree_bytes == 2 * 128 and op.ring_steps == 14 and op.tree_steps == 6
+
+
+def test_mesh_replica_groups_expand_for_the_analysis() -> None:
+    """The mesh spelling of replica groups (with and without device_ids; the interpreter
+    matches XLA with the same expansion on the sharded_reshard programs) expands to explicit
+    groups, so the analysis sizes its groups rather than assuming one group of everyone."""
+    from hloscope.ir.attributes import ReplicaGroups
+
+    assert ReplicaGroups(text="mesh['x'=2,'y'=4] {'y'}").expanded() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    assert ReplicaGroups(text="mesh['x'=2,'y'=4] {'x'}").expanded() == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    assert ReplicaGroups(text="mesh['x'=2,'y'=4]").expanded("([2,4]T(1,0)) {'y'}") == [[0, 4, 1, 5], [2, 6, 3, 7]]

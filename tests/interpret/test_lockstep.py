@@ -52,7 +52,12 @@ def test_oracle_lockstep_equals_per_device(oracle_corpus, name: str, stage: str)
         per_device = run(module, case.inputs(), replicas=r, partitions=p, options=PER_DEVICE)
     except InterpretError:
         pytest.skip("the per-device path fails on this program (tested elsewhere)")
-    got = run(module, case.inputs(), replicas=r, partitions=p, options=LOCKSTEP)
+    try:
+        got = run(module, case.inputs(), replicas=r, partitions=p, options=LOCKSTEP)
+    except lockstep.Diverged:
+        # Control flow that depends on the device (e.g. on axis_index) is what lockstep cannot
+        # express; mode "auto" then starts over per device (test_run_oracle checks that path).
+        pytest.skip("the devices' control flow differs")
     assert_identical(got, per_device)
 
 

@@ -166,7 +166,7 @@ def _groups_attr(inst: Instruction) -> list[list[int]]:
     if rg is None:
         return []
     try:
-        return rg.expanded()
+        return rg.expanded(inst.attrs.get("device_ids"))
     except ValueError:
         return []
 

@@ -353,43 +353,12 @@ def _groups(ctx: EvalContext, inst: Instruction, use_global: bool | None) -> lis
     return groups
 
 
-_MESH = re.compile(r"mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<listed>[^}]*)\}")
-
-
-_DEVICE_IDS = re.compile(r"\(\[(?P<dims>[\d,]*)\](?:T\((?P<perm>[\d,]*)\))?\)\s*(?P<listed>\{[^}]*\})")
-
-
 def _expand_replica_groups(rg: Any, device_ids: Any = None) -> list[list[int]]:
-    """Explicit groups of any ReplicaGroups spelling, including the mesh form
-    ``mesh['x'=4,'y'=2] {'y'}``: devices numbered row-major over the mesh, one group per
-    position of the unlisted axes, ranked over the listed axes in the order listed. A mesh
-    with ``device_ids=([2,4]T(1,0)) {'y'}`` (kept as a separate attribute by the parser) numbers
-    its positions by that iota tile assignment instead of row-major."""
-    if rg.groups is not None or rg.iota_shape is not None:
-        return rg.expanded()
-    text, order_ids = (rg.text or "").strip(), None
-    if device_ids is not None:
-        d = _DEVICE_IDS.fullmatch(str(getattr(device_ids, "text", device_ids)).strip())
-        if d is None:
-            raise InterpretError(f"cannot expand replica groups {rg.text!r} device_ids={device_ids}")
-        dims = [int(x) for x in d.group("dims").split(",")]
-        order_ids = np.arange(int(np.prod(dims))).reshape(dims)
-        if d.group("perm"):
-            order_ids = order_ids.transpose([int(x) for x in d.group("perm").split(",")])
-        text = f"{text} {d.group('listed')}"
-    m = _MESH.fullmatch(text)
-    if m is None:
-        raise InterpretError(f"cannot expand replica groups {rg.text!r}")
-    axes = re.findall(r"'([^']+)'\s*=\s*(\d+)", m.group("axes"))
-    names = [a for a, _ in axes]
-    sizes = [int(n) for _, n in axes]
-    listed = re.findall(r"'([^']+)'", m.group("listed"))
-    if any(a not in names for a in listed):
-        raise InterpretError(f"replica groups {rg.text!r} name axes (or sub-axes) not in the mesh")
-    order = [names.index(a) for a in names if a not in listed] + [names.index(a) for a in listed]
-    ids = (np.arange(int(np.prod(sizes))) if order_ids is None else order_ids).reshape(sizes).transpose(order)
-    size = int(np.prod([sizes[names.index(a)] for a in listed]))
-    return ids.reshape(-1, size).tolist()
+    """Explicit groups of any ReplicaGroups spelling (``ReplicaGroups.expanded``)."""
+    try:
+        return rg.expanded(device_ids)
+    except ValueError as e:
+        raise InterpretError(str(e)) from None
 
 
 def _operand_value(inst: Instruction, operands: Operands) -> Value:

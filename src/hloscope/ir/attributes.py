@@ -194,6 +194,10 @@ class PaddingConfig:
         return "x".join(f"{lo}_{hi}" for lo, hi, _ in self.dimensions)
 
 
+_MESH = re.compile(r"mesh\[(?P<axes>[^\]]*)\]\s*\{(?P<listed>[^}]*)\}")
+_DEVICE_IDS = re.compile(r"\(\[(?P<dims>[\d,]*)\](?:T\((?P<perm>[\d,]*)\))?\)\s*(?P<listed>\{[^}]*\})")
+
+
 @dataclass(frozen=True, slots=True)
 class ReplicaGroups:
     """Replica groups in any of XLA's spellings.
@@ -209,19 +213,47 @@ class ReplicaGroups:
     iota_transpose: tuple[int, ...] = ()
     text: str | None = None
 
-    def expanded(self) -> list[list[int]]:
-        """The explicit groups; ``[]`` means one group of every participant."""
+    def expanded(self, device_ids: object = None) -> list[list[int]]:
+        """The explicit groups; ``[]`` means one group of every participant.
+
+        The mesh form ``mesh['x'=4,'y'=2] {'y'}`` numbers devices row-major over the mesh, one
+        group per position of the unlisted axes, ranked over the listed axes in the order
+        listed; with ``device_ids=([2,4]T(1,0)) {'y'}`` (an attribute of its own) the positions
+        are numbered by that iota tile assignment instead. Raises ValueError for a spelling
+        it cannot expand."""
+        import numpy as np
+
         if self.groups is not None:
             return [list(g) for g in self.groups]
         if self.iota_shape is not None:
-            import numpy as np
-
             n = int(np.prod(self.iota_reshape))
             ids = np.arange(n).reshape(self.iota_reshape)
             if self.iota_transpose:
                 ids = ids.transpose(self.iota_transpose)
             return ids.reshape(self.iota_shape).tolist()
-        raise ValueError(f"cannot expand replica groups {self.text!r}")
+        text, order_ids = (self.text or "").strip(), None
+        if device_ids is not None:
+            d = _DEVICE_IDS.fullmatch(str(getattr(device_ids, "text", device_ids)).strip())
+            if d is None:
+                raise ValueError(f"cannot expand replica groups {self.text!r} device_ids={device_ids}")
+            dims = [int(x) for x in d.group("dims").split(",")]
+            order_ids = np.arange(int(np.prod(dims))).reshape(dims)
+            if d.group("perm"):
+                order_ids = order_ids.transpose([int(x) for x in d.group("perm").split(",")])
+            text = f"{text} {d.group('listed')}"
+        m = _MESH.fullmatch(text)
+        if m is None:
+            raise ValueError(f"cannot expand replica groups {self.text!r}")
+        axes = re.findall(r"'([^']+)'\s*=\s*(\d+)", m.group("axes"))
+        names = [a for a, _ in axes]
+        sizes = [int(n) for _, n in axes]
+        listed = re.findall(r"'([^']+)'", m.group("listed"))
+        if any(a not in names for a in listed):
+            raise ValueError(f"replica groups {self.text!r} name axes (or sub-axes) not in the mesh")
+        order = [names.index(a) for a in names if a not in listed] + [names.index(a) for a in listed]
+        ids = (np.arange(int(np.prod(sizes))) if order_ids is None else order_ids).reshape(sizes).transpose(order)
+        size = int(np.prod([sizes[names.index(a)] for a in listed]))
+        return ids.reshape(-1, size).tolist()
 
     def __str__(self) -> str:
         if self.groups is not None:
