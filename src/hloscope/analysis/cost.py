@@ -186,11 +186,14 @@ def _default_rule(inst: Instruction, an: _Analyzer) -> Cost:
     return Cost(bytes_accessed=_default_bytes(inst))
 
 
-# Elementwise ops XLA counts as transcendentals instead of FLOPs (HandleElementwiseOp).
+# Elementwise ops XLA counts as transcendentals instead of FLOPs (HandleElementwiseOp's list;
+# the inverse and hyperbolic functions were missing here until the differential fuzzer,
+# tools/fuzz_hlo.py, compared them). XLA has no atan opcode; hloscope's counts as atan2 does.
 TRANSCENDENTAL = frozenset({
-    Opcode.ACOSH, Opcode.ERF, Opcode.EXP, Opcode.LOG, Opcode.LOGISTIC, Opcode.POWER, Opcode.SQRT, Opcode.CBRT,
-    Opcode.RSQRT, Opcode.TANH, Opcode.SIN, Opcode.COS, Opcode.EXPM1, Opcode.LOG1P,
-    Opcode.ATAN2, Opcode.TAN,
+    Opcode.ACOS, Opcode.ACOSH, Opcode.ASIN, Opcode.ASINH, Opcode.ATAN, Opcode.ATAN2, Opcode.ATANH,
+    Opcode.CBRT, Opcode.COS, Opcode.COSH, Opcode.ERF, Opcode.EXP, Opcode.EXPM1, Opcode.LOG,
+    Opcode.LOG1P, Opcode.LOGISTIC, Opcode.POWER, Opcode.RSQRT, Opcode.SIN, Opcode.SINH,
+    Opcode.SQRT, Opcode.TAN, Opcode.TANH,
 })
 
 _ELEMENTWISE_FAMILIES = (Family.UNARY, Family.BINARY, Family.TERNARY, Family.COMPARE)
@@ -234,11 +237,17 @@ def _transpose_is_bitcast(inst: Instruction) -> bool:
     out, src = inst.shape, inst.operands[0].shape
     if not (isinstance(out, ArrayShape) and isinstance(src, ArrayShape)):
         return False
-    if out.layout is None or src.layout is None:
-        return False
     perm = inst.attrs.get("dimensions", ())
-    mapped = tuple(perm[d] for d in out.layout.minor_to_major)
-    return mapped == tuple(src.layout.minor_to_major)
+    # A shape written without a layout has XLA's default one (its parser fills it in), so an
+    # identity transpose of layout-less shapes is a bitcast too.
+    mapped = tuple(perm[d] for d in _minor_to_major(out))
+    return mapped == _minor_to_major(src)
+
+
+def _minor_to_major(shape: ArrayShape) -> tuple[int, ...]:
+    if shape.layout is None:
+        return tuple(range(shape.rank - 1, -1, -1))
+    return tuple(shape.layout.minor_to_major)
 
 
 @cost_rule(Opcode.SLICE)

@@ -204,6 +204,45 @@ _UNARY_RESULT_TYPE: dict[Opcode, Callable[[str], str]] = {
 }
 
 
+# Element types each elementwise opcode accepts, as XLA's InferUnaryOpShape and
+# InferBinaryOpShape check them: (kinds of hloscope.ir.dtypes, what a message calls them).
+# XLA's "signed" (ElementIsSigned) covers signed integers and floating point alike.
+_FLOAT, _COMPLEX = frozenset({"float"}), frozenset({"complex"})
+_INTEGRAL = frozenset({"signed", "unsigned"})
+_FLOAT_OR_COMPLEX = _FLOAT | _COMPLEX
+_ARITHMETIC = _INTEGRAL | _FLOAT_OR_COMPLEX  # everything but pred
+_ELEMENT_KINDS: dict[Opcode, tuple[frozenset[str], str]] = {
+    **{op: (_FLOAT, "floating-point") for op in (
+        Opcode.FLOOR, Opcode.CEIL, Opcode.CBRT, Opcode.ERF, Opcode.ROUND_NEAREST_AFZ,
+        Opcode.ROUND_NEAREST_EVEN, Opcode.IS_FINITE, Opcode.REDUCE_PRECISION)},
+    **{op: (_FLOAT_OR_COMPLEX, "floating-point or complex") for op in (
+        Opcode.ACOS, Opcode.ACOSH, Opcode.ASIN, Opcode.ASINH, Opcode.ATAN, Opcode.ATANH,
+        Opcode.COSH, Opcode.COS, Opcode.SINH, Opcode.SIN, Opcode.EXP, Opcode.EXPM1, Opcode.LOG,
+        Opcode.LOG1P, Opcode.LOGISTIC, Opcode.RSQRT, Opcode.SQRT, Opcode.TAN, Opcode.TANH,
+        Opcode.REAL, Opcode.IMAG, Opcode.ATAN2)},
+    Opcode.ABS: (frozenset({"signed"}) | _FLOAT_OR_COMPLEX, "signed, floating-point or complex"),
+    Opcode.SIGN: (frozenset({"signed"}) | _FLOAT_OR_COMPLEX, "signed, floating-point or complex"),
+    Opcode.CLZ: (_INTEGRAL, "integer"),
+    Opcode.POPCNT: (_INTEGRAL, "integer"),
+    Opcode.NEGATE: (_ARITHMETIC, "integer, floating-point or complex"),
+    **{op: (_INTEGRAL | {"pred"}, "pred or integer") for op in (
+        Opcode.NOT, Opcode.AND, Opcode.OR, Opcode.XOR)},
+    **{op: (_ARITHMETIC, "arithmetic (not pred)") for op in (
+        Opcode.SUBTRACT, Opcode.DIVIDE, Opcode.REMAINDER, Opcode.POWER)},
+    # XLA's shape inference lets floats through, but no backend has float shifts: XLA:CPU
+    # rejects them when it converts the module to StableHLO.
+    **{op: (_INTEGRAL, "integer") for op in (
+        Opcode.SHIFT_LEFT, Opcode.SHIFT_RIGHT_ARITHMETIC, Opcode.SHIFT_RIGHT_LOGICAL)},
+    Opcode.COMPLEX: (_FLOAT, "f32 or f64"),
+}
+
+
+def _check_element_type(inst: Instruction, etype: str) -> None:
+    rule = _ELEMENT_KINDS.get(inst.opcode)
+    if rule is not None and PRIMITIVE_TYPES[etype].kind not in rule[0]:
+        raise ShapeInferenceError(f"{inst.opcode.text} needs {rule[1]} operands, got {etype}")
+
+
 @shape_rule(*(op for op in Opcode if op.family is Family.UNARY),
             Opcode.COPY, Opcode.REVERSE, Opcode.REDUCE_PRECISION, Opcode.DOMAIN,
             Opcode.CHOLESKY, Opcode.BATCH_NORM_INFERENCE)
@@ -212,6 +251,7 @@ def _unary(inst: Instruction) -> Shape:
     if inst.opcode is Opcode.DOMAIN:  # domain passes tuples through too
         return inst.operands[0].shape
     s = _operand(inst, 0)
+    _check_element_type(inst, s.element_type)
     if inst.opcode is Opcode.REVERSE:
         _dims_in_range(_attr(inst, "dimensions", ()), s.rank, "reverse dimension")
     f = _UNARY_RESULT_TYPE.get(inst.opcode)
@@ -240,13 +280,30 @@ def _binary(inst: Instruction) -> Shape:
     a, b = _operand(inst, 0), _operand(inst, 1)
     dyn = _merge_equal(inst, a, b, 0, 1)
     etype = a.element_type
+    _check_element_type(inst, etype)
     if inst.opcode is Opcode.COMPARE:
+        _check_comparison_type(inst, etype)
         etype = "pred"
     elif inst.opcode is Opcode.COMPLEX:
         if etype not in _COMPLEX_OF:
             raise ShapeInferenceError(f"complex needs f32 or f64 operands, got {etype}")
         etype = _COMPLEX_OF[etype]
     return _array_shape(etype, a.dimensions, dyn)
+
+
+def _check_comparison_type(inst: Instruction, etype: str) -> None:
+    """XLA's verifier: floats compare as FLOAT or TOTALORDER, everything else only with the
+    default type of its element type (SIGNED, UNSIGNED for unsigned and pred, FLOAT for complex)."""
+    ctype = inst.attrs.get("type")
+    if ctype is None:
+        return
+    ctype = str(ctype)
+    kind = PRIMITIVE_TYPES[etype].kind
+    allowed = {"float": ("FLOAT", "TOTALORDER"), "complex": ("FLOAT",), "signed": ("SIGNED",)}.get(
+        kind, ("UNSIGNED",))
+    if ctype not in allowed:
+        raise ShapeInferenceError(
+            f"compare of {etype} operands needs type={' or '.join(allowed)}, got type={ctype}")
 
 
 @shape_rule(Opcode.SELECT)
@@ -761,43 +818,134 @@ def _triangular_solve(inst: Instruction) -> Shape:
 
 
 # --- indexing -----------------------------------------------------------------------------------
+def _ascending(dims: tuple[int, ...], what: str) -> None:
+    if list(dims) != sorted(set(dims)):
+        raise ShapeInferenceError(f"{what} {list(dims)} must be ascending without repeats")
+
+
+def _unique_in(dims: tuple[int, ...], rank: int, what: str) -> None:
+    for d in dims:
+        if not 0 <= d < rank:
+            raise ShapeInferenceError(f"{what} {list(dims)}: {d} is out of range for rank {rank}")
+    if len(set(dims)) != len(dims):
+        raise ShapeInferenceError(f"{what} {list(dims)} has repeated dimensions")
+
+
+def _expanded_indices(inst: Instruction, idx: ArrayShape) -> tuple[list[int], int]:
+    """The indices' dimensions with the implicit trailing index vector (size 1) made explicit,
+    and ``index_vector_dim`` (XLA's expanded start-indices shape)."""
+    if not PRIMITIVE_TYPES[idx.element_type].is_integer:
+        raise ShapeInferenceError(f"{inst.opcode.text} indices must be integers, got {shape_text(idx)}")
+    ivd = _attr(inst, "index_vector_dim", idx.rank)
+    if not 0 <= ivd <= idx.rank:
+        raise ShapeInferenceError(f"index_vector_dim={ivd} must be in [0, {idx.rank}] for {shape_text(idx)}")
+    dims = list(idx.dimensions)
+    if ivd == idx.rank:
+        dims.append(1)
+    return dims, ivd
+
+
+def _check_index_map(dims: list[int], ivd: int, index_map: tuple[int, ...], operand_rank: int,
+                     batching: tuple[int, ...], index_batching: tuple[int, ...], names: tuple[str, ...]) -> None:
+    """The checks gather and scatter share: the index map against the index vector and the
+    operand, and the batching dimensions (XLA's Validate{Gather,Scatter}DimensionNumbers)."""
+    map_name, batching_name, index_batching_name = names
+    if len(index_map) != dims[ivd]:
+        raise ShapeInferenceError(
+            f"{map_name} has {len(index_map)} elements but dimension index_vector_dim={ivd} "
+            f"of the indices has size {dims[ivd]}")
+    _unique_in(index_map, operand_rank, map_name)
+    if len(batching) != len(index_batching):
+        raise ShapeInferenceError(f"{batching_name} {list(batching)} and {index_batching_name} "
+                                  f"{list(index_batching)} must have the same length")
+    _unique_in(batching, operand_rank, batching_name)
+    _ascending(batching, batching_name)
+    _unique_in(index_batching, len(dims), index_batching_name)
+
+
 @shape_rule(Opcode.GATHER)
 def _gather(inst: Instruction) -> Shape:
-    """Index batch dimensions interleaved with the slice's offset dimensions (``offset_dims``)."""
+    """Index batch dimensions interleaved with the slice's offset dimensions (``offset_dims``),
+    after XLA's InferGatherShape checks of the dimension numbers."""
     s, idx = _operand(inst, 0), _operand(inst, 1)
+    dims, ivd = _expanded_indices(inst, idx)
     sizes = tuple(_attr(inst, "slice_sizes"))
     offset_dims = tuple(_attr(inst, "offset_dims", ()))
-    dropped = set(_attr(inst, "collapsed_slice_dims", ())) | set(_attr(inst, "operand_batching_dims", ()))
-    ivd = _attr(inst, "index_vector_dim", idx.rank)
-    if len(sizes) != s.rank or any(not 0 <= z <= n for z, n in zip(sizes, s.dimensions, strict=True)):
-        raise ShapeInferenceError(f"slice_sizes {list(sizes)} do not fit {shape_text(s)}")
-    batch = [n for d, n in enumerate(idx.dimensions) if d != ivd]
-    offsets = [sizes[d] for d in range(s.rank) if d not in dropped]
-    if len(offsets) != len(offset_dims):
-        raise ShapeInferenceError(f"offset_dims {list(offset_dims)} must list {len(offsets)} dimensions")
-    rank = len(batch) + len(offsets)
-    _dims_in_range(offset_dims, rank, "offset dimension")
-    ob, oo = iter(batch), iter(offsets)
+    collapsed = tuple(_attr(inst, "collapsed_slice_dims", ()))
+    batching = tuple(_attr(inst, "operand_batching_dims", ()))
+    rank = len(offset_dims) + len(dims) - 1
+    _ascending(offset_dims, "offset_dims")
+    _unique_in(offset_dims, rank, "offset_dims")
+    _check_index_map(dims, ivd, tuple(_attr(inst, "start_index_map", ())), s.rank, batching,
+                     tuple(_attr(inst, "start_indices_batching_dims", ())),
+                     ("start_index_map", "operand_batching_dims", "start_indices_batching_dims"))
+    _unique_in(collapsed, s.rank, "collapsed_slice_dims")
+    _ascending(collapsed, "collapsed_slice_dims")
+    if len(sizes) != s.rank:
+        raise ShapeInferenceError(f"slice_sizes {list(sizes)} must have one size per dimension of {shape_text(s)}")
+    if len(sizes) != len(offset_dims) + len(collapsed) + len(batching):
+        raise ShapeInferenceError(
+            f"every operand dimension must be an offset, collapsed or batching dimension: "
+            f"{len(sizes)} dimensions, offset_dims {list(offset_dims)}, collapsed_slice_dims "
+            f"{list(collapsed)}, operand_batching_dims {list(batching)}")
+    for d, (z, n) in enumerate(zip(sizes, s.dimensions, strict=True)):
+        if not 0 <= z <= n:
+            raise ShapeInferenceError(f"slice size {z} of dimension {d} does not fit {shape_text(s)}")
+    for d in collapsed + batching:
+        if sizes[d] > 1:
+            raise ShapeInferenceError(f"collapsed or batching dimension {d} must have slice size 0 or 1, got {sizes[d]}")
+    dropped = set(collapsed) | set(batching)
+    offsets = iter(sizes[d] for d in range(s.rank) if d not in dropped)
+    batch = iter(n for d, n in enumerate(dims) if d != ivd)
     offset_set = set(offset_dims)
-    return _array_shape(s.element_type, [next(oo) if d in offset_set else next(ob) for d in range(rank)])
+    return _array_shape(s.element_type, [next(offsets) if d in offset_set else next(batch) for d in range(rank)])
 
 
 @shape_rule(Opcode.SCATTER)
 def _scatter(inst: Instruction) -> Shape:
-    """The operands' shapes (a tuple when variadic); updates have window + scatter dimensions."""
+    """The operands' shapes (a tuple when variadic), after XLA's InferScatterShape checks:
+    updates have the window dimensions (no larger than the operand's) and the indices' batch
+    dimensions."""
     shapes = _operands(inst)
     n = (len(shapes) - 1) // 2
     if len(shapes) % 2 == 0 or not n:
         raise ShapeInferenceError(f"scatter needs N operands, indices and N updates, got {len(shapes)} operands")
-    idx = shapes[n]
-    ivd = _attr(inst, "index_vector_dim", idx.rank)
+    dims, ivd = _expanded_indices(inst, shapes[n])
     window = tuple(_attr(inst, "update_window_dims", ()))
-    expected_rank = len(window) + idx.rank - (1 if ivd < idx.rank else 0)
-    for i, u in enumerate(shapes[n + 1:]):
+    inserted = tuple(_attr(inst, "inserted_window_dims", ()))
+    batching = tuple(_attr(inst, "input_batching_dims", ()))
+    for i, (s, u) in enumerate(zip(shapes[:n], shapes[n + 1:], strict=True)):
+        expected_rank = len(dims) - 1 + len(window)
         if u.rank != expected_rank:
             raise ShapeInferenceError(
                 f"update {i} {shape_text(u)} must have rank {expected_rank} "
                 f"({len(window)} window + {expected_rank - len(window)} scatter dimensions)")
+        _ascending(window, "update_window_dims")
+        _unique_in(window, u.rank, "update_window_dims")
+        _ascending(inserted, "inserted_window_dims")
+        _unique_in(inserted, s.rank, "inserted_window_dims")
+        if len(window) + len(inserted) + len(batching) != s.rank:
+            raise ShapeInferenceError(
+                f"update_window_dims {list(window)}, inserted_window_dims {list(inserted)} and "
+                f"input_batching_dims {list(batching)} must cover the {s.rank} operand dimensions")
+        _check_index_map(dims, ivd, tuple(_attr(inst, "scatter_dims_to_operand_dims", ())), s.rank,
+                         batching, tuple(_attr(inst, "scatter_indices_batching_dims", ())),
+                         ("scatter_dims_to_operand_dims", "input_batching_dims",
+                          "scatter_indices_batching_dims"))
+        bounds = [m for d, m in enumerate(s.dimensions) if d not in inserted and d not in batching]
+        for k, d in enumerate(window):
+            if u.dimensions[d] > bounds[k]:
+                raise ShapeInferenceError(
+                    f"update {i} window dimension {d} has size {u.dimensions[d]}, more than the "
+                    f"operand's {bounds[k]}")
+        scatter_dims = iter(m for d, m in enumerate(dims) if d != ivd)
+        for d in range(u.rank):
+            if d not in window and u.dimensions[d] != (m := next(scatter_dims)):
+                raise ShapeInferenceError(
+                    f"update {i} scatter dimension {d} has size {u.dimensions[d]}, the indices' "
+                    f"batch dimension has {m}")
+        if u.element_type != s.element_type:
+            raise ShapeInferenceError(f"update {i} {shape_text(u)} must have the element type of {shape_text(s)}")
     return _tuple_or_single(list(shapes[:n]))
 
 
