@@ -30,7 +30,8 @@ from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 
 __all__ = [
     "NOT_INFERABLE", "SHAPE_CHECKS", "SHAPE_RULES", "ShapeInferenceError", "check_shape", "infer_shape",
-    "same_shape", "shape_check", "shape_rule", "shape_text", "window_output_dimensions",
+    "same_shape", "same_type_ignoring_fp_precision", "shape_check", "shape_rule", "shape_text",
+    "window_output_dimensions",
 ]
 
 Rule = Callable[[Instruction], Shape]
@@ -396,6 +397,10 @@ def _check_start_indices(inst: Instruction, first: int, rank: int) -> None:
             raise ShapeInferenceError(
                 f"start index operand {first + k} of {inst.opcode.text} must be an integer scalar, "
                 f"got {shape_text(sh)}")
+    types = {i.shape.element_type for i in idx if isinstance(i.shape, ArrayShape)}
+    if len(types) > 1:  # XLA's ShapeInference: every start index of one type
+        raise ShapeInferenceError(
+            f"start indices of {inst.opcode.text} must share one element type, got {', '.join(sorted(types))}")
 
 
 @shape_rule(Opcode.DYNAMIC_SLICE)
@@ -673,23 +678,45 @@ def _inputs_and_inits(inst: Instruction) -> tuple[list[ArrayShape], list[ArraySh
     return inputs, inits
 
 
+def same_type_ignoring_fp_precision(a: str, b: str) -> bool:
+    """XLA's SameElementTypeIgnoringFpPrecision: equal, or both floating point."""
+    return a == b or (PRIMITIVE_TYPES[a].kind == "float" and PRIMITIVE_TYPES[b].kind == "float")
+
+
+def _accumulator_types(inst: Instruction, inits: list[ArrayShape]) -> list[str]:
+    """The result element types of a reduction: its reducer's accumulator types, as XLA's
+    InferReduceShape takes them. An init may differ from its accumulator in float precision
+    only (an f8 init of an f32 sum gives an f32 result)."""
+    comp = inst.attrs.get("to_apply")
+    root = getattr(comp, "root", None)
+    if root is None:  # no reducer to read (a malformed module): the inits' types
+        return [v.element_type for v in inits]
+    leaves = [leaf for _, leaf in root.shape.leaves()]
+    if len(leaves) != len(inits) or any(leaf.rank for leaf in leaves) or not all(
+            same_type_ignoring_fp_precision(leaf.element_type, v.element_type)
+            for leaf, v in zip(leaves, inits, strict=True)):
+        # A reducer that does not fit its inits: the verifier's signature check says how.
+        return [v.element_type for v in inits]
+    return [leaf.element_type for leaf in leaves]
+
+
 @shape_rule(Opcode.REDUCE)
 def _reduce(inst: Instruction) -> Shape:
-    """Inputs without ``dimensions``, in the init values' types; a tuple when variadic."""
+    """Inputs without ``dimensions``, in the reducer's accumulator types; a tuple when variadic."""
     inputs, inits = _inputs_and_inits(inst)
     dims = tuple(_attr(inst, "dimensions"))
     _dims_in_range(dims, inputs[0].rank, "reduce dimension")
     keep = [k for k in range(inputs[0].rank) if k not in dims]
-    return _tuple_or_single([_array_shape(v.element_type, (x.dimensions[k] for k in keep))
-                             for x, v in zip(inputs, inits, strict=True)])
+    return _tuple_or_single([_array_shape(t, (x.dimensions[k] for k in keep))
+                             for x, t in zip(inputs, _accumulator_types(inst, inits), strict=True)])
 
 
 @shape_rule(Opcode.REDUCE_WINDOW)
 def _reduce_window(inst: Instruction) -> Shape:
-    """The window's output sizes over the inputs, in the init values' types."""
+    """The window's output sizes over the inputs, in the reducer's accumulator types."""
     inputs, inits = _inputs_and_inits(inst)
     dims = window_output_dimensions(inputs[0].dimensions, _attr(inst, "window"))
-    return _tuple_or_single([_array_shape(v.element_type, dims) for v in inits])
+    return _tuple_or_single([_array_shape(t, dims) for t in _accumulator_types(inst, inits)])
 
 
 @shape_rule(Opcode.SELECT_AND_SCATTER)

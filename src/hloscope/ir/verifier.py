@@ -32,6 +32,7 @@ from hloscope.ir.shape_inference import (
     check_shape,
     infer_shape,
     same_shape,
+    same_type_ignoring_fp_precision,
     shape_text,
 )
 
@@ -187,6 +188,10 @@ class _Verifier:
         if inferred is not None and not same_shape(inferred, inst.shape):
             self.error(f"expected shape {shape_text(inferred)} from {op.text}({_operand_list(inst)}), "
                        f"declared {shape_text(inst.shape)}")
+        mixed = _mixed_float_types(inst)
+        if mixed:
+            self.error(f"{op.text} mixes floating-point types {', '.join(mixed)} in its operands "
+                       f"({_operand_list(inst)}); XLA's verifier allows one precision per instruction")
         checker = _CALL_CHECKS.get(op)
         if checker is not None:
             checker(self, inst)
@@ -271,6 +276,31 @@ class _Verifier:
                            f"{shape_text(param)} differ", None, entry)
 
 
+# Opcodes XLA's verifier lets mix float precisions in their operands (CheckMixedPrecisionOperands:
+# they pass data through, group it in tuples, or accumulate in a chosen type).
+_MIXED_PRECISION_OK = frozenset({
+    Opcode.CALL, Opcode.CONDITIONAL, Opcode.CONSTANT, Opcode.CONVOLUTION, Opcode.DOT,
+    Opcode.RAGGED_DOT, Opcode.SCALED_DOT, Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START,
+    Opcode.ALL_REDUCE_DONE, Opcode.ALL_GATHER, Opcode.ALL_GATHER_START, Opcode.ALL_GATHER_DONE,
+    Opcode.ASYNC_DONE, Opcode.ASYNC_UPDATE, Opcode.ASYNC_START, Opcode.COLLECTIVE_PERMUTE,
+    Opcode.COLLECTIVE_PERMUTE_START, Opcode.COLLECTIVE_PERMUTE_DONE, Opcode.COPY_DONE,
+    Opcode.COPY_START, Opcode.CUSTOM_CALL, Opcode.DOMAIN, Opcode.FUSION,
+    Opcode.GET_TUPLE_ELEMENT, Opcode.OPTIMIZATION_BARRIER, Opcode.INFEED, Opcode.OUTFEED,
+    Opcode.PARAMETER, Opcode.RECV, Opcode.RECV_DONE, Opcode.REDUCE_PRECISION,
+    Opcode.REDUCE_WINDOW, Opcode.SEND, Opcode.SEND_DONE, Opcode.SORT, Opcode.TUPLE, Opcode.WHILE,
+})
+
+
+def _mixed_float_types(inst: Instruction) -> list[str]:
+    """The distinct float element types among ``inst``'s operands when XLA forbids mixing them
+    there (empty when they agree or the opcode may mix)."""
+    if inst.opcode in _MIXED_PRECISION_OK:
+        return []
+    floats = {leaf.element_type for o in inst.operands for _, leaf in o.shape.leaves()
+              if leaf.primitive_type.kind == "float"}
+    return sorted(floats) if len(floats) > 1 else []
+
+
 def _subshape(shape: Shape, index: tuple[int, ...]) -> Shape | None:
     for i in index:
         if not isinstance(shape, TupleShape) or not 0 <= i < len(shape.elements):
@@ -337,8 +367,25 @@ def _check_map(v: _Verifier, inst: Instruction) -> None:
 
 @_calls(Opcode.REDUCE, Opcode.REDUCE_WINDOW)
 def _check_reduce(v: _Verifier, inst: Instruction) -> None:
+    # XLA's VerifyReducerShape: the reducer is (acc..., x...) -> acc... over scalars, where the
+    # accumulators are the reducer's own result types and inits and inputs may differ from them
+    # in float precision only (reduce itself then forbids mixing, see _mixed_float_types).
     n = len(inst.operands) // 2
-    v.reducer(inst, "to_apply", _leaf_types(o.shape for o in inst.operands[n:]))
+    inits = _leaf_types(o.shape for o in inst.operands[n:])
+    comp = inst.attrs.get("to_apply")
+    if comp is None:
+        return
+    acc = [leaf.element_type for _, leaf in comp.root.shape.leaves()]
+    if len(acc) != n or not all(same_type_ignoring_fp_precision(a, t) for a, t in zip(acc, inits, strict=True)):
+        v.reducer(inst, "to_apply", inits)
+        return
+    inputs = _leaf_types(o.shape for o in inst.operands[:n])
+    params = _params(comp)
+    types = _leaf_types(params)
+    if not (len(params) == 2 * n and types[:n] == acc and all(isinstance(p, ArrayShape) and not p.rank
+                                                              for p in params)
+            and all(same_type_ignoring_fp_precision(p, x) for p, x in zip(types[n:], inputs, strict=True))):
+        v.reducer(inst, "to_apply", acc)
 
 
 @_calls(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START, Opcode.REDUCE_SCATTER)
