@@ -206,12 +206,25 @@ def _finish_gemm(inst: Instruction, r: np.ndarray, stacked: bool) -> Value:
     return _with_workspace(inst, r)
 
 
+def plain_operands(lhs: np.ndarray, rhs: np.ndarray, spec: GemmSpec,
+                   stacked: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+    """The operands of a plain matrix product (one contracting dimension each, no batch) as
+    views ``a [..., m, k]`` and ``b [..., k, n]``, after a leading device axis when
+    ``stacked``; None for every other form."""
+    rank = 3 if stacked else 2
+    if spec.lb or spec.rb or lhs.ndim != rank or rhs.ndim != rank or len(spec.lc) != 1 or len(spec.rc) != 1:
+        return None
+    a = lhs if spec.lc[0] == 1 else np.swapaxes(lhs, -1, -2)
+    b = rhs if spec.rc[0] == 0 else np.swapaxes(rhs, -1, -2)
+    return a, b
+
+
 def _accumulate(lhs: np.ndarray, rhs: np.ndarray, c: np.ndarray, spec: GemmSpec) -> np.ndarray | None:
     """``c += alpha * lhs . rhs`` in place for the plain 2-D form (see ``_plain_matmul``)."""
-    if spec.lb or spec.rb or lhs.ndim != 2 or rhs.ndim != 2 or len(spec.lc) != 1 or len(spec.rc) != 1:
+    ops = plain_operands(lhs, rhs, spec)
+    if ops is None:
         return None
-    a = lhs if spec.lc[0] == 1 else lhs.T
-    b = rhs if spec.rc[0] == 0 else rhs.T
+    a, b = ops
     out = c.reshape(a.shape[0], b.shape[1]) if c.flags.c_contiguous else None
     if out is None or not linalg.matmul_accumulate(out, a, b, spec.alpha):
         return None

@@ -540,13 +540,13 @@ def _gemm_accumulate(lhs: np.ndarray, rhs: np.ndarray, c: np.ndarray, spec: Any)
     path): one BLAS call per device, or one for all when the rhs is shared (as in
     ``_gemm_product``). None, with ``c`` untouched, when the form does not fit."""
     from hloscope.interpret import linalg
+    from hloscope.interpret.custom_calls import plain_operands
 
-    if (spec.lb or spec.rb or lhs.ndim != 3 or rhs.ndim != 3 or len(spec.lc) != 1 or len(spec.rc) != 1
-            or not c.flags.c_contiguous):
+    ops = plain_operands(lhs, rhs, spec, stacked=True)  # [device, m, k], [device, k, n]
+    if ops is None or not c.flags.c_contiguous:
         return None
     n = lhs.shape[0]
-    a = lhs if spec.lc[0] == 1 else lhs.transpose(0, 2, 1)  # [device, m, k]
-    b = rhs if spec.rc[0] == 0 else rhs.transpose(0, 2, 1)  # [device, k, n]
+    a, b = ops
     m, k, cols = a.shape[1], a.shape[2], b.shape[2]
     out = c.reshape(n, m, cols)
     if _is_uniform(b) and not _is_uniform(a):
