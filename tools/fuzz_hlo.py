@@ -1670,8 +1670,12 @@ _EXACT = frozenset({
 _LINALG = frozenset({"dot", "convolution"})
 
 
-def _table_for(opcode: str) -> dict[np.dtype[Any], dict[str, float]] | None:
-    if opcode in _EXACT:
+# Exact for real operands only: a complex sign divides by |z|, which rounds.
+_EXACT_FOR_REAL = frozenset({"sign"})
+
+
+def _table_for(opcode: str, dtype: np.dtype[Any] | None = None) -> dict[np.dtype[Any], dict[str, float]] | None:
+    if opcode in _EXACT and not (opcode in _EXACT_FOR_REAL and dtype is not None and dtype.kind == "c"):
         return None
     if not _TOLERANCES:
         _TOLERANCES.update(_tolerance_tables())
@@ -1723,7 +1727,7 @@ def compare_arrays(ours: np.ndarray, theirs: np.ndarray, opcode: str) -> str | N
     else:
         a, b = _as_float(ours), _as_float(theirs)
         parts = [(a.real, b.real), (a.imag, b.imag)] if kind == "c" else [(a, b)]
-        table = _table_for(opcode)
+        table = _table_for(opcode, ours.dtype)
         tol = table.get(ours.dtype) if table is not None else None
         bad = np.zeros(ours.shape, dtype=bool)
         for x, y in parts:

@@ -236,3 +236,11 @@ def test_repro_files_say_what_differs_and_parse(path: Path) -> None:
     assert text.startswith("// ") and "HloModule" in text.split("\n", 2)[1]
     if "[a] hloscope-parse" not in text.split("\n", 1)[0]:
         hloscope.parse(text, str(path))
+
+
+def test_complex_sign_is_compared_with_a_tolerance() -> None:
+    # sign of a complex number divides by |z| and rounds; of a real number it is exact.
+    ours = np.array([0.68209547 + 0.73126304j], np.complex64)
+    theirs = np.array([0.6820955 + 0.7312631j], np.complex64)
+    assert fz.compare_arrays(ours, theirs, "sign") is None
+    assert fz.compare_arrays(np.array([-0.0], np.float32), np.array([0.0], np.float32), "sign")

@@ -101,16 +101,29 @@ def test_replica_and_partition_id():
 
 
 def test_all_reduce_folds_in_rank_order_in_the_operand_type():
-    # bf16 has 8 bits of mantissa: 256 + 1 + 1 rounds to 256 at each step (ties to even) when
-    # folded left, but 1 + 1 + 256 = 258 exactly. Group order decides.
+    # f16 has 11 bits of mantissa: 2048 + 1 + 1 rounds to 2048 at each step (ties to even) when
+    # folded left, but 1 + 1 + 2048 = 2050 exactly. Group order decides.
+    xs = [np.array([2048.0], np.float16), np.array([1.0], np.float16), np.array([1.0], np.float16)]
+    out = C.all_reduce(xs, [[0, 1, 2]], "add")
+    assert out[0].dtype == np.float16 and float(out[0][0]) == 2048.0
+    out = C.all_reduce(xs, [[1, 2, 0]], "add")
+    assert float(out[0][0]) == 2050.0
+    stacked = C.all_reduce_stacked(C.stack(xs), [[1, 2, 0]], "add")
+    assert stacked.dtype == np.float16 and float(stacked[2][0]) == 2050.0
+
+
+def test_bf16_all_reduce_is_computed_in_f32():
+    # XLA:CPU's AllReducePromotion: 256 + 1 + 1 = 258 in f32, rounded once, in any order.
     bf16 = ml_dtypes.bfloat16
     xs = [np.array([256.0], bf16), np.array([1.0], bf16), np.array([1.0], bf16)]
-    out = C.all_reduce(xs, [[0, 1, 2]], "add")
-    assert out[0].dtype == bf16 and float(out[0][0]) == 256.0
-    out = C.all_reduce(xs, [[1, 2, 0]], "add")
-    assert float(out[0][0]) == 258.0
-    stacked = C.all_reduce_stacked(C.stack(xs), [[1, 2, 0]], "add")
-    assert stacked.dtype == bf16 and float(stacked[2][0]) == 258.0
+    for group in ([0, 1, 2], [1, 2, 0]):
+        out = C.all_reduce(xs, [group], "add")
+        assert out[0].dtype == bf16 and float(out[0][0]) == 258.0
+        stacked = C.all_reduce_stacked(C.stack(xs), [group], "add")
+        assert stacked.dtype == bf16 and float(stacked[2][0]) == 258.0
+    groups = [[0, 1, 2], [3]]  # two groups: the stacked multi-group path
+    stacked = C.all_reduce_stacked(C.stack([*xs, np.array([5.0], bf16)]), groups, "add")
+    assert stacked.dtype == bf16 and float(stacked[0][0]) == 258.0 and float(stacked[3][0]) == 5.0
 
 
 def test_all_reduce_integer_wraps_and_pred_and_or():

@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 from jax._src.lib import xla_client
 
+from hloscope.interpret import converts
+from hloscope.interpret import dtype_bits as db
 from hloscope.interpret import elementwise as ew
 
 
@@ -252,7 +254,7 @@ def _as_float64(x: np.ndarray) -> np.ndarray:
 
 
 def _ordered(x: np.ndarray) -> np.ndarray:
-    return ew._total_order_key(x)
+    return ew.total_order_key(x)
 
 
 def assert_same(ours: np.ndarray, ref: np.ndarray, *, ulps: int = 0, where=None) -> None:
@@ -275,7 +277,7 @@ def assert_same(ours: np.ndarray, ref: np.ndarray, *, ulps: int = 0, where=None)
         return
     if ours.dtype in FLOATS:
         a, b = _as_float64(ours), _as_float64(ref)
-        ok = (np.isnan(a) & np.isnan(b)) | (ew._unsigned_bits(ours) == ew._unsigned_bits(ref))
+        ok = (np.isnan(a) & np.isnan(b)) | (db.unsigned_bits(ours) == db.unsigned_bits(ref))
         ok |= _subnormal(ours) & (b == 0)
         if ulps:
             dist = np.abs(_ordered(ours) - _ordered(ref))
@@ -283,7 +285,7 @@ def assert_same(ours: np.ndarray, ref: np.ndarray, *, ulps: int = 0, where=None)
             eps = float(md.finfo(ours.dtype).eps)
             ok |= np.abs(a - b) <= ulps * eps * (1 + np.abs(b))  # results near zero
     else:
-        ok = ew._unsigned_bits(ours) == ew._unsigned_bits(ref)
+        ok = db.unsigned_bits(ours) == db.unsigned_bits(ref)
     if where is not None:
         ok |= ~where
     bad = np.nonzero(~ok.ravel())[0]
@@ -350,7 +352,7 @@ def test_unary(op, dt):
         # XLA:CPU counts the bits of the sign-extended byte for negative s2/s4
         # (popcnt(s4 -1) = 8 wrapped to -8); we count within the element's 4 bits.
         where = x >= 0
-        width = ew.bit_width(dt)
+        width = db.bit_width(dt)
         assert (ours[x < 0].astype(int) % (1 << width) ==
                 np.array([bin(int(v) % (1 << width)).count("1") for v in x[x < 0]]) %
                 (1 << width)).all()
@@ -363,7 +365,7 @@ def test_unary(op, dt):
 def binary_inputs(op: str, dt: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     a, b = pairs(dt)
     if op.startswith("shift"):  # counts 0..width+2 and negative ones
-        width = ew.bit_width(dt)
+        width = db.bit_width(dt)
         counts = np.arange(-3 if dt.kind == "i" or dt in SUB_INTS else 0, width + 3)
         counts = counts[(counts >= md.iinfo(dt).min) & (counts <= md.iinfo(dt).max)]
         v = values(dt)[:64]
@@ -475,7 +477,7 @@ def test_convert(src):
         x = x[~_subnormal(x)]
     refs = xla_many([("stablehlo.convert", (x,), dst, None, "") for dst in ALL])
     for dst, ref in zip(ALL, refs, strict=True):
-        ours = ew.convert(x, dst)
+        ours = converts.convert(x, dst)
         where = None
         if src == md.float4_e2m1fn and (dst in INTS):
             where = np.abs(x.astype(np.float32)) != 6  # see KNOWN_XLA_CPU_DIFFERENCES
@@ -489,9 +491,9 @@ def test_convert(src):
 
 def test_convert_saturation_and_nan():
     x = np.array([np.nan, np.inf, -np.inf, 3e9, -3e9, 2.7, -2.7], np.float32)
-    assert ew.convert(x, np.int32).tolist() == [0, 2**31 - 1, -(2**31), 2**31 - 1, -(2**31), 2, -2]
-    assert ew.convert(x, np.uint8).tolist() == [0, 255, 0, 255, 0, 2, 0]
-    assert ew.convert(np.array([7, 8, -9], np.int32), md.int4).astype(int).tolist() == [7, -8, 7]
+    assert converts.convert(x, np.int32).tolist() == [0, 2**31 - 1, -(2**31), 2**31 - 1, -(2**31), 2, -2]
+    assert converts.convert(x, np.uint8).tolist() == [0, 255, 0, 255, 0, 2, 0]
+    assert converts.convert(np.array([7, 8, -9], np.int32), md.int4).astype(int).tolist() == [7, -8, 7]
 
 
 def test_convert_f64_to_narrow_floats_rounds_like_xla():
@@ -503,7 +505,7 @@ def test_convert_f64_to_narrow_floats_rounds_like_xla():
     targets = [D(np.float16), D(md.bfloat16)] + FP8 + ODD_FLOATS
     refs = xla_many([("stablehlo.convert", (x,), dst, None, "") for dst in targets])
     for dst, ref in zip(targets, refs, strict=True):
-        assert_same(ew.convert(x, dst), ref, where=~_subnormal(ref.astype(np.float64)))
+        assert_same(converts.convert(x, dst), ref, where=~_subnormal(ref.astype(np.float64)))
 
 
 BITCAST_DTYPES = [D(np.uint8), D(np.int8), D(np.float16), D(md.bfloat16), D(np.uint16),
@@ -516,7 +518,7 @@ def test_bitcast_convert(src):
     rng = _rng("bitcast", str(src))
     cases = []
     for dst in BITCAST_DTYPES:
-        ws, wd = ew.bit_width(src), ew.bit_width(dst)
+        ws, wd = db.bit_width(src), db.bit_width(dst)
         if (src.kind == "c") != (dst.kind == "c"):
             continue  # StableHLO rejects real <-> complex bitcasts
         shape = (3, max(wd // ws, 1)) if wd > ws else (3, 5)
@@ -532,8 +534,8 @@ def test_bitcast_convert(src):
     refs = xla_many([("stablehlo.bitcast_convert", (x,), dst, out_shape, "")
                      for dst, x, out_shape in cases])
     for (dst, x, _), ref in zip(cases, refs, strict=True):
-        ours = ew.bitcast_convert(x, dst)
-        assert ew._unsigned_bits(ours).tolist() == ew._unsigned_bits(ref).tolist(), (src, dst)
+        ours = converts.bitcast_convert(x, dst)
+        assert db.unsigned_bits(ours).tolist() == db.unsigned_bits(ref).tolist(), (src, dst)
 
 
 # StableHLO only accepts the compare type that matches the dtype for integers.
@@ -568,7 +570,7 @@ def test_reduce_precision(dt):
                       f"{{exponent_bits = {e} : i32, mantissa_bits = {m} : i32}}")
                      for e, m in formats])
     for (e, m), ref in zip(formats, refs, strict=True):
-        ours = ew.reduce_precision(x, e, m)
+        ours = converts.reduce_precision(x, e, m)
         try:
             assert_same(ours, ref)
         except AssertionError as err:

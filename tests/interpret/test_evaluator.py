@@ -54,6 +54,47 @@ def test_plan_frees_values_after_last_use() -> None:
     assert plan.root_slot not in {s for step in plan.steps for s in step.dead}
 
 
+CHAIN = """HloModule chain
+ENTRY e {
+  p = f32[1048576] parameter(0)
+  q = f32[1048576] parameter(1)
+  a = f32[1048576] add(p, q)
+  b = f32[1048576] multiply(a, q)
+  c = f32[1048576] subtract(q, b)
+  d = f32[1048576] multiply(c, c)
+  e = f32[1048576] divide(d, q)
+  ROOT f = f32[1048576] add(e, p)
+}"""
+
+
+@pytest.mark.parametrize("replicas", [1, 2])
+def test_elementwise_chain_writes_into_dying_operands(replicas: int) -> None:
+    """Note [In-place elementwise]: each op after the first reuses the array of the operand that
+    dies there, so the chain's peak is the first result alone, not two arrays at once (and the
+    inputs the caller holds are never written)."""
+    import tracemalloc
+
+    p = np.linspace(-1, 1, 1 << 20, dtype=np.float32)
+    q = np.full(1 << 20, 0.5, np.float32)
+    p0, q0 = p.copy(), q.copy()
+    module = hloscope.parse(CHAIN)
+    args = [p, q] if replicas == 1 else [[p, q], [q, p]]
+    tracemalloc.start()
+    try:
+        out = run(module, args, replicas=replicas)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    expected = (q - (p + q) * q) ** 2 / q + p
+    got = out if replicas == 1 else out[0]  # device 0 has (p, q)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(p, p0)
+    np.testing.assert_array_equal(q, q0)
+    one = p.nbytes * replicas
+    stacked_inputs = 0 if replicas == 1 else 2 * one
+    assert peak < stacked_inputs + 1.5 * one, (peak, one)
+
+
 WHILE = """HloModule w
 cond {
   p = (s32[], f32[]) parameter(0)
@@ -482,3 +523,66 @@ ENTRY e {
     hooked = run(m, [np.float32(2)], options=RunOptions(hooks=[Recorder()]))
     np.testing.assert_array_equal(plain, np.arange(8, dtype=np.float32) * 2)
     np.testing.assert_array_equal(plain, hooked)
+
+
+def test_buffers_pin_dus_unpin_and_tuple_copy() -> None:
+    """XLA's buffer custom calls move no values; a copy of a tuple copies each leaf."""
+    m = hloscope.parse("""HloModule m
+ENTRY e {
+  p = f32[4] parameter(0)
+  u = f32[1] parameter(1)
+  i = s32[] parameter(2)
+  b = b(f32[4]) custom-call(p), custom_call_target="Pin", output_to_operand_aliasing={{}: (0, {})}
+  w = b(f32[4]) dynamic-update-slice(b, u, i)
+  a = f32[4] custom-call(w), custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}
+  z = b(f32[2]) custom-call(), custom_call_target="CreateBuffer"
+  zz = f32[2] custom-call(z), custom_call_target="Unpin", output_to_operand_aliasing={{}: (0, {})}
+  t = (f32[4], f32[2]) tuple(a, zz)
+  ROOT c = (f32[4], f32[2]) copy(t)
+}""")
+    p = np.arange(4, dtype=np.float32)
+    for replicas in (1, 2):
+        out = run(m, [p, np.array([9], np.float32), np.int32(2)], replicas=replicas)
+        got = out if replicas == 1 else out[1]
+        np.testing.assert_array_equal(got[0], [0, 1, 9, 3])
+        np.testing.assert_array_equal(got[1], [0, 0])
+    np.testing.assert_array_equal(p, [0, 1, 2, 3])  # the input was not written
+
+
+ASYNC_SUGAR = """HloModule async_sugar, replica_count=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+
+double {
+  x = f32[4] parameter(0)
+  ROOT y = f32[4] add(x, x)
+}
+
+ENTRY e {
+  p = f32[4] parameter(0)
+  s = ((f32[4]), f32[2], u32[]) reduce-scatter-start(p), replica_groups={{0,1}}, dimensions={0}, to_apply=add
+  rs = f32[2] reduce-scatter-done(s)
+  c = ((f32[4]), f32[4], u32[]) call-start(p), to_apply=double
+  d = f32[4] call-done(c)
+  k = ((f32[4]), (f32[2], s32[2]), u32[]) custom-call-start(d), custom_call_target="TopK"
+  top = (f32[2], s32[2]) custom-call-done(k)
+  v = f32[2] get-tuple-element(top), index=0
+  ROOT t = (f32[2], f32[2]) tuple(rs, v)
+}"""
+
+
+@pytest.mark.parametrize("mode", ["auto", "per-device"])
+def test_async_sugar_runs_the_wrapped_instruction(mode: str) -> None:
+    """``<op>-start`` wraps one instruction of that opcode: a collective meets the other
+    devices, a custom call runs its target, a call runs its computation."""
+    m = hloscope.parse(ASYNC_SUGAR)
+    xs = [np.array([1, 5, 2, 7], np.float32), np.array([10, 20, 30, 40], np.float32)]
+    out = run(m, [[x] for x in xs], replicas=2, options=RunOptions(mode=mode))
+    total = xs[0] + xs[1]
+    for d in range(2):
+        np.testing.assert_array_equal(out[d][0], total[2 * d:2 * d + 2])
+        np.testing.assert_array_equal(out[d][1], np.sort(2 * xs[d])[::-1][:2])

@@ -38,11 +38,6 @@ def test_program_matches_xla(oracle_corpus, name: str, stage: str) -> None:
         pytest.xfail("per-device results need the outputs' shardings, and XLA's sharding propagation "
                      "chooses b1's (like w1's columns) without the pre text saying so; the global "
                      "result is checked by test_sharded_program_runs_as_one_global_program")
-    if (name, stage) == ("cumsum_bf16", "pre"):
-        pytest.xfail("XLA's ReduceWindowRewriter turns a cumulative reduce-window longer than 16 into "
-                     "per-block running sums plus a running sum of block totals; in bf16, which rounds "
-                     "after every add, that changes the result (256 + 1 + 1 = 258 instead of 256), and "
-                     "the pre text does not say so; the post stage, which holds the rewrite, matches")
     module = hloscope.parse(case.pre_text if stage == "pre" else case.post_text)
     out = run(module, case.inputs(), replicas=meta["num_replicas"], partitions=meta["num_partitions"])
     expected = case.outputs()

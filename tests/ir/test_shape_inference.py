@@ -104,8 +104,11 @@ ERRORS = [
      "dot contracting dimensions differ"),
     ("f32[3] get-tuple-element(p0), index=2", "(s32[], f32[3])", "tuple index 2 is out of range"),
     ("f32[4] bitcast-convert(p0)", "u16[4,3]", "needs a minor dimension of size 2"),
-    ("f32[8] reduce-scatter(p0), dimensions={0}, replica_groups={{0,1,2}}, to_apply=add2", "f32[8]",
+    ("f32[3] reduce-scatter(p0), dimensions={0}, replica_groups={{0,1,2}}, to_apply=add2", "f32[8]",
      "does not divide into 3 shards"),
+    # XLA takes the shard count from the declared result; it must match the group size.
+    ("f32[8] all-gather(p0), dimensions={0}, replica_groups={{0,1}}", "f32[2]",
+     "groups of 2 devices has 2 shards, but the declared f32.8. has 4"),
 ]
 
 

@@ -677,3 +677,4 @@ def by_name() -> dict[str, Program]:
 
 # More programs live in their own file (imported last: it registers through ``program`` above).
 from . import programs_more as _programs_more  # noqa: E402,F401
+from . import programs_sweep as _programs_sweep  # noqa: E402,F401

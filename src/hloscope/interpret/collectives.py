@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeAlias
 
+import ml_dtypes
 import numpy as np
 
 from hloscope.errors import InterpretError
@@ -95,9 +96,21 @@ def _binary(reducer: Reducer) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         ) from None
 
 
+# XLA:CPU's AllReducePromotion computes bf16 all-reduces and reduce-scatters in f32 and rounds
+# once (the post text shows the reducer cloned as "..._promoted"); f16 and integers are not
+# promoted. Reducers given as computations run in their own types.
+_PROMOTED = {np.dtype(ml_dtypes.bfloat16): np.dtype(np.float32)}
+
+
 def _fold(parts: Sequence[np.ndarray], op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """Left fold in rank order, keeping the operand's dtype. See Note [Reduction order and precision]."""
     dtype = parts[0].dtype
+    if isinstance(op, np.ufunc):  # a known reducer: accumulate in place, same rounding per step
+        wide = _PROMOTED.get(dtype, dtype)
+        acc = np.array(parts[0], dtype=wide, copy=True)
+        for part in parts[1:]:
+            op(acc, part, out=acc)
+        return acc.astype(dtype, copy=False)
     acc = np.array(parts[0], dtype=dtype, copy=True)
     for part in parts[1:]:
         acc = np.asarray(op(acc, part)).astype(dtype, copy=False)
@@ -365,6 +378,8 @@ def _is_broadcast(x: np.ndarray) -> bool:
 
 def _fold_axis1(y: np.ndarray, op: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
     """``_fold`` over axis 1 of ``y[group, rank, ...]``, vectorized over groups."""
+    if isinstance(op, np.ufunc) and y.dtype in _PROMOTED:
+        return _fold_axis1(y.astype(_PROMOTED[y.dtype]), op).astype(y.dtype)
     acc = np.array(y[:, 0], copy=True)
     for r in range(1, y.shape[1]):
         acc = np.asarray(op(acc, y[:, r])).astype(y.dtype, copy=False)
@@ -381,10 +396,9 @@ def all_reduce_stacked(x: np.ndarray, groups: Groups, reducer: Reducer) -> np.nd
     # broadcast view (lockstep's mark of a uniform value, Note [Lockstep]), so what follows
     # is computed once for every device rather than once per device.
     if len(groups) == 1 or _is_broadcast(x) and len({len(g) for g in groups}) == 1:
-        first = np.asarray(groups[0], dtype=np.intp)[None]
-        y = np.broadcast_to(x[0], (1, first.shape[1], *x.shape[1:])) if _is_broadcast(x) else x[first]
-        reduced = _fold_axis1(y, op)
-        return np.broadcast_to(reduced[0], x.shape)
+        # Folded straight from the devices' rows (x[group] would first copy all of them).
+        rows = [x[0]] * len(groups[0]) if _is_broadcast(x) else [x[d] for d in groups[0]]
+        return np.broadcast_to(_fold(rows, op), x.shape)
     out = np.empty_like(x)
     for index in _index_buckets(groups):
         reduced = _fold_axis1(x[index], op)  # [group, ...]

@@ -15,7 +15,7 @@ import numpy as np
 from hloscope.errors import InterpretError
 from hloscope.interpret import spmd
 from hloscope.interpret.evaluator import EvalContext
-from hloscope.interpret.registry import evaluates
+from hloscope.interpret.registry import evaluates, is_generator_handler
 from hloscope.interpret.values import TOKEN, Value, constant_value, zeros_of
 from hloscope.ir import Computation, Instruction, Opcode, TupleShape
 
@@ -34,11 +34,21 @@ def _called(inst: Instruction) -> Computation:
 
 @evaluates(Opcode.CALL, Opcode.FUSION)
 def _call(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
-    if any(isinstance(o, spmd.Sharded) for o in operands):  # a manual region (spmd.py)
-        return _run_region(ctx, _called(inst), operands)
+    if any(isinstance(o, spmd.Sharded) for o in operands) or _is_region_call(ctx, inst):
+        return _run_region(ctx, _called(inst), operands)  # a manual region (spmd.py)
     # A fusion's value is its fused computation's value: fusion only changes how XLA emits code.
     # The operands list is handed over, so the callee may reuse dead buffers (Note [Donation]).
     return (yield from ctx.call(_called(inst), operands, donate=True))
+
+
+def _is_region_call(ctx: EvalContext, inst: Instruction) -> bool:
+    """A manual region none of whose operands is per device (it may have none at all)."""
+    if ctx.num_replicas * ctx.num_partitions == 1 or inst.opcode is not Opcode.CALL:
+        return False
+    calls = ctx.cache.get("region-calls")
+    if calls is None:
+        calls = ctx.cache["region-calls"] = spmd.region_calls(ctx.module)
+    return id(inst) in calls
 
 
 @evaluates(Opcode.WHILE)
@@ -98,9 +108,29 @@ def _map(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 # may not be read before async-done.
 
 
+def _wrapped(ctx: EvalContext, inst: Instruction) -> Instruction | None:
+    """The instruction a sugared ``<op>-start`` wraps when that is not a call or fusion (whose
+    computation is the async computation itself), built once per instruction."""
+    from hloscope.ir.shape_inference import async_wrapped_instruction
+
+    op = inst.attrs.get("async_wrapped_opcode")
+    if op is None or op in (Opcode.CALL, Opcode.FUSION):
+        return None
+    key = ("async wrapped", id(inst))
+    if key not in ctx.cache:
+        ctx.cache[key] = async_wrapped_instruction(inst)
+    return ctx.cache[key]
+
+
 @evaluates(Opcode.ASYNC_START)
 def _async_start(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
-    result = yield from ctx.call(_called(inst), operands)
+    wrapped = _wrapped(ctx, inst)
+    if wrapped is None:
+        result = yield from ctx.call(_called(inst), operands)
+    else:  # custom-call-start, reduce-scatter-start, ...: the wrapped op's own handler
+        handler = ctx.handler(wrapped)
+        args = list(operands)
+        result = (yield from handler(ctx, wrapped, args)) if is_generator_handler(handler) else handler(ctx, wrapped, args)
     shape = inst.shape
     extra = tuple(zeros_of(s) for s in shape.elements[2:]) if isinstance(shape, TupleShape) else ()
     return (tuple(operands), result, *extra)
@@ -137,10 +167,7 @@ def _tuple(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 
 @evaluates(Opcode.GET_TUPLE_ELEMENT)
 def _get_tuple_element(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    x = operands[0]
-    if isinstance(x, spmd.Sharded):
-        return spmd.Sharded([v[inst.attrs["index"]] for v in x.values])
-    return x[inst.attrs["index"]]
+    return operands[0][inst.attrs["index"]]  # a tuple, or a manual region's Sharded tuples
 
 
 def _run_region(ctx: EvalContext, comp: Computation, operands: Operands) -> Value:

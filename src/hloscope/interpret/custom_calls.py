@@ -242,7 +242,7 @@ def _plain_matmul(lhs: np.ndarray, rhs: np.ndarray, lb: tuple[int, ...], rb: tup
         return None
     a = lhs if lc[0] == 1 else lhs.T
     b = rhs if rc[0] == 0 else rhs.T
-    return np.matmul(a, b)
+    return linalg.matmul(a, b)
 
 
 # --- jax's threefry kernel ---------------------------------------------------------------------
@@ -263,6 +263,23 @@ def _top_k(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     """XLA's TopK custom call: the k largest along the last dimension, (values, s32 indices)."""
     k = inst.shape.elements[0].dimensions[-1]
     return reduction.top_k(operands[0], k)
+
+
+# --- buffers ---------------------------------------------------------------------------------------
+
+
+@register_custom_call("Pin", "Unpin")
+def _pin(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    """XLA's buffer custom calls: ``Pin`` makes an array a buffer ``b(...)`` that in-place ops
+    write into, ``Unpin`` turns it back; they move no values (the buffer flag is about where
+    XLA may write, not about what is there)."""
+    return operands[0]
+
+
+@register_custom_call("CreateBuffer")
+def _create_buffer(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    """A fresh buffer. XLA leaves its contents undefined; zeros make runs reproducible."""
+    return zeros_of(inst.shape)
 
 
 # --- host callbacks ------------------------------------------------------------------------------

@@ -50,8 +50,46 @@ def _unary(op: str) -> Any:
     return handler
 
 
+# Note [In-place elementwise]: a binary op whose operand dies here (sole_owner, Note
+# [Donation]) writes its result into that operand's array. Big fused elementwise chains (an
+# optimizer update over a [32000,1024] embedding) otherwise allocate, page-fault and free one
+# full-size array per op, which costs more than the arithmetic and sets the run's peak memory.
+# Only rows that are plain numpy ufuncs on types computed in their own width qualify, so the
+# result is bit for bit what ``apply_binary`` returns.
+_IN_PLACE_UFUNCS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply}
+_IN_PLACE_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128,
+                                                   np.int8, np.int16, np.int32, np.int64,
+                                                   np.uint8, np.uint16, np.uint32, np.uint64))
+
+
+def _donor(operands: Operands) -> int | None:
+    """Which operand may take a binary op's result in place, if any (Note [In-place elementwise])."""
+    a, b = operands
+    if a.shape != b.shape or a.dtype != b.dtype or a.dtype not in _IN_PLACE_DTYPES:
+        return None
+    del a, b  # sole_owner counts references
+    if operands[0] is operands[1]:  # x * x: the list's second reference is not another holder
+        operands[1] = None
+        ok = sole_owner(operands, 0)
+        operands[1] = operands[0]
+        return 0 if ok else None
+    for i in (0, 1):
+        if sole_owner(operands, i):
+            return i
+    return None
+
+
 def _binary(op: str) -> Any:
+    ufunc = _IN_PLACE_UFUNCS.get(op)
+    if elementwise.BINARY.get(op) is not ufunc:
+        ufunc = None  # the row has semantics of its own: only apply_binary has them
+
     def handler(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+        if ufunc is not None and ctx.donate:
+            i = _donor(operands)
+            if i is not None:
+                with np.errstate(all="ignore"):
+                    return ufunc(operands[0], operands[1], out=operands[i])
         return elementwise.apply_binary(op, operands[0], operands[1])
     handler.__name__ = f"binary_{op}"
     return handler
@@ -75,6 +113,13 @@ def _divide(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     a, b = operands
     dt = a.dtype
     if not _divides_by_constant(inst) or not (reduction.is_float_dtype(dt) or dt.kind == "c"):
+        if dt.kind == "f" and ctx.donate:  # IEEE division: numpy's, in place when it can be
+            del a, b
+            i = _donor(operands)
+            if i is not None:
+                with np.errstate(all="ignore"):
+                    return np.true_divide(operands[0], operands[1], out=operands[i])
+            a, b = operands
         return elementwise.apply_binary("divide", a, b)
     if dt in _WIDENED_BEFORE_SIMPLIFICATION:
         a, b = a.astype(np.float32), b.astype(np.float32)
@@ -153,9 +198,13 @@ def _transpose(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value
     return shape_ops.transpose(operands[0], inst.attrs["dimensions"])
 
 
+def _copy_value(v: Value) -> Value:
+    return tuple(_copy_value(e) for e in v) if isinstance(v, tuple) else shape_ops.copy(v)
+
+
 @evaluates(Opcode.COPY)
 def _copy(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    return shape_ops.copy(operands[0])
+    return _copy_value(operands[0])  # a tuple copy copies every leaf, as XLA's deep copy
 
 
 @evaluates(Opcode.SLICE)

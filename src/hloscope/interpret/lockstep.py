@@ -24,13 +24,16 @@ Note [Lockstep]
       dynamic-update-slice never writes into them (Note [Donation] in evaluator.py).
 
     What lockstep cannot express is control flow that differs per device: a while condition
-    or conditional selector that is not the same on every device raises ``Diverged``, and
-    ``run`` (mode "auto") starts over on the per-device path. Runs are pure, so starting over
-    is only lost time. Hooks see per-device values, so runs with hooks use the per-device path.
+    or conditional selector that is not the same on every device. That one instruction then
+    runs per device (its ordinary handler on each device's slice, the devices meeting at
+    collectives through run.py's driver) and its results are stacked again; everything after
+    it is back in lockstep. Nothing starts over, so run() need not keep the inputs for a
+    second attempt. Mode "lockstep" raises ``Diverged`` there instead (tests compare the two
+    paths with it). Hooks see per-device values, so runs with hooks use the per-device path.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -87,6 +90,55 @@ def _stack(vs: Sequence[Any]) -> Any:
     return np.stack([np.asarray(v) for v in vs])
 
 
+class _Stacking:
+    """Per-device values stacked as they arrive, one device at a time, into one preallocated
+    array per leaf: a per-device fallback then holds the stacked result and one device's
+    value, not every device's value and then their stack too. Values every device shares (the
+    same object) become a read-only broadcast view, as in ``_stack``."""
+
+    def __init__(self, first: Any, n: int) -> None:
+        self.n = n
+        self.first = first
+        self.out: np.ndarray | None = None
+        self.parts = [_Stacking(e, n) for e in first] if isinstance(first, tuple) else None
+
+    def add(self, d: int, v: Any) -> None:
+        if self.parts is not None:
+            for part, e in zip(self.parts, v, strict=True):
+                part.add(d, e)
+        elif self.out is not None:
+            self.out[d] = v
+        elif v is not self.first and self._stackable():
+            first = np.asarray(self.first)
+            self.out = np.empty((self.n, *first.shape), first.dtype)
+            self.out[:d] = first
+            self.out[d] = v
+
+    def _stackable(self) -> bool:
+        f = self.first
+        return f is not TOKEN and (isinstance(f, np.ndarray) or np.isscalar(f))
+
+    def result(self) -> Any:
+        if self.parts is not None:
+            return tuple(p.result() for p in self.parts)
+        if self.out is not None:
+            return self.out
+        if not self._stackable():
+            return self.first
+        a = np.asarray(self.first)
+        return np.broadcast_to(a, (self.n, *a.shape))
+
+
+def _stack_each(values: Iterable[Any], n: int) -> Any:
+    """``_stack(list(values))`` without holding every device's value at once."""
+    it = iter(values)
+    acc = _Stacking(next(it), n)
+    for d, v in enumerate(it, 1):
+        acc.add(d, v)
+        del v
+    return acc.result()
+
+
 def stack_values(per_device: Sequence[Value]) -> Value:
     """Per-device values (one structure) as one stacked value; values every device shares
     (the same object) become read-only broadcast views."""
@@ -134,6 +186,9 @@ class LockstepContext(EvalContext):
             plan = self.lockstep_plans[comp] = build_plan(comp, resolve=_resolve)
         return plan
 
+    def handler(self, inst: Instruction) -> Handler:
+        return _resolve(inst)
+
     def call_now(self, comp: Computation, args: Sequence[Value]) -> Value:
         return self.contexts[0].call_now(comp, args)
 
@@ -158,13 +213,14 @@ def per_device(handler: Handler) -> Handler:
     """``handler`` run on each device's slice with that device's context, results stacked."""
     if is_generator_handler(handler):
         def loop_gen(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-            outs = [run_to_completion(handler(c, inst, [_slice(o, d) for o in operands]), inst.computation)
-                    for d, c in enumerate(ctx.contexts)]
-            return _stack(outs)
+            return _stack_each((run_to_completion(handler(c, inst, [_slice(o, d) for o in operands]),
+                                                  inst.computation) for d, c in enumerate(ctx.contexts)),
+                               ctx.num_devices)
         return loop_gen
 
     def loop(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-        return _stack([handler(c, inst, [_slice(o, d) for o in operands]) for d, c in enumerate(ctx.contexts)])
+        return _stack_each((handler(c, inst, [_slice(o, d) for o in operands]) for d, c in enumerate(ctx.contexts)),
+                           ctx.num_devices)
     return loop
 
 
@@ -174,10 +230,11 @@ def _same_rank(handler: Handler) -> Handler:
     fallback = per_device(handler)
 
     def run(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
+        if isinstance(operands[0], tuple):  # copy of a tuple: stacked leaves copy as they are
+            return handler(ctx, inst, operands)
         nd = operands[0].ndim
-        for o in operands:
-            if o.ndim != nd:
-                return fallback(ctx, inst, operands)
+        if any(o.ndim != nd for o in operands):  # (no loop variable: it would hold an operand)
+            return fallback(ctx, inst, operands)
         return handler(ctx, inst, operands)
     return run
 
@@ -231,11 +288,15 @@ def applies(module: Module) -> bool:
 
 def run_lockstep(module: Module, args: list[list[Value]], r: int, p: int, options: RunOptions) -> list[Value]:
     """Evaluate the entry computation on every device at once; ``args[d]`` are device ``d``'s
-    inputs. Raises ``Diverged`` when the devices' control flow differs (Note [Lockstep])."""
+    inputs, which are taken out of the lists as they are stacked. In mode "lockstep", raises
+    ``Diverged`` when the devices' control flow differs (Note [Lockstep])."""
     n = r * p
     ctx = LockstepContext(module, options, r, p)
-    stacked = [stack_values([args[d][i] for d in range(n)]) for i in range(len(module.entry.parameters))]
-    del args
+    stacked = []
+    for i in range(len(module.entry.parameters)):
+        stacked.append(stack_values([args[d][i] for d in range(n)]))
+        for d in range(n):  # the stacked copy replaces them (donated inputs are freed here)
+            args[d][i] = None
     gen = evaluate(ctx, module.entry, stacked, donate=True)
     result = run_to_completion(gen, module.entry)
     return unstack_value(result, n)
@@ -409,12 +470,25 @@ def _dot(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
 # --- control flow ------------------------------------------------------------------------------------
 
 
-def _agreed(x: Any, inst: Instruction, what: str) -> np.ndarray:
+def _agreed(ctx: LockstepContext, x: Any, inst: Instruction, what: str) -> np.ndarray | None:
+    """Every device's common ``x`` (a loop condition, a branch selector), or None when the
+    devices disagree; in mode "lockstep" a disagreement is an error instead."""
     u = _uniform(np.asarray(x))
-    if u is None:
+    if u is None and ctx.options.mode == "lockstep":
         raise Diverged(f"{inst.name}: the devices' {what} differ ({np.asarray(x).tolist()}); "
                        "lockstep needs the same control flow on every device")
     return u
+
+
+def _on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
+    """``inst`` run by its ordinary handler on every device's slice, the devices meeting at
+    collectives through run.py's driver, and the results stacked again (Note [Lockstep]):
+    where control flow differs per device, only that instruction leaves lockstep."""
+    from hloscope.interpret.run import drive
+
+    handler = handler_for(inst.opcode)
+    gens = [handler(c, inst, [_slice(o, d) for o in operands]) for d, c in enumerate(ctx.contexts)]
+    return _stack(drive(gens))
 
 
 @_stacked(Opcode.WHILE)
@@ -426,7 +500,10 @@ def _while(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Gener
     progress = ctx.progress
     n = ctx.num_devices
     while True:
-        if not bool(_agreed((yield from ctx.call(cond, [state])), inst, "loop conditions")):
+        go = _agreed(ctx, (yield from ctx.call(cond, [state])), inst, "loop conditions")
+        if go is None:  # the rest of the loop per device; it evaluates the condition again
+            return _on_each_device(ctx, inst, [state])
+        if not bool(go):
             return state
         args, state = [state], None
         state = yield from ctx.call(body, args, donate=True)
@@ -437,7 +514,10 @@ def _while(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Gener
 def _conditional(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
     from hloscope.interpret.control_flow import select_branch
 
-    branch, index = select_branch(inst, _agreed(operands[0], inst, "branch selectors"))
+    selector = _agreed(ctx, operands[0], inst, "branch selectors")
+    if selector is None:
+        return _on_each_device(ctx, inst, operands)
+    branch, index = select_branch(inst, selector)
     args = [operands[1 + index]]
     if ctx.donate:
         operands.clear()
@@ -529,10 +609,12 @@ def _gemm_product(lhs: np.ndarray, rhs: np.ndarray, spec: Any) -> np.ndarray:
                                   [d + 1 for d in spec.lc], [d + 1 for d in spec.rc], spec.compute)
     a = lhs if spec.lc[0] == 1 else lhs.transpose(0, 2, 1)  # [device, m, k]
     b = rhs if spec.rc[0] == 0 else rhs.transpose(0, 2, 1)  # [device, k, n]
+    from hloscope.interpret import linalg
+
     if _is_uniform(b) and not _is_uniform(a):
         m, k = a.shape[1:]
-        return np.matmul(a.reshape(n * m, k), b[0]).reshape(n, m, b.shape[2])
-    return np.matmul(a, b)
+        return linalg.matmul(a.reshape(n * m, k), b[0]).reshape(n, m, b.shape[2])
+    return linalg.matmul(a, b)
 
 
 def _gemm_accumulate(lhs: np.ndarray, rhs: np.ndarray, c: np.ndarray, spec: Any) -> np.ndarray | None:

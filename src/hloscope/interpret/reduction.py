@@ -133,6 +133,67 @@ def _reduce_last(values: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...], 
     return tuple(np.array(x) for x in _apply(reducer, init_b, total, dtypes))
 
 
+# Note [XLA:CPU's reduction order]
+# --------------------------------
+# XLA leaves the association order of `reduce` unspecified, but in bf16 or f16, which round
+# after every step, the order decides the result. XLA:CPU's order is deterministic, so for those
+# types we follow it (measured against jaxlib 0.10.2 for f16 and bf16 sums of 8 to 5000
+# elements over one or several dimensions; all bit-exact):
+#
+#   1. TreeReductionRewriter: while a reduced dimension is longer than 32, the reduce becomes a
+#      reduce-window over windows of min(dim, 32) elements along every reduced dimension
+#      (stride = window, SAME padding, which splits the padding between low and high), then a
+#      reduce of that. The pass runs to a fixed point, so 5000 -> 157 -> 5 -> one value.
+#   2. What is left is folded in row-major order of the reduced positions, starting from the
+#      init value: acc = f(...f(f(init, x0), x1)..., xn). Each window of step 1 is folded the
+#      same way (reduce_window here does).
+#
+# f32 and f64 sums with a plain add keep numpy's pairwise sums: XLA:CPU vectorizes some f32
+# reductions in an order this does not model, and the differences stay within a few ulps. A
+# float reduce whose computation is not a plain op follows the order above whatever its type
+# (optimized modules sum bf16 in f32 with a reducer that rounds to bf16 after each add).
+
+TREE_REDUCTION_WINDOW = 32
+_MAX_SEQUENTIAL_STEPS = 1 << 14  # beyond this, a Python loop per position costs too much
+
+
+def _same_padding(n: int, window: int) -> tuple[int, int]:
+    total = max((-(-n // window) - 1) * window + window - n, 0)
+    return total // 2, total - total // 2
+
+
+def _follows_xla_cpu_order(dtype: np.dtype, known: str | None) -> bool:
+    # A float reduce with a computation of its own may round inside it: XLA:CPU's optimized
+    # modules widen bf16 sums to f32 with a reducer that rounds to bf16 after each add.
+    dtype = np.dtype(dtype)
+    if known is None:
+        return is_float_dtype(dtype) or dtype.kind == "c"
+    return dtype in _NARROW_FLOATS and known in ("add", "multiply")
+
+
+def _reduce_in_xla_cpu_order(x: np.ndarray, init: np.ndarray, dims: Sequence[int],
+                             reducer: Reducer) -> np.ndarray | None:
+    """One-operand `reduce` in XLA:CPU's order (Note [XLA:CPU's reduction order]); None when
+    that order would take more than _MAX_SEQUENTIAL_STEPS vectorized steps."""
+    w = TREE_REDUCTION_WINDOW
+    shape, steps = list(x.shape), 0
+    while any(shape[d] > w for d in dims):
+        steps += int(np.prod([min(shape[d], w) for d in dims]))
+        shape = [-(-n // min(n, w)) if d in dims else n for d, n in enumerate(shape)]
+    if steps + int(np.prod([shape[d] for d in dims])) > _MAX_SEQUENTIAL_STEPS:
+        return None
+    while any(x.shape[d] > w for d in dims):
+        window = [min(n, w) if d in dims else 1 for d, n in enumerate(x.shape)]
+        padding = [_same_padding(n, k) for n, k in zip(x.shape, window, strict=True)]
+        x = reduce_window((x,), (init,), window, window, padding=padding, reducer=reducer)[0]
+    kept = [d for d in range(x.ndim) if d not in dims]
+    flat = np.transpose(x, kept + list(dims)).reshape([x.shape[d] for d in kept] + [-1])
+    acc = (np.broadcast_to(init, flat.shape[:-1]),)
+    for j in range(flat.shape[-1]):
+        acc = _apply(reducer, acc, (flat[..., j],), [x.dtype])
+    return np.array(acc[0])
+
+
 def reduce(
     operands: Sequence[np.ndarray],
     inits: Sequence[np.ndarray],
@@ -143,12 +204,21 @@ def reduce(
     """HLO `reduce` (variadic): reduce `dimensions` of all operands together with `reducer`
     (Note [Vectorized computations]); each init value is combined in exactly once, as
     `reducer(init, reduction_of_elements)`. Returns one array per operand with the reduced
-    dimensions removed. The association order is a balanced tree (XLA leaves it unspecified;
-    XLA:CPU also reduces in a tree).
+    dimensions removed. XLA leaves the association order unspecified; bf16, f16 and fp8
+    reductions follow XLA:CPU's (Note [XLA:CPU's reduction order]), others a balanced tree.
     """
     operands = tuple(np.asarray(o) for o in operands)
     inits = tuple(np.asarray(i, dtype=o.dtype) for i, o in zip(inits, operands, strict=True))
     dims = sorted(set(dimensions))
+    if len(operands) == 1 and operands[0].size and _follows_xla_cpu_order(operands[0].dtype, known):
+        fn = reducer
+        if known is not None:
+            uf = _known_ufunc(known, operands[0].dtype)
+            fn = lambda a, b: (uf(a[0], b[0]),)  # noqa: E731
+        if fn is not None:
+            r = _reduce_in_xla_cpu_order(operands[0], inits[0], dims, fn)
+            if r is not None:
+                return (r,)
     kept = [d for d in range(operands[0].ndim) if d not in dims]
     kept_shape = tuple(operands[0].shape[d] for d in kept)
     moved = tuple(np.transpose(o, kept + dims).reshape(kept_shape + (-1,)) if o.size else
@@ -207,6 +277,14 @@ def reduce_window(
     padding = tuple(tuple(p) for p in (padding or ((0, 0),) * nd))
     window = tuple(window_dimensions)
     out_shape = _window_geometry(operands[0].shape, window, strides, base, wdil, padding)
+    scan = _cumulative_scan(operands, window, strides, base, wdil, padding)
+    if scan is not None:
+        axis, forward, exclusive = scan
+        fn = reducer
+        if fn is None:
+            uf = _known_ufunc(known or "", operands[0].dtype)
+            fn = lambda a, b: (uf(a[0], b[0]),)  # noqa: E731
+        return (_scan_as_tree(operands[0], inits[0], axis, forward, exclusive, fn),)
     if 0 in out_shape or 0 in window:
         return tuple(np.full(out_shape, i, dtype=o.dtype) for i, o in zip(inits, operands, strict=True))
     lo = [p[0] for p in padding]
@@ -216,6 +294,69 @@ def reduce_window(
     padded = tuple(pad(o, i, lo, hi, interior) if needs_mask else o for o, i in zip(operands, inits, strict=True))
     mask = pad(np.ones(operands[0].shape, bool), np.False_, lo, hi, interior) if needs_mask else None
     return _fold_windows(padded, mask, inits, out_shape, window, strides, wdil, reducer, known)
+
+
+# Note [XLA:CPU's cumulative reduce-window]
+# ------------------------------------------
+# jnp.cumsum and friends lower to a reduce-window whose one non-trivial window spans the whole
+# dimension with padding n-1 before it (n after it for a reverse scan; n for an exclusive
+# scan). XLA:CPU's ReduceWindowRewriter turns such a scan longer than 16 into a tree: pad the
+# dimension with the init value to a multiple of 16, scan each block of 16 alone, scan the
+# blocks' totals exclusively (the same rewrite again when there are more than 16 blocks), and
+# combine each element's block scan with its block's prefix, f(block_scan, prefix). In bf16,
+# which rounds after every step, that is another result than the plain running sum (the
+# cumsum_bf16 oracle program), so the interpreter computes it the same way. It also turns an
+# O(n^2) fold into O(16 n).
+
+SCAN_BASE_LENGTH = 16
+
+
+def _cumulative_scan(operands: tuple[np.ndarray, ...], window: tuple[int, ...], strides: tuple[int, ...],
+                     base: tuple[int, ...], wdil: tuple[int, ...],
+                     padding: tuple[tuple[int, int], ...]) -> tuple[int, bool, bool] | None:
+    """(axis, forward, exclusive) when the reduce-window is a scan XLA:CPU rewrites."""
+    if len(operands) != 1:
+        return None
+    axes = [d for d, w in enumerate(window) if w != 1 or padding[d] != (0, 0)]
+    if len(axes) != 1:
+        return None
+    d = axes[0]
+    n = operands[0].shape[d]
+    lo, hi = padding[d]
+    if n <= SCAN_BASE_LENGTH or window[d] != n or strides[d] != 1 or base[d] != 1 or wdil[d] != 1:
+        return None
+    if lo in (n - 1, n) and hi == 0:
+        return d, True, lo == n
+    if hi in (n - 1, n) and lo == 0:
+        return d, False, hi == n
+    return None
+
+
+def _scan_as_tree(x: np.ndarray, init: np.ndarray, axis: int, forward: bool, exclusive: bool,
+                  fn: Reducer) -> np.ndarray:
+    """A cumulative reduce-window along ``axis`` the way XLA:CPU computes it (Note
+    [XLA:CPU's cumulative reduce-window])."""
+    b = SCAN_BASE_LENGTH
+    v = np.moveaxis(x, axis, -1)
+    n = v.shape[-1]
+    k = -(-n // b) * b
+    if k != n:  # real padding: the init value takes part in the block scans
+        v = np.concatenate([v, np.broadcast_to(init, v.shape[:-1] + (k - n,)).astype(v.dtype)], axis=-1)
+    tiles = v.reshape(v.shape[:-1] + (k // b, b))
+    nd = tiles.ndim
+    pad = [(0, 0)] * (nd - 1) + [(b - 1, 0) if forward else (0, b - 1)]
+    blocks = reduce_window((tiles,), (init,), (1,) * (nd - 1) + (b,), padding=pad, reducer=fn)[0]
+    totals = blocks[..., -1] if forward else blocks[..., 0]
+    c = totals.shape[-1]
+    inner_pad = [(0, 0)] * (nd - 2) + [(c, 0) if forward else (0, c)]
+    prefix = reduce_window((totals,), (init,), (1,) * (nd - 2) + (c,), padding=inner_pad, reducer=fn)[0]
+    prefix = prefix[..., :c] if forward else prefix[..., 1:]
+    both = _apply(fn, (blocks,), (np.broadcast_to(prefix[..., None], blocks.shape),), [x.dtype])[0]
+    out = both.reshape(v.shape)[..., :n]
+    if exclusive:
+        edge = np.broadcast_to(init, out.shape[:-1] + (1,)).astype(x.dtype)
+        out = np.concatenate([edge, out] if forward else [out, edge], axis=-1)
+    return np.ascontiguousarray(np.moveaxis(out, -1, axis))
 
 
 def _fold_windows(padded: tuple[np.ndarray, ...], mask: np.ndarray | None, inits: tuple[np.ndarray, ...],

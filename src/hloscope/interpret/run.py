@@ -66,6 +66,16 @@ def _group_index(groups: list[list[int]]) -> dict[int, list[int]]:
     return {d: g for g in groups for d in g}
 
 
+def _rendezvous_key(inst: Instruction) -> Any:
+    """Which collectives meet: as on XLA:CPU, those of one kind with one ``channel_id``, even
+    when they are different instructions. Devices that take different branches of a
+    conditional (``cond`` on ``axis_index``) reach the branches' own all-reduces, which jax
+    gives the same channel, and XLA reduces across them. Without a channel_id, the
+    instruction itself."""
+    channel = inst.attrs.get("channel_id")
+    return inst if channel is None else (inst.opcode, channel)
+
+
 def drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
     """Run device generators to completion, completing their rendezvous (Note [Cooperative
     devices]); their results in device order."""
@@ -100,7 +110,8 @@ def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
                 resume[d] = ("throw", InterpretError(f"device {d} is in no group of {req.groups}"))
                 del pending[d]
                 continue
-            if not all(m in pending and pending[m].inst is req.inst for m in group):
+            key = _rendezvous_key(req.inst)
+            if not all(m in pending and _rendezvous_key(pending[m].inst) == key for m in group):
                 continue
             try:
                 outs = req.combine([pending[m].value for m in group], group)
@@ -159,10 +170,21 @@ def default_grid(module: Module) -> tuple[int, int]:
     return replicas, partitions
 
 
+def _hand_over(inputs: Sequence[Any]) -> None:
+    """Empty the caller's input lists (``run(donate=True)``), so the arrays are held by the
+    run alone and freed as soon as it is done with them."""
+    if isinstance(inputs, list):
+        for x in inputs:
+            if isinstance(x, list):
+                x.clear()
+        inputs.clear()
+
+
 def _device_inputs(module: Module, inputs: Sequence[Any], n: int) -> list[list[Value]]:
     params = module.entry.parameters
     per_device = n > 1 and len(inputs) == n and all(isinstance(x, list) for x in inputs)
-    lists = list(inputs) if per_device else [list(inputs)] * n
+    # One list per device even when they share the arrays: evaluation empties its list.
+    lists = list(inputs) if per_device else [list(inputs) for _ in range(n)]
     out = []
     for d, args in enumerate(lists):
         if len(args) != len(params):
@@ -175,7 +197,7 @@ def _device_inputs(module: Module, inputs: Sequence[Any], n: int) -> list[list[V
 
 
 def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, replicas: int | None = None,
-        partitions: int | None = None, options: RunOptions | None = None) -> Any:
+        partitions: int | None = None, options: RunOptions | None = None, donate: bool = False) -> Any:
     """Evaluate ``module``'s entry computation on ``inputs`` with numpy.
 
     ``inputs`` is a list with one array (or tuple, for tuple parameters) per entry parameter,
@@ -183,6 +205,11 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
     (device index = replica * partitions + partition). ``replicas``/``partitions`` default to
     ``default_grid(module)``. Returns the root value (an array or a tuple) for one device, or
     a list with one value per device.
+
+    ``donate=True`` hands the input arrays over, as jax's ``donate_argnums`` does: ``inputs``
+    (and each per-device list in it) is emptied, and the arrays may be freed or overwritten
+    while the module runs, so a module's outputs can take their memory. Keep no other
+    reference to them.
     """
     if not isinstance(module, Module):
         from hloscope.api import load
@@ -198,19 +225,17 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
     if n > 1 and _is_global(module, inputs, n):
         return _run_global(module, inputs, r, p, options)
     args = _device_inputs(module, inputs, n)
+    if donate:
+        _hand_over(inputs)
     if n > 1 and _use_lockstep(module, options):
         from hloscope.interpret import lockstep
 
-        try:
-            return lockstep.run_lockstep(module, args, r, p, options)
-        except lockstep.Diverged:
-            if options.mode == "lockstep":
-                raise
-            # Control flow differs per device: start over per device (Note [Lockstep]).
+        return lockstep.run_lockstep(module, args, r, p, options)
     shared: dict[str, Any] = {}
     gens = [evaluate(EvalContext(module, options, devices.process_id(d, p), r, p, shared=shared),
-                     module.entry, args[d]) for d in range(n)]
-    results = _drive(gens)
+                     module.entry, args[d], donate=donate) for d in range(n)]
+    del args
+    results = drive(gens)
     return results[0] if n == 1 else results
 
 

@@ -43,17 +43,28 @@ def broadcast_in_dim(x: np.ndarray, out_shape: Sequence[int], dimensions: Sequen
     # transpose first handles the (legal in StableHLO) unsorted case.
     order = np.argsort(dimensions, kind="stable")
     xt = np.transpose(x, order) if len(order) else x
-    return np.array(np.broadcast_to(xt.reshape(expanded), out_shape))
+    # A read-only view (Note [Views]): XLA fuses broadcasts into their users, and a copy here
+    # was a full-size array per broadcast scalar in every optimizer update.
+    return np.broadcast_to(xt.reshape(expanded), out_shape)
+
+
+# Note [Views]: broadcast, reshape and transpose return numpy views, not copies, as XLA's
+# layout assignment makes most of them free. A view is safe to hand on because nothing writes
+# into an array it does not own: in-place writes (dynamic-update-slice, elementwise ops, gemm
+# accumulation) ask ``sole_owner``, which counts the references to the view's base too, and
+# broadcast views are read-only.
 
 
 def reshape(x: np.ndarray, out_shape: Sequence[int]) -> np.ndarray:
-    """HLO `reshape`: same elements in row-major (logical) order, new dimensions."""
-    return np.reshape(x, tuple(out_shape)).copy()
+    """HLO `reshape`: same elements in row-major (logical) order, new dimensions (a view when
+    numpy can make one, Note [Views])."""
+    return np.reshape(x, tuple(out_shape))
 
 
 def transpose(x: np.ndarray, permutation: Sequence[int]) -> np.ndarray:
-    """HLO `transpose`: result dimension i is operand dimension `permutation[i]`."""
-    return np.transpose(x, tuple(permutation)).copy()
+    """HLO `transpose`: result dimension i is operand dimension `permutation[i]` (a view, Note
+    [Views])."""
+    return np.transpose(x, tuple(permutation))
 
 
 def slice(  # noqa: A001 - XLA's name for the op

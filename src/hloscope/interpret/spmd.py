@@ -31,7 +31,7 @@ from hloscope.ir import Instruction, Module, Opcode
 from hloscope.ir.attributes import ShardingSpec
 from hloscope.ir.sharding import parse_sharding
 
-__all__ = ["Sharded", "parse_sharding", "is_global_program", "hlo_layout", "assemble", "cut", "sdy_layouts",
+__all__ = ["Sharded", "parse_sharding", "is_global_program", "region_calls", "hlo_layout", "assemble", "cut", "sdy_layouts",
            "ENTER_TARGETS", "LEAVE_TARGETS"]
 
 ENTER_TARGETS = ("xla.sdy.GlobalToLocalShape", "SPMDFullToShardShape")
@@ -48,6 +48,11 @@ class Sharded:
     def __init__(self, values: list[Any]) -> None:
         self.values = values
 
+    def __getitem__(self, index: int) -> Sharded:
+        """Element ``index`` of a tuple value on every device (what get-tuple-element reads,
+        also where the evaluator unpacks a tuple straight into its readers)."""
+        return Sharded([v[index] for v in self.values])
+
     def __repr__(self) -> str:
         return f"<Sharded over {len(self.values)} devices>"
 
@@ -56,6 +61,26 @@ def is_global_program(module: Module) -> bool:
     """True when the module holds manual-region markers, i.e. it was not partitioned yet."""
     return any(i.opcode is Opcode.CUSTOM_CALL and i.custom_call_target in ENTER_TARGETS + LEAVE_TARGETS
                for i in module.instructions())
+
+
+def region_calls(module: Module) -> frozenset[int]:
+    """The ids of the ``call`` instructions that are manual-region bodies: those whose value
+    reaches a region's leaving custom call (through ``Sharding`` annotations and tuple
+    elements). A region that takes no operands (``shard_map(f, in_specs=())``) has no entering
+    custom call to mark it, yet its code is per device all the same (``axis_index`` differs)."""
+    found: set[int] = set()
+    for inst in module.instructions():
+        if inst.opcode is not Opcode.CUSTOM_CALL or inst.custom_call_target not in LEAVE_TARGETS:
+            continue
+        stack = list(inst.operands)
+        while stack:
+            src = stack.pop()
+            if src.opcode is Opcode.CALL:
+                found.add(id(src))
+            elif src.opcode in (Opcode.GET_TUPLE_ELEMENT, Opcode.TUPLE) or (
+                    src.opcode is Opcode.CUSTOM_CALL and src.custom_call_target == "Sharding"):
+                stack.extend(src.operands)
+    return frozenset(found)
 
 
 # --- shardings as per-device slices --------------------------------------------------------------

@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import ml_dtypes
 import numpy as np
 
 from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 
-__all__ = ["Literal", "LiteralError", "format_array"]
+__all__ = ["Literal", "LiteralError", "format_array", "float_from_f64", "round_to_odd_f32"]
 
 
 class LiteralError(ValueError):
@@ -87,8 +88,16 @@ def _decode_array(text: str, shape: ArrayShape) -> np.ndarray:
     if pt.kind == "complex":
         if len(tokens) != 2 * n:
             raise LiteralError(f"expected {n} complex values for {shape}, found {len(tokens) // 2}")
-        re_im = np.array([_to_float(t) for t in tokens], dtype=np.float64).reshape(-1, 2)
-        return (re_im[:, 0] + 1j * re_im[:, 1]).astype(pt.dtype).reshape(dims)
+        part = np.dtype(np.float32 if pt.name == "c64" else np.float64)
+        real = _floats(tokens[0::2], part)
+        imag = _floats(tokens[1::2], part)
+        # XLA's parser gives the imaginary part the real part's NaN (sign and payload) when
+        # the real part is NaN, whatever the imaginary part says ((nan, 1) reads as nan+nanj).
+        imag = np.where(np.isnan(real), real, imag)
+        # Assembled part by part: re + 1j * im would turn (x, -inf) into nan - inf*j.
+        out = np.empty(n, pt.dtype)
+        out.real, out.imag = real, imag
+        return out.reshape(dims)
     if len(tokens) != n:
         raise LiteralError(f"expected {n} values for {shape}, found {len(tokens)}")
     if pt.kind == "pred":
@@ -96,8 +105,63 @@ def _decode_array(text: str, shape: ArrayShape) -> np.ndarray:
     if pt.is_integer:
         vals = [int(t, 16) if "x" in t else int(float(t)) if "." in t or "e" in t else int(t) for t in tokens]
         return np.array(vals, dtype=object).astype(np.int64 if pt.kind == "signed" or pt.bits < 64 else np.uint64).astype(pt.dtype).reshape(dims)
-    vals = np.array([_to_float(t) for t in tokens], dtype=np.float64)
-    return vals.astype(pt.dtype).reshape(dims)
+    return _floats(tokens, np.dtype(pt.dtype)).reshape(dims)
+
+
+def _floats(tokens: list[str], dtype: np.dtype) -> np.ndarray:
+    """Float tokens as XLA's parser reads them into ``dtype`` (Note [Reading float literals])."""
+    values = np.array([_to_float(t) for t in tokens], dtype=np.float64)
+    out = float_from_f64(values, dtype)
+    payloads = [(i, m) for i, t in enumerate(tokens) if (m := _NAN_RE.fullmatch(t.lower())) and m.group(2)]
+    bits = _NAN_PAYLOAD_OF_DTYPE.get(np.dtype(dtype))
+    if payloads and bits is not None:
+        width = np.dtype(dtype).itemsize * 8
+        uint = np.dtype(f"u{np.dtype(dtype).itemsize}")
+        exponent = ((1 << (width - 1)) - 1) & ~((1 << bits[0]) - 1)
+        u = out.view(uint)
+        for i, m in payloads:
+            payload = int(m.group(2), 16) & ((1 << bits[0]) - 1)
+            sign = (1 << (width - 1)) if m.group(1) == "-" else 0
+            u[i] = sign | exponent | (payload or bits[1])
+    return out
+
+
+# Note [Reading float literals]
+#     XLA's parser reads each float token as a double and casts it to the element type with
+#     C++'s static_cast. An integer token goes through int64 first, so "-0" is +0.0 (only
+#     "-0.0" is negative zero). The cast from double rounds directly to f32 and f64, through
+#     f32 to f16 and bf16 (Eigen's conversions take a float), and directly to the fp8/fp4 types
+#     (ml_dtypes has double constructors). A "nan(0x..)" token keeps its payload and sign.
+
+
+def float_from_f64(values: np.ndarray, dtype: np.dtype | type) -> np.ndarray:
+    """``values`` (f64) in the float type ``dtype`` as XLA rounds a double into it: f32 and
+    f64 directly, f16 and bf16 through f32 (rounding twice), the fp8/fp4 types directly.
+
+    XLA's parser reads literals this way, and XLA:CPU converts f64 arrays the same way."""
+    dt = np.dtype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dt in (np.dtype(np.float64), np.dtype(np.float32)):
+            return values.astype(dt)
+        if dt.itemsize == 2:  # f16, bf16
+            return values.astype(np.float32).astype(dt)
+        return round_to_odd_f32(values).astype(dt)
+
+
+def round_to_odd_f32(x: np.ndarray) -> np.ndarray:
+    """f64 -> f32 rounding toward zero, with the last bit set when inexact ("round to odd").
+
+    Rounding that result to a type with at most 22 significand bits gives the correctly rounded
+    f64 value (the odd bit breaks every false tie), so it stands in for a direct f64 -> fp8
+    conversion, which ml_dtypes lacks (it goes through f32 and rounds twice)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = x.astype(np.float32)
+        wide = r.astype(np.float64)
+        over = np.isfinite(x) & (np.abs(wide) > np.abs(x))  # rounded away from zero: step back
+        r = np.where(over, np.nextafter(r, np.float32(0)), r)
+        inexact = np.isfinite(x) & (r.astype(np.float64) != x)
+    bits = np.ascontiguousarray(r).view(np.uint32) | inexact.astype(np.uint32)
+    return bits.view(np.float32).reshape(np.shape(x))
 
 
 def _to_float(tok: str) -> float:
@@ -108,6 +172,10 @@ def _to_float(tok: str) -> float:
         return 1.0
     if t == "false":
         return 0.0
+    if _INT_RE.fullmatch(t):  # Note [Reading float literals]: "-0" is +0.0
+        return float(int(t))
+    if t.lstrip("+-").startswith("0x"):
+        return float(int(t, 16))
     return float(t)
 
 
@@ -159,6 +227,13 @@ _NAN_PAYLOAD: dict[str, tuple[int, int]] = {
     "f8e5m2": (2, 1 << 1), "f8e4m3": (3, 1 << 2), "f8e3m4": (4, 1 << 3),
 }
 _INT_RE = re.compile(r"[-+]?[0-9]+")
+_NAN_PAYLOAD_OF_DTYPE: dict[np.dtype, tuple[int, int]] = {
+    np.dtype(np.float64): _NAN_PAYLOAD["f64"], np.dtype(np.float32): _NAN_PAYLOAD["f32"],
+    np.dtype(np.float16): _NAN_PAYLOAD["f16"], np.dtype(ml_dtypes.bfloat16): _NAN_PAYLOAD["bf16"],
+    np.dtype(ml_dtypes.float8_e5m2): _NAN_PAYLOAD["f8e5m2"],
+    np.dtype(ml_dtypes.float8_e4m3): _NAN_PAYLOAD["f8e4m3"],
+    np.dtype(ml_dtypes.float8_e3m4): _NAN_PAYLOAD["f8e3m4"],
+}
 _NAN_RE = re.compile(r"([-+]?)nan(?:\(0x([0-9a-fA-F]+)\))?")
 
 
