@@ -11,7 +11,9 @@ multi-key sorts, scatters with duplicate indices, gathers with batching dimensio
 custom calls, loops carrying tuples and dynamic-update-slices, nested scans, three-way
 conditionals, both PRNG implementations, int8 dots, complex and f64 arithmetic, big
 broadcasts and transposes, pad/slice chains, donated and passed-through buffers, and
-collectives under shard_map and pmap.
+collectives under shard_map and pmap; and the classes ``tools/analysis_sweep.py`` found
+(in-place updates inside fusions: ``grad_relu_of_dus``, ``vmap_dus_matmul``; fusions writing
+over an operand: ``stack_max_bf16``, ``cumsum_twice_bf16``).
 """
 from __future__ import annotations
 
@@ -215,6 +217,33 @@ def transformer_step(params, x, y):
     return jax.tree.map(lambda a, b: a - 1e-3 * b, params, g)
 
 
+def grad_relu_of_dus(a, b):
+    # A loop fusion whose parameter reaches a dynamic-update-slice's updated operand through
+    # elementwise ops: XLA counts that use as elementwise, so the fusion may write over its
+    # operand (found by tools/analysis_sweep.py; analysis/sharing.py).
+    f = lambda a: jnp.maximum(lax.dynamic_update_slice(a, b[:1], (1, 0)), 0).astype(jnp.float32).sum()  # noqa: E731
+    return jax.grad(f)(a)
+
+
+def vmap_dus_matmul(a, b):
+    # A vmapped row update fuses into a dynamic-update-slice under a bitcast root; the fusion
+    # still updates its operand in place (found by tools/analysis_sweep.py; dataflow.py).
+    row = lambda r: (lambda x: x @ b.T @ x)(lax.dynamic_update_slice(jnp.sqrt(jnp.abs(r)), b[:1], (1, 0)))  # noqa: E731
+    return jax.vmap(row)(jnp.stack([a, a * 2]))
+
+
+def stack_max_bf16(a, b):
+    # XLA:CPU runs the reduce as a library fusion (kind=kCustom, `__ynn_fusion`); such a fusion
+    # may write over an operand it is elementwise on (found by tools/analysis_sweep.py).
+    return jnp.stack([a, b]).max(0).astype(jnp.float32) + a.astype(jnp.float32)
+
+
+def cumsum_twice_bf16(x):
+    # bf16 cumulative sums fuse into a `map` over all dimensions, which XLA counts as
+    # elementwise when deciding whether a fusion may overwrite its operand (found by the sweep).
+    return jnp.cumsum(jnp.cumsum(x, 1), 1)
+
+
 # --- random numbers, dtypes, data movement ----------------------------------------------------
 def rng_threefry(k):
     k1, k2 = jax.random.split(jax.random.wrap_key_data(k, impl="threefry2x32"))
@@ -332,6 +361,12 @@ PROGRAMS: dict[str, Program] = {
     "nested_scan": Program(nested_scan, lambda: (_f32(2, 8), _f32(3, 4, 2, 8, seed=1), _f32(8, 8, seed=2))),
     "switch3": Program(switch3, lambda: (np.int32(1), _f32(8, 8))),
     "cond_tuple": Program(cond_tuple, lambda: (np.float32(1), _f32(8, 8), _f32(8, 8, seed=1))),
+    "grad_relu_of_dus": Program(grad_relu_of_dus, lambda: (_f32(8, 8).astype(np.float16),
+                                                           _f32(8, 8, seed=1).astype(np.float16))),
+    "vmap_dus_matmul": Program(vmap_dus_matmul, lambda: (_f32(8, 8), _f32(8, 8, seed=1))),
+    "stack_max_bf16": Program(stack_max_bf16, lambda: (_f32(64, 64).astype(jnp.bfloat16),
+                                                       _f32(64, 64, seed=1).astype(jnp.bfloat16))),
+    "cumsum_twice_bf16": Program(cumsum_twice_bf16, lambda: (_f32(64, 64).astype(jnp.bfloat16),)),
     "lstm_grad": Program(lstm_grad, lambda: (_f32(12, 32), _f32(7, 2, 4, seed=1))),
     "transformer_step": Program(transformer_step, lambda: (
         tuple(_f32(32, 2, 16, seed=s) for s in (1, 2, 3)) + (_f32(32, 32, seed=4), _f32(32, 64, seed=5),

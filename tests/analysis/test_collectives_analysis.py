@@ -7,6 +7,7 @@ import pytest
 
 import hloscope
 from hloscope.analysis.collectives import analyze_collectives, wire_bytes
+from tests.analysis.async_sugar import ASYNC_SUGAR
 from tests.conftest import SEED_FILES
 
 EXPECTED_GROUP_SIZE = {"000": 8, "001": 4, "003": 8, "004": 4}
@@ -161,3 +162,21 @@ def test_mesh_replica_groups_expand_for_the_analysis() -> None:
     assert ReplicaGroups(text="mesh['x'=2,'y'=4] {'y'}").expanded() == [[0, 1, 2, 3], [4, 5, 6, 7]]
     assert ReplicaGroups(text="mesh['x'=2,'y'=4] {'x'}").expanded() == [[0, 4], [1, 5], [2, 6], [3, 7]]
     assert ReplicaGroups(text="mesh['x'=2,'y'=4]").expanded("([2,4]T(1,0)) {'y'}") == [[0, 4, 1, 5], [2, 6, 3, 7]]
+
+
+def test_async_sugar_collectives_match_their_synchronous_form() -> None:
+    """GPU dumps write reduce-scatter and all-to-all as async sugar (`reduce-scatter-start`, an
+    async-start wrapping the collective): each counts as the collective it wraps, with the
+    groups and bytes of its synchronous spelling."""
+    sugar = ASYNC_SUGAR["collectives"]
+    plain = (sugar.replace("((f32[16,8]{1,0}), f32[4,8]{1,0}) reduce-scatter-start", "f32[4,8]{1,0} reduce-scatter")
+             .replace("reduce-scatter-done(s)", "copy(s)")
+             .replace("((f32[16,8]{1,0}), f32[16,8]{1,0}) all-to-all-start", "f32[16,8]{1,0} all-to-all")
+             .replace("all-to-all-done(t)", "copy(t)"))
+    ours, theirs = (analyze_collectives(hloscope.parse(t)).collectives for t in (sugar, plain))
+    assert [(c.kind, c.opcode) for c in ours] == [("reduce-scatter", "reduce-scatter-start"),
+                                                  ("all-to-all", "all-to-all-start")]
+    fields = ("kind", "group_mode", "group_size", "num_groups", "payload_bytes", "output_bytes", "ring_bytes")
+    assert [[getattr(c, f) for f in fields] for c in ours] == [[getattr(c, f) for f in fields] for c in theirs]
+    # f32[16,8] among 4: each device sends 3/4 of 512 bytes in both.
+    assert [c.ring_bytes for c in ours] == [384.0, 384.0] and ours[0].output_bytes == 128

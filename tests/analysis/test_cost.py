@@ -23,6 +23,7 @@ jnp = jax.numpy
 lax = jax.lax
 
 from tests.analysis import jax_programs  # noqa: E402  (needs jax)
+from tests.analysis.async_sugar import ASYNC_SUGAR  # noqa: E402
 from tests.conftest import MODULE_SEEDS, SEED_FILES  # noqa: E402
 
 
@@ -326,6 +327,33 @@ ENTRY e {
   t = (f32[100]{0}, f32[50]{0}) tuple(a, b)
   ROOT o = (f32[100]{0}, f32[50]{0}) opt-barrier(t)
 }""",
+    # Buffer shapes `b(f32[16])` (mutable buffers) cost their array's bytes in tuples,
+    # barriers and loop state; the custom calls making and reading them cost XLA's -1.
+    "buffer_shapes": """HloModule m
+c {
+  p = (s32[], b(f32[16]{0})) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(4)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], b(f32[16]{0})) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  b = b(f32[16]{0}) get-tuple-element(p), index=1
+  ROOT t = (s32[], b(f32[16]{0})) tuple(j, b)
+}
+ENTRY e {
+  p = f32[16]{0} parameter(0)
+  b = b(f32[16]{0}) custom-call(p), custom_call_target="Pin", output_to_operand_aliasing={{}: (0, {})}
+  z = s32[] constant(0)
+  t = (s32[], b(f32[16]{0})) tuple(z, b)
+  o = (s32[], b(f32[16]{0})) opt-barrier(t)
+  w = (s32[], b(f32[16]{0})) while(o), condition=c, body=body
+  g = b(f32[16]{0}) get-tuple-element(w), index=1
+  ROOT u = f32[16]{0} custom-call(g), custom_call_target="Unpin"
+}""",
     "nested_tuple": """HloModule m
 ENTRY e {
   a = f32[100]{0} parameter(0)
@@ -358,3 +386,21 @@ def test_seed_003_trip_counts() -> None:
     assert len(report.trip_counts) == 18
     assert set(report.trip_counts.values()) == {64}
     assert report.loop_aware.flops > 60 * report.flops
+
+
+@pytest.mark.parametrize("name", sorted(ASYNC_SUGAR))
+def test_async_sugar_matches_xla(name: str) -> None:
+    module = _parse(ASYNC_SUGAR[name])
+    report = analyze_cost(module)
+    xla = _xla_cost(ASYNC_SUGAR[name])
+    ours = report.total
+    assert (ours.flops, ours.transcendentals, ours.bytes_accessed) == (
+        xla.get("flops", 0.0), xla.get("transcendentals", 0.0), xla.get("bytes accessed", 0.0))
+    # Without loops the loop-aware totals are XLA's, except that a custom call is charged its
+    # operand and output bytes instead of XLA's -1 ("unknown").
+    if name == "custom_call":
+        assert report.loop_aware == Cost(0, 0, ours.bytes_accessed + 1 + 2 * 512)
+    else:
+        assert report.loop_aware == ours
+    if ours.flops > 0:  # the costliest row is the wrapped work (the start, or the call's body)
+        assert report.top(1)[0].cost.flops == ours.flops

@@ -9,6 +9,7 @@ import pytest
 import hloscope
 from hloscope.analysis.hardware import load_hardware
 from hloscope.analysis.timing import estimate_time, roofline_seconds
+from tests.analysis.async_sugar import ASYNC_SUGAR
 from tests.conftest import MODULE_SEEDS, SEED_FILES
 
 
@@ -89,6 +90,19 @@ def test_async_collective_overlaps_compute() -> None:
     assert sync.total_seconds == pytest.approx(comm.duration + dot.duration)
 
 
+def test_async_sugar_runs_on_the_communication_stream() -> None:
+    """A collective written as async sugar (`all-to-all-start`) is timed by the link model and
+    overlaps the compute between its start and done; other wrapped ops are kernels."""
+    hw = load_hardware("h100-sxm")
+    est = estimate_time(hloscope.parse(ASYNC_SUGAR["collectives"]), hw)
+    by_name = {op.instruction: op for op in est.schedule}
+    assert by_name["s"].stream == by_name["t"].stream == "communication"
+    assert est.communication_seconds > 2 * hw.collective_latency
+    for name in sorted(ASYNC_SUGAR):
+        seconds = estimate_time(hloscope.parse(ASYNC_SUGAR[name]), hw).total_seconds
+        assert 0 < seconds < 1e-3, name
+
+
 def test_while_multiplies_by_trip_count(seeds) -> None:
     est = estimate_time(seeds["003"], load_hardware("h100-sxm"))
     assert set(est.trip_counts.values()) == {64}
@@ -135,3 +149,49 @@ def test_cpu_model_dot_uses_the_dot_rate() -> None:
     cpu = load_hardware("cpu")
     est = estimate_time(hloscope.parse(MATMUL), cpu)
     assert est.compute_seconds == pytest.approx(2 * 4096**3 / cpu.flops_per_second("f32"))
+
+
+# One instruction of each kind the estimate models differently, at a size n (Note [The XLA:CPU
+# model]: library dots with a cache speed-up, loops, strided copies, sorts, collectives).
+_SIZED = {
+    "dot": "a = f32[{n},{n}]{1,0} parameter(0)\n ROOT d = f32[{n},{n}]{1,0} dot(a, a), "
+           "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+    "dot_bf16": "a = bf16[{n},{n}]{1,0} parameter(0)\n ROOT d = bf16[{n},{n}]{1,0} dot(a, a), "
+                "lhs_contracting_dims={1}, rhs_contracting_dims={0}",
+    "exp": "a = f32[{n},{n}]{1,0} parameter(0)\n ROOT d = f32[{n},{n}]{1,0} exponential(a)",
+    "transpose": "a = f32[{n},{n}]{1,0} parameter(0)\n ROOT d = f32[{n},{n}]{0,1} copy(a)",
+    "sort": "a = f32[{n},{n}]{1,0} parameter(0)\n ROOT d = f32[{n},{n}]{1,0} sort(a), dimensions={1}, to_apply=lt",
+    "all_reduce": "a = f32[{n},{n}]{1,0} parameter(0)\n ROOT d = f32[{n},{n}]{1,0} all-reduce(a), "
+                  "replica_groups={}, to_apply=add",
+    "conv": "a = f32[1,{n},{n},16]{3,2,1,0} parameter(0)\n w = f32[3,3,16,16]{3,2,1,0} parameter(1)\n"
+            " ROOT c = f32[1,{n},{n},16]{3,2,1,0} convolution(a, w), window={size=3x3 pad=1_1x1_1}, "
+            "dim_labels=b01f_01io->b01f",
+}
+_HEADER = """HloModule m, replica_count=8
+add {
+ a = f32[] parameter(0)
+ b = f32[] parameter(1)
+ ROOT c = f32[] add(a, b)
+}
+lt {
+ a = f32[] parameter(0)
+ b = f32[] parameter(1)
+ ROOT c = pred[] compare(a, b), direction=LT
+}
+ENTRY e {
+ """
+
+
+@pytest.mark.parametrize("kind", sorted(_SIZED))
+def test_estimate_grows_with_size(kind: str) -> None:
+    """On every bundled profile, a bigger instance never takes less time (the cached-dot
+    speed-up and the CPU sort and loop rates included), and the times are finite."""
+    from hloscope.analysis.hardware import list_hardware
+
+    sizes = (1, 4, 16, 64, 128, 256, 512, 768, 1024, 1536, 2048, 4096)
+    for name in list_hardware():
+        hw = load_hardware(name)
+        times = [estimate_time(hloscope.parse(_HEADER + _SIZED[kind].replace("{n}", str(n)) + "\n}"), hw).total_seconds
+                 for n in sizes]
+        assert all(t > 0 and t == t and t != float("inf") for t in times), (name, times)
+        assert times == sorted(times), (name, list(zip(sizes, times)))

@@ -95,6 +95,25 @@ def test_elementwise_chain_writes_into_dying_operands(replicas: int) -> None:
     assert peak < stacked_inputs + 1.5 * one, (peak, one)
 
 
+def test_tuple_results_go_straight_to_their_readers() -> None:
+    """Note [Unpacked tuple parameters]: a while loop's final state read only by
+    get-tuple-element is not kept whole; element 0 goes to its reader's slot and element 1,
+    which nobody reads, is dropped at once instead of living until the last GTE."""
+    m = hloscope.parse(WHILE.replace("ROOT w = (s32[], f32[]) while(init), condition=cond, body=body",
+                                     "w = (s32[], f32[]) while(init), condition=cond, body=body\n"
+                                     "  i = s32[] get-tuple-element(w), index=0\n"
+                                     "  ROOT j = s32[] add(i, i)"))
+    comp = m.entry
+    plan = build_plan(comp)
+    slot = {inst.name: k for k, inst in enumerate(comp.instructions)}
+    (step,) = [st for st in plan.steps if st.inst.name == "w"]
+    assert step.unpack == ((slot["i"], 0),) and not step.keep
+    assert "i" not in {st.inst.name for st in plan.steps}  # the GTE step is skipped
+    assert run(m, [np.float32(1.5)]) == 10
+    kept = build_plan(comp, unpack_tuples=False)  # runs with hooks see every instruction
+    assert "i" in {st.inst.name for st in kept.steps}
+
+
 WHILE = """HloModule w
 cond {
   p = (s32[], f32[]) parameter(0)

@@ -307,3 +307,23 @@ def test_sort_with_inconsistent_comparator_still_permutes():
     payload = np.broadcast_to(np.arange(45, dtype=np.int32), x.shape).copy()
     _, perm = reduction.sort([x, payload], 1, lambda lhs, rhs: lhs[0] < rhs[0])
     np.testing.assert_array_equal(np.sort(perm, axis=1), payload)
+
+
+def test_reduce_of_no_dimensions_is_its_operand_as_on_xla_cpu() -> None:
+    """XLA:CPU drops a reduce that reduces nothing; its init value is never combined in."""
+    import hloscope
+
+    m = hloscope.parse("""HloModule r
+mul {
+  a = c64[] parameter(0)
+  b = c64[] parameter(1)
+  ROOT c = c64[] multiply(a, b)
+}
+ENTRY e {
+  p = c64[2] parameter(0)
+  one = c64[] constant((1, 0))
+  ROOT r = c64[2] reduce(p, one), dimensions={}, to_apply=mul
+}""")
+    x = np.array([complex(-np.inf, 2.5), 3 + 4j], np.complex64)
+    out = hloscope.run(m, [x])
+    np.testing.assert_array_equal(out, x)

@@ -29,12 +29,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from hloscope.analysis.async_ops import async_wrapped_instruction
 from hloscope.analysis.trip_count import execution_counts
 from hloscope.interpret.devices import CollectiveOpGroupMode, group_mode, participant_groups
 from hloscope.ir import Instruction, Module, Opcode
 from hloscope.ir.shape import Shape
 
-__all__ = ["CollectiveOp", "CollectivesReport", "analyze_collectives", "COLLECTIVE_OPCODES", "wire_bytes"]
+__all__ = ["CollectiveOp", "CollectivesReport", "analyze_collectives", "COLLECTIVE_OPCODES", "wire_bytes",
+           "as_collective"]
 
 # Collective opcode -> the kind whose formulas apply (the -start form shares its op's).
 COLLECTIVE_OPCODES: dict[Opcode, str] = {
@@ -52,6 +54,20 @@ COLLECTIVE_OPCODES: dict[Opcode, str] = {
 
 # Ops with a use_global_device_ids attribute (None = the op has no such attribute).
 _HAS_GLOBAL_IDS = frozenset({"all-reduce", "all-gather", "reduce-scatter"})
+
+
+def as_collective(inst: Instruction) -> Instruction | None:
+    """The collective ``inst`` performs, or None: ``inst`` itself for a collective opcode, the
+    wrapped instruction for async sugar such as GPU dumps' ``reduce-scatter-start`` and
+    ``all-to-all-start`` (an async-start wrapping the collective; Note [Async sugar costs] in
+    ``analysis/async_ops.py``), whose groups and operands are the async op's."""
+    if inst.opcode in COLLECTIVE_OPCODES:
+        return inst
+    if inst.opcode is Opcode.ASYNC_START:
+        wrapped = async_wrapped_instruction(inst)
+        if wrapped is not None and wrapped.opcode in COLLECTIVE_OPCODES:
+            return wrapped
+    return None
 
 
 def _logical_bytes(shape: Shape) -> int:
@@ -234,18 +250,18 @@ def analyze_collectives(module: Module, num_replicas: int | None = None,
     ``num_replicas``/``num_partitions`` default to the module header, or when the header does
     not say (old pmap dumps), to what the replica groups imply.
     """
-    ops = [i for i in module.instructions() if i.opcode in COLLECTIVE_OPCODES]
-    replicas, partitions = _device_grid(module, ops, num_replicas, num_partitions)
+    found = [(i, c) for i in module.instructions() if (c := as_collective(i)) is not None]
+    replicas, partitions = _device_grid(module, [c for _, c in found], num_replicas, num_partitions)
     counts = execution_counts(module)
     out: list[CollectiveOp] = []
-    for inst in ops:
+    for original, inst in found:
         kind = COLLECTIVE_OPCODES[inst.opcode]
         f = FORMULAS[kind]
         mode, size, n_groups = _groups(inst, kind, replicas, partitions)
         payload = _output_bytes(inst) if f.payload == "output" else _operand_bytes(inst)
         md = inst.metadata
         out.append(CollectiveOp(
-            name=inst.name, opcode=inst.opcode.text, kind=kind,
+            name=inst.name, opcode=inst.opcode.text if original is inst else f"{inst.opcode.text}-start", kind=kind,
             computation=inst.computation.name if inst.computation else "?",
             group_mode=mode, group_size=size, num_groups=n_groups,
             payload_bytes=payload, output_bytes=_output_bytes(inst),

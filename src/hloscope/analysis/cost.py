@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from hloscope.analysis.async_ops import async_wrapped_instruction
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import ArrayShape, Computation, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir.shape import Shape
@@ -40,6 +41,7 @@ __all__ = [
     "analyze_cost",
     "cost_rule",
     "custom_call_cost",
+    "async_wrapped_instruction",
     "instruction_cost",
     "shape_bytes",
     "COST_RULES",
@@ -468,8 +470,18 @@ def _while(inst: Instruction, an: _Analyzer) -> Cost:
     return an.computation_cost(inst.attrs["body"]) + an.computation_cost(inst.attrs["condition"])
 
 
-@cost_rule(Opcode.CALL, Opcode.ASYNC_START)
+@cost_rule(Opcode.CALL)
 def _call(inst: Instruction, an: _Analyzer) -> Cost:
+    return an.computation_cost(inst.called_computations[0])
+
+
+@cost_rule(Opcode.ASYNC_START)
+def _async_start(inst: Instruction, an: _Analyzer) -> Cost:
+    # XLA's HandleAsyncStart charges the whole wrapped computation (Note [Async sugar costs]
+    # in analysis/async_ops.py).
+    wrapped = async_wrapped_instruction(inst)
+    if wrapped is not None:
+        return COST_RULES.get(wrapped.opcode, _default_rule)(wrapped, an)
     return an.computation_cost(inst.called_computations[0])
 
 
@@ -730,9 +742,10 @@ class CostReport:
 
     def top(self, n: int = 20, *, key: str = "flops") -> list[InstructionCost]:
         """The ``n`` costliest instructions (loop-aware, top-level and nested) by ``key``."""
-        # Control flow rows would repeat their bodies' costs; list the work itself.
+        # Control flow rows would repeat their bodies' costs; list the work itself (an async
+        # op written as sugar has no body: it is the work, unless it wraps a call).
         rows = ((i, c) for i, c in self.loop_aware_per_instruction.items()
-                if i.opcode not in (Opcode.WHILE, Opcode.CALL, Opcode.CONDITIONAL, Opcode.ASYNC_START))
+                if _runs_work_itself(i))
         items = sorted(rows,
                        key=lambda kv: getattr(kv[1], key), reverse=True)[:n]
         out = []
@@ -775,8 +788,10 @@ def analyze_cost(module: Module) -> CostReport:
         return acc
 
     def _loop_aware_instruction(inst: Instruction, scale: float) -> Cost:
-        op = inst.opcode
         base = an.per_instruction.get(inst, ZERO)
+        # An async op written as sugar costs what it wraps (Note [Async sugar costs]).
+        inst = async_wrapped_instruction(inst) or inst
+        op = inst.opcode
         if op is Opcode.WHILE:
             n = infer_trip_count(inst)
             trip_counts[inst.name] = n
@@ -800,6 +815,14 @@ def analyze_cost(module: Module) -> CostReport:
     loop_aware = loop_aware_cost(module.entry, 1)
     return CostReport(total, loop_aware, trip_counts, dict(an.per_instruction),
                       {c.name: t for c, t in an.totals.items()}, loop_aware_per)
+
+
+def _runs_work_itself(inst: Instruction) -> bool:
+    """False for control flow whose cost is its callees' (listed on their own rows)."""
+    if inst.opcode is Opcode.ASYNC_START:
+        wrapped = inst.attrs.get("async_wrapped_opcode")
+        return wrapped is not None and wrapped is not Opcode.CALL
+    return inst.opcode not in (Opcode.WHILE, Opcode.CALL, Opcode.CONDITIONAL)
 
 
 def _has_custom_call(comp: Computation) -> bool:

@@ -29,9 +29,9 @@ Note [In-place outputs]
 -----------------------
 Some outputs must reuse an operand's buffer (XLA's ``GetInPlaceInputOutputPairs``):
 dynamic-update-slice (operand 0), scatter (operands ``0..n-1``), a fusion whose root (or root
-tuple element) is such an op on a fusion parameter, ``output_to_operand_aliasing`` of custom
-calls and fusions, and the module's ``input_output_alias``. The output stays its own value but
-joins the operand's buffer.
+tuple element), or a bitcast of it, is such an op on a fusion parameter,
+``output_to_operand_aliasing`` of custom calls and fusions, and the module's
+``input_output_alias``. The output stays its own value but joins the operand's buffer.
 
 Note [Value numbering]
 ----------------------
@@ -67,7 +67,10 @@ _SEQUENTIAL_CALLERS = frozenset({Opcode.CALL, Opcode.WHILE, Opcode.CONDITIONAL, 
 
 
 def _embedded_callees(inst: object) -> list[object]:
-    if inst.opcode in _SEQUENTIAL_CALLERS:  # type: ignore[attr-defined]
+    # Async sugar (`reduce-start(...), to_apply=add`) calls what the wrapped op calls: a
+    # reducer stays embedded, a call's computation sequential.
+    op = inst.attrs.get("async_wrapped_opcode") or inst.opcode  # type: ignore[attr-defined]
+    if op in _SEQUENTIAL_CALLERS:
         return []
     return inst.called_computations  # type: ignore[attr-defined]
 
@@ -255,7 +258,13 @@ def _copy_done(b: _Builder, inst: object) -> ValueSets:
 
 @_rule(Opcode.ASYNC_START)
 def _async_start(b: _Builder, inst: object) -> ValueSets:
-    out = b.define_all(inst, _is_embedded(b, inst))
+    # XLA's async-start defines its tuples, its result {1} (inside the wrapped computation,
+    # which hloscope does not model: the start stands in) and its contexts {2...}; the
+    # operand slots {0, i} are the operands' own values, not copies.
+    embedded = _is_embedded(b, inst)
+    out: ValueSets = {idx: [b.new(inst, idx, shape, embedded=embedded)]
+                      for idx, shape in _indices(inst.shape)  # type: ignore[attr-defined]
+                      if shape.is_tuple or idx[0] != 0}  # type: ignore[attr-defined]
     for i in range(len(inst.operands)):  # type: ignore[attr-defined]
         out.update(_sub(b.operand_sets(inst, i), (), (0, i)))
     return out
@@ -333,6 +342,10 @@ def _in_place_pairs(inst: object) -> list[tuple[int, ShapeIndex, ShapeIndex]]:
         root = inst.attrs["calls"].root  # type: ignore[attr-defined]
         outs = list(enumerate(root.operands)) if root.opcode is Opcode.TUPLE else [(None, root)]
         for k, r in outs:
+            # A bitcast of the updated buffer is still that buffer (measured on XLA:CPU, jaxlib
+            # 0.10: vmapped scatters fuse into dynamic-update-slice + bitcast and stay in place).
+            while r.opcode is Opcode.BITCAST:
+                r = r.operands[0]
             if r.opcode in (Opcode.DYNAMIC_UPDATE_SLICE, Opcode.SCATTER):
                 src = r.operands[0]
                 while src.opcode is Opcode.BITCAST:

@@ -46,6 +46,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from hloscope.analysis.async_ops import async_wrapped_instruction
 from hloscope.analysis.collectives import (
     COLLECTIVE_OPCODES,
     FORMULAS,
@@ -53,6 +54,7 @@ from hloscope.analysis.collectives import (
     _groups,
     _operand_bytes,
     _output_bytes,
+    as_collective,
 )
 from hloscope.analysis.cost import (
     Cost,
@@ -245,7 +247,7 @@ class _Simulator:
         self.cost = cost
         self.module = module
         self.replicas, self.partitions = _device_grid(
-            module, [i for i in module.instructions() if i.opcode in COLLECTIVE_OPCODES], None, None)
+            module, [c for i in module.instructions() if (c := as_collective(i)) is not None], None, None)
         self.events: list[ScheduledOp] = []
         self.compute = self.memory = self.comm = self.launch = 0.0
         self.trip_counts: dict[str, int | None] = {}
@@ -260,8 +262,8 @@ class _Simulator:
                         + sum(s.byte_size() for o in inst.operands for _, s in o.shape.leaves()))
         return self.cost.per_instruction.get(inst, Cost())
 
-    def kernel_seconds(self, inst: Instruction, scale: float) -> float:
-        c = self._cost_of(inst)
+    def kernel_seconds(self, inst: Instruction, scale: float, cost: Cost | None = None) -> float:
+        c = self._cost_of(inst) if cost is None else cost
         if self.hw.kind == "cpu" and self.hw.cpu_rates is not None:
             compute, memory = _cpu_seconds(inst, c, self.hw, self.hw.cpu_rates)
         else:
@@ -300,6 +302,21 @@ class _Simulator:
             if op in _DONE_OF:
                 start = inst.operands[0] if inst.operands else None
                 clock = max(clock, pending.pop(start, clock)) if start is not None else clock
+                continue
+            wrapped = async_wrapped_instruction(inst)
+            if wrapped is not None and wrapped.opcode is not Opcode.CALL:
+                # Async sugar (Note [Async sugar costs] in async_ops.py): the wrapped op runs
+                # on the other stream, a collective by the link model, anything else as a kernel.
+                if wrapped.opcode in COLLECTIVE_OPCODES:
+                    begin = max(clock, comm_clock)
+                    end = comm_clock = begin + self.collective_seconds(wrapped, scale)
+                else:
+                    # The start's cost is the wrapped op's; a custom call is costed by meaning.
+                    cost = None if wrapped.opcode is Opcode.CUSTOM_CALL else self._cost_of(inst)
+                    begin = clock
+                    end = clock + self.kernel_seconds(wrapped, scale, cost)
+                pending[inst] = end
+                self._record(record, inst, begin, end, COMMUNICATION)
                 continue
             if op in COLLECTIVE_OPCODES:
                 seconds = self.collective_seconds(inst, scale)
