@@ -100,6 +100,8 @@ class RunOptions:
                     leading device axis; Note [Lockstep] in lockstep.py), "per-device" (one
                     generator per device, meeting at collectives; Note [Cooperative devices]
                     in run.py), or "auto": lockstep where it applies, per-device otherwise.
+    keep_freed_memory  let glibc reuse freed large blocks during the run instead of handing
+                    them back to the kernel (Note [Keeping freed memory] in allocator.py).
     """
 
     hooks: Sequence[Any] = ()
@@ -108,6 +110,7 @@ class RunOptions:
     progress: Callable[[Progress], None] | None = None
     progress_every: int = 100_000
     mode: str = "auto"
+    keep_freed_memory: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "lockstep", "per-device"):

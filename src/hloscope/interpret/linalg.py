@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from hloscope.interpret import blas
 from hloscope.interpret.reduction import is_float_dtype
 from hloscope.interpret.shape_ops import pad
 
@@ -189,9 +190,12 @@ def matmul_accumulate(c: np.ndarray, a: np.ndarray, b: np.ndarray, alpha: float 
     A gemm that accumulates into its output (cuBLAS's beta = 1, XLA's dot + add) otherwise
     costs a fresh result array and a pass adding it to ``c``; for the skinny products of
     weight gradients (k = batch) that pass and the page faults of the fresh array cost more
-    than the product. Returns False, with ``c`` untouched, when scipy's BLAS is missing or the
-    operands do not fit; the caller then computes it the ordinary way.
+    than the product. numpy's own BLAS does it when reachable (Note [numpy's own BLAS]),
+    else scipy's. Returns False, with ``c`` untouched, when neither is there or the operands
+    do not fit; the caller then computes it the ordinary way.
     """
+    if blas.gemm(c, a, b, alpha):
+        return True
     dtype = c.dtype
     if (a.ndim != 2 or b.ndim != 2 or c.ndim != 2 or a.dtype != dtype or b.dtype != dtype
             or dtype.kind not in "fc" or dtype.itemsize < 4 or not c.flags.c_contiguous

@@ -27,6 +27,7 @@ import numpy as np
 
 from hloscope.errors import InputError, InterpretError
 from hloscope.interpret import collectives, devices, spmd
+from hloscope.interpret.allocator import kept_freed_memory
 from hloscope.interpret.evaluator import (
     EvalContext,
     RunOptions,
@@ -223,19 +224,21 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
         raise InputError(f"a device grid needs at least one replica and one partition, got {r}x{p}")
     n = r * p
     if n > 1 and _is_global(module, inputs, n):
-        return _run_global(module, inputs, r, p, options)
+        with kept_freed_memory(options.keep_freed_memory):
+            return _run_global(module, inputs, r, p, options)
     args = _device_inputs(module, inputs, n)
     if donate:
         _hand_over(inputs)
-    if n > 1 and _use_lockstep(module, options):
-        from hloscope.interpret import lockstep
+    with kept_freed_memory(options.keep_freed_memory):  # Note [Keeping freed memory]
+        if n > 1 and _use_lockstep(module, options):
+            from hloscope.interpret import lockstep
 
-        return lockstep.run_lockstep(module, args, r, p, options)
-    shared: dict[str, Any] = {}
-    gens = [evaluate(EvalContext(module, options, devices.process_id(d, p), r, p, shared=shared),
-                     module.entry, args[d], donate=donate) for d in range(n)]
-    del args
-    results = drive(gens)
+            return lockstep.run_lockstep(module, args, r, p, options)
+        shared: dict[str, Any] = {}
+        gens = [evaluate(EvalContext(module, options, devices.process_id(d, p), r, p, shared=shared),
+                         module.entry, args[d], donate=donate) for d in range(n)]
+        del args
+        results = drive(gens)
     return results[0] if n == 1 else results
 
 
