@@ -1,6 +1,8 @@
 """shape_ops against jax.lax on the CPU (structural ops are exact: no tolerances needed)."""
 from __future__ import annotations
 
+import itertools
+
 import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
@@ -55,6 +57,23 @@ def test_pad_negative_and_interior():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     cfg = [(-1, 2, 1), (2, -3, 0)]
     assert_same(shape_ops.pad(x, np.float32(-1), *zip(*cfg, strict=True)), lax.pad(x, np.float32(-1), cfg))
+
+
+def test_pad_every_small_one_dimensional_config():
+    """Every (low, high, interior) for short operands, including edges cropped past the
+    operand and results of size 0: the slices pad builds must land each element as XLA does
+    (its definition, written out element by element; the random configs above use lax.pad)."""
+    for n in range(6):
+        x = np.arange(1, n + 1, dtype=np.int32)
+        for lo, hi, it in itertools.product(range(-7, 5), range(-7, 5), range(3)):
+            size = lo + n + max(n - 1, 0) * it + hi
+            if size < 0:
+                continue
+            want = np.zeros(size, np.int32)
+            for j in range(n):
+                if 0 <= lo + j * (it + 1) < size:
+                    want[lo + j * (it + 1)] = x[j]
+            assert_same(shape_ops.pad(x, np.int32(0), [lo], [hi], [it]), want)
 
 
 pad_dim = st.tuples(st.integers(-3, 3), st.integers(-3, 3), st.integers(0, 2))

@@ -94,23 +94,26 @@ def pad(
     Result size per dimension: `low + n + max(n - 1, 0) * interior + high`.
     """
     interior = interior if interior is not None else [0] * x.ndim
-    out_shape = []
-    positions = []  # per dimension: where the operand's elements land, and which are kept
+    out_shape, dst, src = [], [], []
     for n, lo, hi, it in zip(x.shape, low, high, interior, strict=True):
         dilated = n + max(n - 1, 0) * it
         size = lo + dilated + hi
         if size < 0:
             raise ValueError(f"pad produces negative dimension size {size}")
-        pos = lo + np.arange(n, dtype=np.int64) * (it + 1)
-        keep = (pos >= 0) & (pos < size)
         out_shape.append(size)
-        positions.append((pos[keep], np.nonzero(keep)[0]))
+        # Operand element j lands at lo + j * (it + 1); those inside [0, size) form one run
+        # of j, so plain (strided) slices place them, with no index arrays.
+        step = it + 1
+        first = max(0, -lo + step - 1) // step if lo < 0 else 0
+        last = min(n, (size - lo + step - 1) // step) if size > lo else 0
+        last = max(last, first)
+        src.append(np.s_[first:last])
+        dst.append(np.s_[lo + first * step : lo + (last - 1) * step + 1 : step] if last > first else np.s_[0:0])
     out = np.full(out_shape, np.asarray(pad_value, dtype=x.dtype), dtype=x.dtype)
     if x.ndim == 0:
         return np.array(x, copy=True)
-    dst = np.ix_(*[p for p, _ in positions])
-    src = np.ix_(*[k for _, k in positions])
-    out[dst] = x[src]
+    if all(s.stop > s.start for s in src):
+        out[tuple(dst)] = x[tuple(src)]
     return out
 
 
