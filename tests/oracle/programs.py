@@ -603,6 +603,18 @@ def _pmap_train_step(w1, b1, w2, b2, x, y):
     return tuple(p - 0.1 * g for p, g in zip(params, grads))
 
 
+@program("pmap_gather_scatter", lambda: (f32(8, 10, 3, seed=80), _rng(81).integers(-2, 12, (8, 6)).astype(np.int32),
+                                         f32(8, 6, 3, seed=82)),
+         "gather scatter", mode="pmap8", jit_kwargs=lambda: {"axis_name": "i"})
+def _pmap_gather_scatter(table, idx, upd):
+    # Per-device tables, indices (duplicates, out of range) and updates; a table every device
+    # shares (lockstep reads it once); an embedding gradient; a batched (vmapped) gather.
+    shared = jnp.arange(30, dtype=jnp.float32).reshape(10, 3)
+    return (jnp.take(table, idx, axis=0, mode="clip"), jnp.take(shared, idx, axis=0, mode="clip"),
+            jnp.zeros_like(table).at[idx].add(upd, mode="drop"), table.at[idx].max(upd, mode="drop"),
+            jax.vmap(lambda row, j: row[j])(upd, jnp.clip(idx, 0, 2)))
+
+
 def _shard_map_kwargs() -> dict[str, Any]:
     return {}
 

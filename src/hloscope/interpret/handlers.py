@@ -417,12 +417,38 @@ def _fft(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 # --- indexing ----------------------------------------------------------------------------------
 
 
+def gather_dims(a: dict[str, Any], indices_axis: bool = False, operand_axis: bool = False) -> dict[str, Any]:
+    """A gather's dimension numbers as ``indexing.gather`` keywords. For values stacked along
+    a leading device axis (Note [Lockstep]): with ``indices_axis`` the indices have one, a
+    leading batch dimension of the result; with ``operand_axis`` too the operand has one, and
+    the two are matched as batching dimensions."""
+    ki, ko = int(indices_axis), int(operand_axis)
+    op = lambda ds: [d + ko for d in ds]  # noqa: E731
+    return dict(offset_dims=[d + ki for d in a.get("offset_dims", ())],
+                collapsed_slice_dims=op(a.get("collapsed_slice_dims", ())),
+                start_index_map=op(a.get("start_index_map", ())), index_vector_dim=a["index_vector_dim"] + ki,
+                slice_sizes=[1] * ko + list(a["slice_sizes"]),
+                operand_batching_dims=[0] * ko + op(a.get("operand_batching_dims", ())),
+                start_indices_batching_dims=[0] * ko + [d + ki for d in a.get("start_indices_batching_dims", ())])
+
+
+def scatter_dims(a: dict[str, Any], device_axis: bool = False) -> dict[str, Any]:
+    """A scatter's dimension numbers as ``indexing.scatter`` keywords; with ``device_axis``
+    for values stacked along a leading device axis (Note [Lockstep]), a batching dimension of
+    operands and indices and a scatter dimension of the updates."""
+    k = int(device_axis)
+    up = lambda ds: [d + k for d in ds]  # noqa: E731
+    return dict(update_window_dims=up(a.get("update_window_dims", ())),
+                inserted_window_dims=up(a.get("inserted_window_dims", ())),
+                scatter_dims_to_operand_dims=up(a.get("scatter_dims_to_operand_dims", ())),
+                index_vector_dim=a["index_vector_dim"] + k,
+                input_batching_dims=[0] * k + up(a.get("input_batching_dims", ())),
+                scatter_indices_batching_dims=[0] * k + up(a.get("scatter_indices_batching_dims", ())))
+
+
 @evaluates(Opcode.GATHER)
 def _gather(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    a = inst.attrs
-    return indexing.gather(operands[0], operands[1], a.get("offset_dims", ()), a.get("collapsed_slice_dims", ()),
-                           a.get("start_index_map", ()), a["index_vector_dim"], a["slice_sizes"],
-                           a.get("operand_batching_dims", ()), a.get("start_indices_batching_dims", ()))
+    return indexing.gather(operands[0], operands[1], **gather_dims(inst.attrs))
 
 
 def _known_update(comp: Computation) -> str | None:
@@ -431,11 +457,10 @@ def _known_update(comp: Computation) -> str | None:
     return known_reduction(comp)
 
 
-@evaluates(Opcode.SCATTER)
-def _scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    a = inst.attrs
-    n = (len(operands) - 1) // 2
-    comp = a["to_apply"]
+def scatter_update(ctx: EvalContext, inst: Instruction) -> tuple[Any, str | None]:
+    """(update function, known reduction name) of a scatter's ``to_apply`` computation."""
+    n = (len(inst.operands) - 1) // 2
+    comp = inst.attrs["to_apply"]
     known = _known_update(comp) if n == 1 else None
     update = None
     if known is None:
@@ -443,10 +468,15 @@ def _scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
         if update is None:  # a known reduction of a variadic scatter: use the general path
             f = ctx.vectorized(comp)
             update = lambda cur, new: (lambda r: r if isinstance(r, tuple) else (r,))(f(*cur, *new))  # noqa: E731
-    out = indexing.scatter(operands[:n], operands[n], operands[n + 1:], a.get("update_window_dims", ()),
-                           a.get("inserted_window_dims", ()), a.get("scatter_dims_to_operand_dims", ()),
-                           a["index_vector_dim"], a.get("input_batching_dims", ()),
-                           a.get("scatter_indices_batching_dims", ()), update, known)
+    return update, known
+
+
+@evaluates(Opcode.SCATTER)
+def _scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    n = (len(operands) - 1) // 2
+    update, known = scatter_update(ctx, inst)
+    out = indexing.scatter(operands[:n], operands[n], operands[n + 1:], update_computation=update, known=known,
+                           **scatter_dims(inst.attrs))
     return _one_or_tuple(inst, out)
 
 

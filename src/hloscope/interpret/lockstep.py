@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InterpretError
-from hloscope.interpret import collectives, devices, reduction, shape_ops
+from hloscope.interpret import collectives, devices, indexing, reduction, shape_ops
 from hloscope.interpret import handlers as _handlers
 from hloscope.interpret.evaluator import (
     EvalContext,
@@ -447,6 +447,32 @@ def _reduce(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Valu
         return _reduce_per_device(ctx, inst, operands)
     reducer, known = _handlers._reducer(ctx, inst.attrs["to_apply"])
     out = reduction.reduce(operands[:k], inits, [d + 1 for d in inst.attrs["dimensions"]], reducer, known)
+    return out if inst.shape.is_tuple else out[0]
+
+
+@_stacked(Opcode.GATHER)
+def _gather(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
+    # The device axis is one more batch dimension of the indices; an operand every device
+    # shares is read as it is (not as n copies), any other one is matched to it by batching.
+    operand, indices = operands
+    shared = _is_uniform(operand)
+    return indexing.gather(operand[0] if shared else operand, indices,
+                           **_handlers.gather_dims(inst.attrs, indices_axis=True, operand_axis=not shared))
+
+
+_scatter_per_device = per_device(handler_for(Opcode.SCATTER))  # type: ignore[arg-type]
+
+
+@_stacked(Opcode.SCATTER)
+def _scatter(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
+    n = (len(operands) - 1) // 2
+    known = _handlers._known_update(inst.attrs["to_apply"]) if n == 1 else None
+    if known is None:  # an update computation is evaluated per device
+        return _scatter_per_device(ctx, inst, operands)
+    # Devices are a batching dimension: windows never cross devices, and within a device
+    # colliding updates apply in the same order as alone (Note [Scatter collisions]).
+    out = indexing.scatter(operands[:n], operands[n], operands[n + 1:], known=known,
+                           **_handlers.scatter_dims(inst.attrs, device_axis=True))
     return out if inst.shape.is_tuple else out[0]
 
 
