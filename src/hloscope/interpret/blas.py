@@ -66,11 +66,17 @@ def _function(dtype: np.dtype) -> ctypes._CFuncPtr | None:
 def _works(fn: ctypes._CFuncPtr, dtype: np.dtype) -> bool:
     """One small accumulation with a transposed and a strided operand, against numpy."""
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((4, 3)).astype(dtype).T          # [3, 4], column-major
-    b = rng.standard_normal((4, 10)).astype(dtype)[:, :5]    # [4, 5], leading dimension 10
-    c = rng.standard_normal((3, 5)).astype(dtype)
-    want = c + 0.5 * (a @ b)
-    _call(fn, dtype, c, a, b, 0.5, 1.0)
+
+    def values(*shape: int) -> np.ndarray:
+        x = rng.standard_normal(shape) + (1j * rng.standard_normal(shape) if dtype.kind == "c" else 0)
+        return x.astype(dtype)
+
+    a = values(4, 3).T          # [3, 4], column-major
+    b = values(4, 10)[:, :5]    # [4, 5], leading dimension 10
+    c = values(3, 5)
+    alpha = 0.5 - 0.25j if dtype.kind == "c" else 0.5
+    want = c + alpha * (a @ b)
+    _call(fn, dtype, c, a, b, alpha, 1.0)
     return bool(np.allclose(c, want, rtol=1e-5, atol=1e-5))
 
 
