@@ -9,9 +9,10 @@ took 2.3 ms into reused memory, 6.6 ms into fresh memory, and now and then 100 m
 virtual machine handing pages back to its host); the run faulted in 25 GB. XLA's runtime
 keeps its buffers instead. While ``run`` evaluates, ``kept_freed_memory`` has glibc take
 large blocks from the heap too (``M_MMAP_MAX`` = 0) and not shrink it (``M_TRIM_THRESHOLD``),
-so a freed block is reused by the next one; afterwards it restores glibc's defaults and
-returns the free pages with ``malloc_trim``. Elsewhere (macOS, musl, Windows) it does
-nothing. ``RunOptions(keep_freed_memory=False)`` turns it off.
+so a freed block is reused by the next one; afterwards it sets glibc's default values back
+and returns the free pages with ``malloc_trim`` (glibc then keeps its mmap threshold at the
+default instead of adapting it, as after any ``mallopt``). Elsewhere (macOS, musl, Windows)
+it does nothing. ``RunOptions(keep_freed_memory=False)`` turns it off.
 """
 from __future__ import annotations
 
