@@ -14,27 +14,8 @@ Note [Async sugar costs]
 """
 from __future__ import annotations
 
-from hloscope.ir import Instruction, Opcode, TupleShape
+# The stand-in for the wrapped instruction is the one shape inference and the verifier check
+# (ir/shape_async.py): the analyses see the same instruction XLA's cost analysis would.
+from hloscope.ir.shape_inference import async_wrapped_instruction
 
 __all__ = ["async_wrapped_instruction"]
-
-# Async-start fields that belong to the async op, not to the instruction it wraps.
-_ASYNC_ONLY_ATTRS = frozenset(("async_wrapped_opcode", "async_execution_thread", "async_group_id"))
-
-
-def async_wrapped_instruction(inst: Instruction) -> Instruction | None:
-    """The instruction an async-start written as sugar wraps, or None for any other instruction.
-
-    See Note [Async sugar costs]. The result is a fresh stand-in, not part of any computation:
-    it has the async op's operands, the wrapped opcode and attributes, and the shape at index
-    {1} of the async-start (the wrapped instruction's result).
-    """
-    wrapped = inst.attrs.get("async_wrapped_opcode") if inst.opcode is Opcode.ASYNC_START else None
-    if wrapped is None:
-        return None
-    shape = inst.shape
-    out = shape.elements[1] if isinstance(shape, TupleShape) and len(shape.elements) > 1 else shape
-    attrs = {k: v for k, v in inst.attrs.items() if k not in _ASYNC_ONLY_ATTRS}
-    stand_in = Instruction(inst.name, wrapped, out, list(inst.operands), attrs, span=inst.span)
-    stand_in.computation = inst.computation
-    return stand_in

@@ -457,9 +457,9 @@ def _known_update(comp: Computation) -> str | None:
     return known_reduction(comp)
 
 
-def scatter_update(ctx: EvalContext, inst: Instruction) -> tuple[Any, str | None]:
-    """(update function, known reduction name) of a scatter's ``to_apply`` computation."""
-    n = (len(inst.operands) - 1) // 2
+@evaluates(Opcode.SCATTER)
+def _scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    n = (len(operands) - 1) // 2
     comp = inst.attrs["to_apply"]
     known = _known_update(comp) if n == 1 else None
     update = None
@@ -468,13 +468,6 @@ def scatter_update(ctx: EvalContext, inst: Instruction) -> tuple[Any, str | None
         if update is None:  # a known reduction of a variadic scatter: use the general path
             f = ctx.vectorized(comp)
             update = lambda cur, new: (lambda r: r if isinstance(r, tuple) else (r,))(f(*cur, *new))  # noqa: E731
-    return update, known
-
-
-@evaluates(Opcode.SCATTER)
-def _scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    n = (len(operands) - 1) // 2
-    update, known = scatter_update(ctx, inst)
     out = indexing.scatter(operands[:n], operands[n], operands[n + 1:], update_computation=update, known=known,
                            **scatter_dims(inst.attrs))
     return _one_or_tuple(inst, out)

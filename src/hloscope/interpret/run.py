@@ -223,13 +223,12 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
     if r < 1 or p < 1:
         raise InputError(f"a device grid needs at least one replica and one partition, got {r}x{p}")
     n = r * p
-    if n > 1 and _is_global(module, inputs, n):
-        with kept_freed_memory(options.keep_freed_memory):
-            return _run_global(module, inputs, r, p, options)
-    args = _device_inputs(module, inputs, n)
-    if donate:
-        _hand_over(inputs)
     with kept_freed_memory(options.keep_freed_memory):  # Note [Keeping freed memory]
+        if n > 1 and _is_global(module, inputs, n):
+            return _run_global(module, inputs, r, p, options)
+        args = _device_inputs(module, inputs, n)
+        if donate:
+            _hand_over(inputs)
         if n > 1 and _use_lockstep(module, options):
             from hloscope.interpret import lockstep
 

@@ -96,22 +96,20 @@ def pad(
     interior = interior if interior is not None else [0] * x.ndim
     out_shape, dst, src = [], [], []
     for n, lo, hi, it in zip(x.shape, low, high, interior, strict=True):
-        dilated = n + max(n - 1, 0) * it
-        size = lo + dilated + hi
+        size = lo + n + max(n - 1, 0) * it + hi
         if size < 0:
             raise ValueError(f"pad produces negative dimension size {size}")
         out_shape.append(size)
-        # Operand element j lands at lo + j * (it + 1); those inside [0, size) form one run
-        # of j, so plain (strided) slices place them, with no index arrays.
+        # Operand element j lands at lo + j * step; those inside [0, size) are one run
+        # first <= j < last, so (strided) slices place them, with no index arrays.
         step = it + 1
-        first = max(0, -lo + step - 1) // step if lo < 0 else 0
-        last = min(n, (size - lo + step - 1) // step) if size > lo else 0
-        last = max(last, first)
+        first = max(0, -(lo // step))                # ceil(-lo / step)
+        last = max(first, min(n, -((lo - size) // step)))  # ceil((size - lo) / step)
         src.append(np.s_[first:last])
-        dst.append(np.s_[lo + first * step : lo + (last - 1) * step + 1 : step] if last > first else np.s_[0:0])
-    out = np.full(out_shape, np.asarray(pad_value, dtype=x.dtype), dtype=x.dtype)
+        dst.append(np.s_[lo + first * step : lo + last * step : step])
     if x.ndim == 0:
         return np.array(x, copy=True)
+    out = np.full(out_shape, np.asarray(pad_value, dtype=x.dtype), dtype=x.dtype)
     if all(s.stop > s.start for s in src):
         out[tuple(dst)] = x[tuple(src)]
     return out
