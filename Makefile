@@ -21,5 +21,7 @@ fuzz: $(VENV)/.installed  ## a long parser fuzz campaign (10,000 cases)
 bench: $(VENV)/.installed  ## benchmarks: figures and ratios against XLA measured in the same run
 	$(PY) benchmarks/parse.py
 
-lint: $(VENV)/.installed
-	$(PY) -m ruff check src tests benchmarks
+lint: $(VENV)/.installed  ## ruff, the layer contract (import-linter) and the type checker (pyright)
+	$(PY) -m ruff check src tests benchmarks tools
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/pyright --pythonpath $(PY) src

@@ -2,7 +2,7 @@
 
 Calibrates this machine once (``hloscope.analysis.hardware.calibrate``), then for each JAX
 workload below: compiles it with jax on XLA:CPU, takes XLA's after-optimizations module text
-(``compiled.as_text()``, what ``hloscope.xla.lower_jax`` returns as ``post_optimization_text``),
+(``compiled.as_text()``, what ``hloscope.xla.client.lower_jax`` returns as ``post_optimization_text``),
 estimates it with ``hloscope.analysis.timing.estimate_time`` on the calibrated profile, and
 times the same compiled executable (best of N, arguments already on the device, so neither
 compile time nor host transfer is counted). Prints one row per workload with the signed error

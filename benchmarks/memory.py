@@ -79,7 +79,7 @@ SIZES = (1, 2, 5, 10)
 
 def main() -> int:
     import hloscope as hs
-    from hloscope.analysis.memory import analyze_memory
+    from hloscope.analysis.memory.report import analyze_memory
 
     text = SEED.read_text()
     print(f"{'workload':<14} {'steps':>7} {'values':>8} {'wall s':>8} {'cpu s':>8} {'cpu us/step':>12}"

@@ -9,7 +9,7 @@ only ratios taken in the same run mean anything):
 * ``full``: load, then touch every instruction's ``attrs`` and decode every metadata.
 * ``token``: the token parser alone (the parser before the line path; still the fallback and
   the source of every error message).
-* ``XLA``: jaxlib's C++ parser (``hloscope.xla.parse_hlo_text``).
+* ``XLA``: jaxlib's C++ parser (``hloscope.xla.client.parse_hlo_text``).
 
 and MB/s, s/MB (constant when the cost is linear in size), and the ratios to XLA.
 Run: ``python benchmarks/parse.py [--repeat N]``.
@@ -66,11 +66,11 @@ def full(text: str) -> object:
 
 
 def token_parser(text: str) -> object:
+    from hloscope.source import Source
     from hloscope.text.lexer import lex
-    from hloscope.text.parser import _Parser
-    from hloscope.text.source import Source
+    from hloscope.text.token_parser import TokenParser
 
-    return _Parser(lex(Source(text))).parse_module()
+    return TokenParser(lex(Source(text))).parse_module()
 
 
 def interleaved_best(fns: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
@@ -89,7 +89,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=7, help="runs per contender on seed 003 (x10: a third)")
     args = ap.parse_args()
     try:
-        from hloscope import xla
+        from hloscope.xla import client as xla
 
         have_xla = xla.available()
     except Exception:  # noqa: BLE001 - the benchmark still reports hloscope's own figures

@@ -10,7 +10,7 @@ share only once) and the same inputs on every device (``seed000_same``, ``seed00
 
 * ``hloscope s``: ``hloscope.parse`` of the text plus ``hloscope.run`` on the workload's inputs
   and device grid (best of N, default mode: lockstep where it applies).
-* ``XLA total s``: XLA:CPU parse + rewrite + compile (``hloscope.xla.compile_hlo``; GPU dumps
+* ``XLA total s``: XLA:CPU parse + rewrite + compile (``hloscope.xla.client.compile_hlo``; GPU dumps
   are rewritten into standard HLO first, Note [GPU custom calls on XLA:CPU]), the transfer of
   the inputs to the devices, and the fastest execution of N; ``XLA exec s``: that execution
   alone, inputs already on the devices.
@@ -130,7 +130,7 @@ def _hloscope_worker(spec: dict[str, Any], repeat: int) -> dict[str, Any]:
 
 
 def _xla_worker(spec: dict[str, Any], repeat: int) -> dict[str, Any]:
-    from hloscope import xla
+    from hloscope.xla import client as xla
 
     text, inputs = _workload(spec)
     n = spec["replicas"] * spec["partitions"]

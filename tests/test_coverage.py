@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from hloscope.analysis.coverage import opcode_coverage
-from hloscope.cli import main
+from hloscope.cli.main import main
+from hloscope.cli.status import opcode_coverage
 from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
 
 

@@ -17,7 +17,7 @@ jax = pytest.importorskip("jax")
 jnp = jax.numpy
 lax = jax.lax
 
-from hloscope.jax_bridge import Figure, JaxComparison, JaxModules, from_jax  # noqa: E402
+from hloscope.xla.jax_bridge import Figure, JaxComparison, JaxModules, from_jax  # noqa: E402
 
 
 def _f32(*shape, seed=0):

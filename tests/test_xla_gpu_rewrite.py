@@ -1,5 +1,5 @@
 """GPU dumps on XLA:CPU: cuBLAS gemms and jax's threefry kernel rewritten as standard HLO
-(Note [GPU custom calls on XLA:CPU] in hloscope/xla_rewrite.py; hloscope/xla_gpu.py).
+(Note [GPU custom calls on XLA:CPU] in hloscope/xla/rewrite.py; hloscope/xla/gpu.py).
 
 The rewrite itself is checked without executing on XLA: XLA's parser accepts the rewritten
 seeds and no GPU custom call is left; the expansions, run by hloscope's interpreter, equal the
@@ -24,7 +24,7 @@ from hloscope.interpret.inputs import random_inputs
 jax = pytest.importorskip("jax")
 from jax._src.random import threefry2x32 as jax_threefry  # noqa: E402
 
-from hloscope import xla  # noqa: E402
+from hloscope.xla import client as xla  # noqa: E402
 
 GPU_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul", "cuda_threefry2x32")
 # f32 matmul chains: numpy's BLAS and XLA:CPU sum in different orders.
@@ -189,7 +189,7 @@ def test_gemm_expansion_matches_the_interpreter(case: str) -> None:
 def test_check_xla_on_an_unknown_gpu_custom_call_fails_cleanly(tmp_path, capsys, monkeypatch) -> None:
     """A backend custom call the rewrite does not know still reaches XLA:CPU, which refuses it
     with its target named, and ``run --check-xla`` says so without a traceback."""
-    from hloscope.cli import main
+    from hloscope.cli.main import main
     from hloscope.interpret import custom_calls
 
     mod = tmp_path / "conv.hlo"
@@ -210,7 +210,7 @@ SEED_RUNS = {"000": (8, 1), "001": (1, 4)}
 @pytest.mark.xla_execute
 @pytest.mark.parametrize("seed", sorted(SEED_RUNS))
 def test_gpu_seed_on_xla_cpu_matches_hloscope(seed: str) -> None:
-    from hloscope.xla_worker import run_on_xla
+    from hloscope.xla.worker import run_on_xla
 
     replicas, partitions = SEED_RUNS[seed]
     text = SEED_FILES[seed].read_text()
@@ -231,7 +231,7 @@ def test_gpu_seed_on_xla_cpu_matches_hloscope(seed: str) -> None:
 
 @pytest.mark.xla_execute
 def test_check_xla_runs_a_gpu_dump_and_says_how(capsys) -> None:
-    from hloscope.cli import main
+    from hloscope.cli.main import main
 
     assert main(["run", str(SEED_FILES["000"]), "--check-xla", "--per-device-inputs", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -247,7 +247,7 @@ def test_check_xla_runs_a_gpu_dump_and_says_how(capsys) -> None:
 @pytest.mark.xla_execute
 @pytest.mark.parametrize(("key_shape", "dims"), THREEFRY_CASES)
 def test_threefry_expansion_on_xla_cpu_is_bit_exact(key_shape, dims) -> None:
-    from hloscope.xla_worker import run_on_xla
+    from hloscope.xla.worker import run_on_xla
 
     words = _threefry_words(key_shape, dims, seed=1)
     got = run_on_xla(_threefry_module(key_shape, dims), words, replicas=1, partitions=1, per_device=False)

@@ -81,7 +81,7 @@ class Artifacts:
 
 
 def _xla_cost(text: str) -> dict[str, float]:
-    from hloscope.xla import cost_analysis
+    from hloscope.xla.client import cost_analysis
 
     return cost_analysis(text)
 
@@ -144,7 +144,7 @@ def _temp_offsets(ba: Any) -> set[tuple[Any, ...]]:
 
 def check_memory(art: Artifacts) -> list[str]:
     import hloscope
-    from hloscope.analysis.memory import analyze_memory
+    from hloscope.analysis.memory.report import analyze_memory
 
     r = analyze_memory(hloscope.parse(art.post))
     s, ba = art.stats, art.buffer_assignment

@@ -1287,7 +1287,7 @@ def generate(seed: int, **kw: Any) -> Case:
 
 def _xla_request(req: tuple[Any, ...]) -> Any:
     """Serve one request in the worker (jax imported here only)."""
-    from hloscope import xla
+    from hloscope.xla import client as xla
 
     kind = req[0]
     if kind == "parse":

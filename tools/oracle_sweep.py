@@ -59,8 +59,8 @@ import oracle_sweep_programs as programs_mod  # noqa: E402
 from oracle_sweep_cases import CASES, Case  # noqa: E402
 
 import hloscope  # noqa: E402
-from hloscope import xla  # noqa: E402
 from hloscope.interpret import run as hs_run  # noqa: E402
+from hloscope.xla import client as xla  # noqa: E402
 
 warnings.filterwarnings("ignore")
 
@@ -181,7 +181,7 @@ def _post_with_constants(c: Case, args: tuple[Any, ...], post: str) -> str:
         kwargs = {"keep_unused": True, **kwargs}
     with xla.use_shardy(c.shardy):
         module = transform(c.fn, **kwargs).lower(*args).compile().runtime_executable().hlo_modules()[0]
-    options = xla._api().HloPrintOptions()
+    options = xla.jaxlib_api().HloPrintOptions()
     options.print_large_constants = True
     return module.to_string(options)
 

@@ -200,9 +200,9 @@ def _check_one(text: str, timeout: int) -> dict[str, str]:
     import signal
 
     import hloscope as hs
-    from hloscope import xla
     from hloscope.errors import ParseError
     from hloscope.ir.equality import first_difference
+    from hloscope.xla import client as xla
 
     try:
         theirs = xla.short_parsable_text(text)

@@ -1,6 +1,6 @@
 """``python -m hloscope`` runs the command line."""
 import sys
 
-from hloscope.cli import main
+from hloscope.cli.main import main
 
 sys.exit(main())

@@ -1,7 +1,7 @@
 """The top-level functions re-exported by ``hloscope``: load and parse.
 
 ``load`` reads HLO text itself and hands every other format (StableHLO/MHLO as MLIR text or
-bytecode, HloModuleProto, HloProto and HloSnapshot binaries) to ``hloscope.formats``, which
+bytecode, HloModuleProto, HloProto and HloSnapshot binaries) to ``hloscope.formats.detect``, which
 converts through jaxlib. The format is judged from the content, so a ``.txt`` holding StableHLO
 or a ``.pb`` holding text both load; plain HLO text never imports jax.
 """
@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from hloscope.errors import InputError
 from hloscope.ir.module import Module
 from hloscope.text.parser import parse_module
 
-__all__ = ["load", "load_bytes", "parse"]
+__all__ = ["load", "load_bytes", "parse", "run", "cost", "memory", "collectives", "estimate_time"]
 
 
 def parse(text: str, name: str = "<string>") -> Module:
@@ -49,7 +50,7 @@ def load(path: str | os.PathLike[str]) -> Module:
 
 def load_bytes(data: bytes, name: str = "<bytes>") -> Module:
     """A Module from the bytes of a module file in any format ``load`` reads (``name`` for messages)."""
-    from hloscope.formats import Format, convert_to_hlo_text, detect_format
+    from hloscope.formats.detect import Format, detect_format
 
     if not data.strip():
         raise InputError(f"{name}: the file is empty; expected an HLO module")
@@ -62,7 +63,20 @@ def load_bytes(data: bytes, name: str = "<bytes>") -> Module:
         return parse_module(text, name)
     # Converted text is XLA's own printing, so a parse error in it is our bug, not the user's;
     # the name still says which file it came from.
+    from hloscope.xla.convert import convert_to_hlo_text
+
     return parse_module(convert_to_hlo_text(data, detected.format, name), name)
+
+
+def run(module: Module | str | os.PathLike[str], inputs: Any = (), **kwargs: Any) -> Any:
+    """Evaluate ``module`` (a Module or a path ``load`` reads) on ``inputs`` with numpy.
+
+    The keyword arguments are those of ``hloscope.interpret.run`` (``replicas``,
+    ``partitions``, ``options``, ``donate``), which documents the inputs and the result.
+    """
+    from hloscope.interpret import run as interpret_run
+
+    return interpret_run(module if isinstance(module, Module) else load(module), inputs, **kwargs)
 
 
 def cost(module: Module):  # -> CostReport
@@ -74,8 +88,8 @@ def cost(module: Module):  # -> CostReport
 
 
 def memory(module: Module, *, schedule: str = "module"):  # -> MemoryReport
-    """Buffer assignment, live ranges and the peak (see ``hloscope.analysis.memory.MemoryReport``)."""
-    from hloscope.analysis.memory import analyze_memory
+    """Buffer assignment, live ranges and the peak (see ``hloscope.analysis.memory.report.MemoryReport``)."""
+    from hloscope.analysis.memory.report import analyze_memory
 
     return analyze_memory(module, schedule=schedule)
 

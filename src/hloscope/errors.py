@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hloscope.text.source import Span
+    from hloscope.source import Span
 
 __all__ = [
     "HloscopeError",
+    "XlaCompileError",
     "ParseError",
     "VerifyError",
     "InterpretError",
@@ -82,3 +83,7 @@ class InputError(HloscopeError):
 
 class MissingDependencyError(HloscopeError):
     """An optional dependency (such as jax) is needed for this path and is not installed."""
+
+
+class XlaCompileError(HloscopeError):
+    """XLA:CPU refused to compile or run a module (unknown custom call, GPU-only op, ...)."""

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hloscope.analysis.buffers import (
+from hloscope.errors import InputError, ParseError
+from hloscope.ir.buffer_assignment import (
     Allocation,
     Assigned,
     BufferAssignment,
@@ -17,7 +18,6 @@ from hloscope.analysis.buffers import (
     LiveRange,
     compute_peak,
 )
-from hloscope.errors import InputError, ParseError
 from hloscope.text.buffer_assignment_dump import (
     SPLIT_SUFFIXES,
     format_buffer_assignment,

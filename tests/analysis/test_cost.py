@@ -164,7 +164,7 @@ def _texts(name: str) -> tuple[str, str]:
 
 def _xla_cost(text: str) -> dict[str, float]:
     try:
-        from hloscope.xla import cost_analysis
+        from hloscope.xla.client import cost_analysis
 
         return cost_analysis(text)
     except ImportError:  # pragma: no cover - the bridge is another engineer's module

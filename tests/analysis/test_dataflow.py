@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import hloscope
-from hloscope.analysis.dataflow import analyze_dataflow
-from hloscope.analysis.liveness import compute_liveness
+from hloscope.analysis.memory.dataflow import analyze_dataflow
+from hloscope.analysis.memory.liveness import compute_liveness
 
 WHILE = """HloModule w, is_scheduled=true
 
@@ -131,7 +131,7 @@ def test_call_is_sequential_and_comparators_are_embedded():
 
 
 def test_sort_writes_over_its_only_user_operands():
-    from hloscope.analysis.assignment import can_share_operand
+    from hloscope.analysis.memory.assignment import can_share_operand
 
     m = hloscope.parse(CALLS)
     e = m.entry

@@ -10,12 +10,12 @@ from hloscope.analysis.hardware import (
     REQUIRED_DTYPES,
     HardwareSpec,
     LinkSpec,
-    calibrate,
     list_hardware,
     load_hardware,
     save_hardware,
 )
 from hloscope.errors import HloscopeError, InputError
+from hloscope.xla.calibrate import calibrate
 
 EXPECTED = {"h100-sxm", "h200", "a100-sxm-80gb", "b200", "tpu-v4", "tpu-v5e", "tpu-v5p", "cpu"}
 SRC_DIR = Path(__file__).parents[2] / "src" / "hloscope" / "analysis" / "hardware"

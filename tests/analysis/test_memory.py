@@ -144,7 +144,7 @@ def compiled_programs(xla_cpu_compiled):
 
 def _report(text):
     import hloscope
-    from hloscope.analysis.memory import analyze_memory
+    from hloscope.analysis.memory.report import analyze_memory
 
     return analyze_memory(hloscope.parse(text))
 
@@ -234,7 +234,7 @@ def test_timeline_and_buffers(compiled_programs):
 
 def test_min_memory_schedule(compiled_programs):
     import hloscope
-    from hloscope.analysis.memory import analyze_memory
+    from hloscope.analysis.memory.report import analyze_memory
 
     m = hloscope.parse(compiled_programs["big_temps"][0])
     r = analyze_memory(m, schedule="min-memory")
@@ -245,7 +245,7 @@ def test_min_memory_schedule(compiled_programs):
 @pytest.mark.parametrize("seed", MODULE_SEEDS)
 def test_seeds(seed):
     import hloscope
-    from hloscope.analysis.memory import analyze_memory
+    from hloscope.analysis.memory.report import analyze_memory
 
     m = hloscope.load(SEED_FILES[seed])
     r = analyze_memory(m)
@@ -278,7 +278,7 @@ def test_seed_figures_unchanged(seed):
     import gc
 
     import hloscope
-    from hloscope.analysis.memory import analyze_memory
+    from hloscope.analysis.memory.report import analyze_memory
 
     enabled = gc.isenabled()
     r = analyze_memory(hloscope.load(SEED_FILES[seed]))
@@ -292,7 +292,7 @@ def test_seed_figures_unchanged(seed):
 def test_or_tree_matches_a_scan():
     import random
 
-    from hloscope.analysis.assignment import _OrTree
+    from hloscope.analysis.memory.assignment import _OrTree
 
     rng = random.Random(7)
     for _ in range(200):
@@ -316,7 +316,7 @@ def test_or_tree_matches_a_scan():
 def test_doubled_time_names_only_sure_interference():
     # Note [Doubled time]: an allocation is skipped only when one of its ranges overlaps the
     # buffer's in more than one time, or one range is a single time strictly inside the other.
-    from hloscope.analysis.assignment import AllocationDraft, _ReuseIndex
+    from hloscope.analysis.memory.assignment import AllocationDraft, _ReuseIndex
 
     ranges = [(s, e) for s in range(6) for e in range(s, 6)]
     for held in ranges:
@@ -333,7 +333,7 @@ def test_doubled_time_names_only_sure_interference():
 def test_temp_allocations_combine_in_std_partition_order():
     # Note [Tuple temps and combined temp allocations], on switch3's allocations as XLA:CPU
     # created them: two tuple temps (8 B), then the heap (260 B) after five other allocations.
-    from hloscope.analysis.assignment import (
+    from hloscope.analysis.memory.assignment import (
         AllocationDraft,
         _combine_temp_allocations,
         _unstable_partition,
@@ -362,7 +362,7 @@ def test_async_sugar_values(name):
     (they were once copies, a phantom buffer per operand at the peak); a reducer of wrapped
     sugar (`reduce-start(...), to_apply=add`) stays thread-local code, as the reduce's would."""
     import hloscope
-    from hloscope.analysis.memory import analyze_memory
+    from hloscope.analysis.memory.report import analyze_memory
     from hloscope.ir import Opcode
 
     text = ASYNC_SUGAR[name]

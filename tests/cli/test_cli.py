@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import hloscope as hs
-from hloscope.cli import main
+from hloscope.cli.main import main
 from tests.conftest import SEED_FILES
 
 S000, S001, S002, S004 = (str(SEED_FILES[k]) for k in ("000", "001", "002", "004"))

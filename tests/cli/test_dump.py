@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("jax")
 
-import hloscope.cli_jax  # noqa: E402,F401  (registers "dump" until the lead adds it to cli.py)
-from hloscope.cli import main  # noqa: E402
-from hloscope.cli_jax import list_dumped_modules, program_command, select_module  # noqa: E402
+import hloscope.cli.jax  # noqa: E402,F401  (registers "dump" until the lead adds it to cli.py)
+from hloscope.cli.jax import list_dumped_modules, program_command, select_module  # noqa: E402
+from hloscope.cli.main import main  # noqa: E402
 from hloscope.errors import InputError  # noqa: E402
 
 EXAMPLE = str(Path(__file__).resolve().parents[2] / "examples" / "train_small.py")

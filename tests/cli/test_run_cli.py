@@ -7,7 +7,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hloscope.cli import main
+from hloscope.cli.main import main
 from hloscope.interpret.npz_io import load_npz, save_npz
 from tests.conftest import SEED_FILES
 

@@ -14,7 +14,7 @@ import pytest
 import hloscope as hs
 
 pytest.importorskip("jax")
-from hloscope import xla  # noqa: E402
+from hloscope.xla import client as xla  # noqa: E402
 
 
 def _module(params: list[str], root: str) -> str:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from hloscope.errors import InterpretError
 from hloscope.interpret import collectives as C
-from hloscope.interpret import devices as D
+from hloscope.ir import replica_groups as D
 
 # ---------------------------------------------------------------------------------------------
 # The spec's examples (docs/spec.md), per-device and stacked.

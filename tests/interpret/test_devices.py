@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from hloscope.errors import InterpretError
-from hloscope.interpret import devices as D
-from hloscope.interpret.devices import CollectiveOpGroupMode as M
-from hloscope.interpret.devices import ProcessId as P
+from hloscope.ir import replica_groups as D
+from hloscope.ir.replica_groups import CollectiveOpGroupMode as M
+from hloscope.ir.replica_groups import ProcessId as P
 
 
 @pytest.mark.parametrize(

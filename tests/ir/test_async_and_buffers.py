@@ -355,7 +355,7 @@ def test_invalid_modules_are_reported(name: str) -> None:
 
 def test_xla_parser_accepts_every_module() -> None:
     """What decides each case above is the verifier's rule, not the parser."""
-    xla = pytest.importorskip("hloscope.xla")
+    xla = pytest.importorskip("hloscope.xla.client")
     if not xla.available():
         pytest.skip("jax is not installed")
     texts = [*VALID.values(), *(t for t, _ in WARNINGS.values()), *(t for t, _ in INVALID.values())]
@@ -375,7 +375,7 @@ def test_sugar_wraps_an_instruction_of_the_named_opcode() -> None:
 
 
 def test_verify_cli_accepts_call_start_sugar(tmp_path) -> None:
-    from hloscope.cli import main
+    from hloscope.cli.main import main
 
     path = tmp_path / "as.hlo"
     path.write_text(VALID["call_start_sugar"])

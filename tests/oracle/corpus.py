@@ -47,8 +47,8 @@ from typing import Any  # noqa: E402
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
-from hloscope import xla  # noqa: E402
 from hloscope.interpret.npz_io import flatten_named, load_npz, save_npz  # noqa: E402
+from hloscope.xla import client as xla  # noqa: E402
 
 from . import programs as programs_mod  # noqa: E402
 from .programs import PROGRAMS, Program, by_name  # noqa: E402
@@ -137,7 +137,7 @@ def _with_large_constants(prog: Program, inputs: tuple[Any, ...], kwargs: dict[s
         kwargs = {"keep_unused": True, **kwargs}
     with xla.use_shardy(prog.shardy):
         module = transform(prog.fn, **kwargs).lower(*inputs).compile().runtime_executable().hlo_modules()[0]
-    options = xla._api().HloPrintOptions()
+    options = xla.jaxlib_api().HloPrintOptions()
     if module.to_string(options) != post:
         return post
     options.print_large_constants = True

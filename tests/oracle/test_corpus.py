@@ -1,4 +1,4 @@
-"""The oracle corpus builds, XLA parses every module in it, and ``hloscope.xla.compile_and_run``
+"""The oracle corpus builds, XLA parses every module in it, and ``hloscope.xla.client.compile_and_run``
 reproduces jax's outputs from the stored text: the reference every interpreter test relies on."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from hloscope import xla
 from hloscope.errors import HloscopeError, MissingDependencyError, ParseError
 from hloscope.interpret.npz_io import device_values, load_npz, save_npz
+from hloscope.xla import client as xla
 
 # The fixtures come from tests/oracle_fixtures.py (a pytest plugin, see tests/conftest.py);
 # importing them here keeps this file runnable before the plugin is registered.
@@ -201,7 +201,7 @@ def test_npz_io_round_trip(tmp_path) -> None:
 
 def test_missing_jax_is_one_clear_line(monkeypatch) -> None:
     monkeypatch.setitem(xla._PROBES, "hlo_module_from_text", ("jax._src.lib.no_such_name",))
-    xla._api.cache_clear()
+    xla.jaxlib_api.cache_clear()
     try:
         assert not xla.available()
         with pytest.raises(MissingDependencyError, match=r"pip install 'hloscope\[jax\]'") as e:
@@ -210,5 +210,5 @@ def test_missing_jax_is_one_clear_line(monkeypatch) -> None:
         assert isinstance(e.value, HloscopeError)
     finally:
         monkeypatch.undo()
-        xla._api.cache_clear()
+        xla.jaxlib_api.cache_clear()
     assert xla.available()

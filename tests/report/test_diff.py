@@ -7,7 +7,7 @@ import re
 import pytest
 
 import hloscope
-from hloscope.cli import main
+from hloscope.cli.main import main
 from hloscope.report.diff import diff_modules
 from tests.conftest import SEED_FILES
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 import hloscope
-from hloscope.cli import main
+from hloscope.cli.main import main
 from hloscope.errors import InputError
 from hloscope.ir.opcode import Opcode
 from hloscope.report.graphs import computation_graph, dot_available, neighbourhood_graph, render_svg

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import hloscope
-from hloscope.cli import main
+from hloscope.cli.main import main
 from hloscope.errors import InputError
 from hloscope.report import report_html, write_report
 from hloscope.report.data import collect_report_data

@@ -35,8 +35,8 @@ def seed_texts(max_bytes: int = 60_000) -> list[tuple[str, str]]:
 
 
 def mutate(text: str, rng: random.Random) -> str:
+    from hloscope.source import Source
     from hloscope.text.lexer import lex
-    from hloscope.text.source import Source
 
     ts = lex(Source(text))
     toks = [t for t in ts.toks if t]

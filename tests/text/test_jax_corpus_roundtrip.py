@@ -13,7 +13,7 @@ from tests.oracle_fixtures import ORACLE_PROGRAM_NAMES
 @pytest.mark.parametrize("stage", ["pre", "post"])
 @pytest.mark.parametrize("program", ORACLE_PROGRAM_NAMES)
 def test_corpus_module_round_trips(oracle_corpus, program: str, stage: str) -> None:
-    from hloscope import xla
+    from hloscope.xla import client as xla
 
     case = oracle_corpus.case(program)
     text = case.pre_text if stage == "pre" else case.post_text

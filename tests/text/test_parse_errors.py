@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import hloscope as hs
-from hloscope.cli import main
+from hloscope.cli.main import main
 
 CASES = sorted((Path(__file__).resolve().parents[1] / "golden" / "parse_errors").glob("*.hlo"))
 

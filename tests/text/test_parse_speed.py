@@ -20,11 +20,11 @@ import pytest
 import hloscope as hs
 from hloscope.errors import ParseError
 from hloscope.ir.equality import first_difference
+from hloscope.source import Source
 from hloscope.text import line_parser as parser_module
 from hloscope.text.lexer import lex
 from hloscope.text.line_parser import LineParser as _LineParser
-from hloscope.text.parser import _Parser
-from hloscope.text.source import Source
+from hloscope.text.token_parser import TokenParser
 from tests.conftest import MODULE_SEEDS, SEED_FILES
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -37,7 +37,7 @@ def _line_parse(text: str) -> hs.Module | None:
 
 
 def _token_parse(text: str) -> hs.Module:
-    return _Parser(lex(Source(text, "<token>"))).parse_module()
+    return TokenParser(lex(Source(text, "<token>"))).parse_module()
 
 
 def _assert_same(fast: hs.Module, slow: hs.Module) -> None:

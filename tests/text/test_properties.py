@@ -73,7 +73,7 @@ def test_window_and_padding_round_trip(dims, pads) -> None:
 def test_slices_round_trip(ranges) -> None:
     rank = len(ranges)
     sl = tuple(SliceRange(a, a + b, s) for a, b, s in ranges)
-    from hloscope.text.printer import _value
+    from hloscope.ir.printer import _value
 
     text = (f"HloModule m\n\nENTRY e {{\n  x = f32[{','.join(['20'] * rank)}] parameter(0)\n"
             f"  ROOT r = f32[{','.join(['1'] * rank)}] slice(x), slice={_value('slice', sl, hs.PrintOptions())}\n}}\n\n")

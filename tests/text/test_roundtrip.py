@@ -16,7 +16,7 @@ NON_ROUNDTRIP = sorted(p for p in (GOLDEN / "non_roundtrip").glob("*.hlo") if no
 
 
 def _xla():
-    xla = pytest.importorskip("hloscope.xla")
+    xla = pytest.importorskip("hloscope.xla.client")
     if not xla.available():
         pytest.skip("jaxlib's HLO parser is not available")
     return xla

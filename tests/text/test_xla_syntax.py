@@ -14,8 +14,8 @@ import hloscope as hs
 from hloscope.ir.equality import first_difference
 from hloscope.ir.literal import Literal, canonical_literal_text
 from hloscope.ir.module import NameUniquer
+from hloscope.ir.printer import xla_instruction_order
 from hloscope.text import parse_shape
-from hloscope.text.printer import xla_instruction_order
 
 CASES: dict[str, str] = {
     # Shapes XLA infers when they are left out (tuple, elementwise, dot, get-tuple-element, call).
@@ -189,7 +189,7 @@ ENTRY e {
 
 
 def _xla():
-    xla = pytest.importorskip("hloscope.xla")
+    xla = pytest.importorskip("hloscope.xla.client")
     if not xla.available():
         pytest.skip("jaxlib's HLO parser is not available")
     return xla

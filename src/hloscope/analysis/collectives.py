@@ -2,7 +2,7 @@
 
 For each collective instruction (all-reduce, all-gather, reduce-scatter, all-to-all,
 collective-permute, collective-broadcast and their ``-start`` forms) this finds the group mode
-and groups exactly as XLA forms them (``hloscope.interpret.devices``), the payload each device
+and groups exactly as XLA forms them (``hloscope.ir.replica_groups``), the payload each device
 contributes, and the bytes each device sends under the two textbook algorithms:
 
 =================== ====================== ======================= =====================
@@ -31,8 +31,8 @@ from typing import Any
 
 from hloscope.analysis.async_ops import async_wrapped_instruction
 from hloscope.analysis.trip_count import execution_counts
-from hloscope.interpret.devices import CollectiveOpGroupMode, group_mode, participant_groups
 from hloscope.ir import Instruction, Module, Opcode
+from hloscope.ir.replica_groups import CollectiveOpGroupMode, group_mode, participant_groups
 from hloscope.ir.shape import Shape
 
 __all__ = ["CollectiveOp", "CollectivesReport", "analyze_collectives", "COLLECTIVE_OPCODES", "wire_bytes",
@@ -74,11 +74,11 @@ def _logical_bytes(shape: Shape) -> int:
     return sum(leaf.byte_size(tiled=False) for _, leaf in shape.leaves())
 
 
-def _operand_bytes(inst: Instruction) -> int:
+def collective_operand_bytes(inst: Instruction) -> int:
     return sum(_logical_bytes(o.shape) for o in inst.operands)
 
 
-def _output_bytes(inst: Instruction) -> int:
+def collective_output_bytes(inst: Instruction) -> int:
     shape = inst.shape
     if inst.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START) and shape.is_tuple:
         # The start op's result is (operands, outputs[, contexts]); the output is element 1.
@@ -193,7 +193,7 @@ def _mode(inst: Instruction, kind: str) -> CollectiveOpGroupMode:
     return group_mode(has_channel, use_global)
 
 
-def _device_grid(module: Module, ops: list[Instruction],
+def device_grid(module: Module, ops: list[Instruction],
                  num_replicas: int | None, num_partitions: int | None) -> tuple[int, int]:
     """Replicas × partitions: given, else the header's, else what the replica groups imply.
 
@@ -226,7 +226,7 @@ def _device_grid(module: Module, ops: list[Instruction],
     return replicas, partitions
 
 
-def _groups(inst: Instruction, kind: str, replicas: int, partitions: int) -> tuple[str, int, int]:
+def group_summary(inst: Instruction, kind: str, replicas: int, partitions: int) -> tuple[str, int, int]:
     """(group mode, group size, number of groups) of one collective."""
     if kind == "collective-permute":
         pairs = inst.attrs.get("source_target_pairs", ())
@@ -251,20 +251,20 @@ def analyze_collectives(module: Module, num_replicas: int | None = None,
     not say (old pmap dumps), to what the replica groups imply.
     """
     found = [(i, c) for i in module.instructions() if (c := as_collective(i)) is not None]
-    replicas, partitions = _device_grid(module, [c for _, c in found], num_replicas, num_partitions)
+    replicas, partitions = device_grid(module, [c for _, c in found], num_replicas, num_partitions)
     counts = execution_counts(module)
     out: list[CollectiveOp] = []
     for original, inst in found:
         kind = COLLECTIVE_OPCODES[inst.opcode]
         f = FORMULAS[kind]
-        mode, size, n_groups = _groups(inst, kind, replicas, partitions)
-        payload = _output_bytes(inst) if f.payload == "output" else _operand_bytes(inst)
+        mode, size, n_groups = group_summary(inst, kind, replicas, partitions)
+        payload = collective_output_bytes(inst) if f.payload == "output" else collective_operand_bytes(inst)
         md = inst.metadata
         out.append(CollectiveOp(
             name=inst.name, opcode=inst.opcode.text if original is inst else f"{inst.opcode.text}-start", kind=kind,
             computation=inst.computation.name if inst.computation else "?",
             group_mode=mode, group_size=size, num_groups=n_groups,
-            payload_bytes=payload, output_bytes=_output_bytes(inst),
+            payload_bytes=payload, output_bytes=collective_output_bytes(inst),
             ring_bytes=f.ring(size, payload), tree_bytes=f.tree(size, payload),
             ring_steps=f.ring_steps(size) if size > 1 else 0,
             tree_steps=f.tree_steps(size) if size > 1 else 0,

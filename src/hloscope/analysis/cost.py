@@ -229,12 +229,12 @@ def _tuple(inst: Instruction, an: _Analyzer) -> Cost:
 
 @cost_rule(Opcode.TRANSPOSE)
 def _transpose(inst: Instruction, an: _Analyzer) -> Cost:
-    if _transpose_is_bitcast(inst):
+    if transpose_is_bitcast(inst):
         return ZERO
     return _default_rule(inst, an)
 
 
-def _transpose_is_bitcast(inst: Instruction) -> bool:
+def transpose_is_bitcast(inst: Instruction) -> bool:
     """XLA's ``IsEffectiveBitcast``: the permutation only relabels the physical order."""
     out, src = inst.shape, inst.operands[0].shape
     if not (isinstance(out, ArrayShape) and isinstance(src, ArrayShape)):

@@ -50,18 +50,18 @@ from hloscope.analysis.async_ops import async_wrapped_instruction
 from hloscope.analysis.collectives import (
     COLLECTIVE_OPCODES,
     FORMULAS,
-    _device_grid,
-    _groups,
-    _operand_bytes,
-    _output_bytes,
     as_collective,
+    collective_operand_bytes,
+    collective_output_bytes,
+    device_grid,
+    group_summary,
 )
 from hloscope.analysis.cost import (
     Cost,
     CostReport,
-    _transpose_is_bitcast,
     analyze_cost,
     custom_call_cost,
+    transpose_is_bitcast,
 )
 from hloscope.analysis.hardware import CACHED_DOT_BYTES, LARGE_DOT_BYTES, CpuRates, HardwareSpec
 from hloscope.analysis.trip_count import infer_trip_count
@@ -227,7 +227,7 @@ def _sort_comparisons(sort: Instruction) -> float:
 def _changes_physical_order(inst: Instruction) -> bool:
     """A transpose that is not a bitcast, or a copy between different layouts."""
     if inst.opcode is Opcode.TRANSPOSE:
-        return not _transpose_is_bitcast(inst)
+        return not transpose_is_bitcast(inst)
     if inst.opcode is Opcode.COPY and inst.operands:
         out, src = inst.shape, inst.operands[0].shape
         if isinstance(out, ArrayShape) and isinstance(src, ArrayShape) and out.layout and src.layout:
@@ -246,7 +246,7 @@ class _Simulator:
         self.hw = hw
         self.cost = cost
         self.module = module
-        self.replicas, self.partitions = _device_grid(
+        self.replicas, self.partitions = device_grid(
             module, [c for i in module.instructions() if (c := as_collective(i)) is not None], None, None)
         self.events: list[ScheduledOp] = []
         self.compute = self.memory = self.comm = self.launch = 0.0
@@ -278,8 +278,8 @@ class _Simulator:
     def collective_seconds(self, inst: Instruction, scale: float) -> float:
         kind = COLLECTIVE_OPCODES[inst.opcode]
         f = FORMULAS[kind]
-        _, size, _ = _groups(inst, kind, self.replicas, self.partitions)
-        payload = _output_bytes(inst) if f.payload == "output" else _operand_bytes(inst)
+        _, size, _ = group_summary(inst, kind, self.replicas, self.partitions)
+        payload = collective_output_bytes(inst) if f.payload == "output" else collective_operand_bytes(inst)
         if size <= 1:
             seconds = self.hw.kernel_launch_overhead
         else:

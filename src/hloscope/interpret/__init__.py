@@ -5,9 +5,10 @@
     out = run(hs.load("m.txt"), [x, y], replicas=8)
 
 Importing this package registers every handler (handlers.py, control_flow.py,
-custom_calls.py, run.py) with the registry.
+custom_calls.py, collective_handlers.py) with the registry.
 """
-from hloscope.interpret import control_flow as _control_flow  # noqa: F401  (registers handlers)
+from hloscope.interpret import collective_handlers as _collective_handlers  # noqa: F401  (registers handlers)
+from hloscope.interpret import control_flow as _control_flow  # noqa: F401
 from hloscope.interpret import custom_calls as _custom_calls  # noqa: F401
 from hloscope.interpret import handlers as _handlers  # noqa: F401
 from hloscope.interpret.custom_calls import custom_call_targets, register_custom_call

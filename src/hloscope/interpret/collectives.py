@@ -36,7 +36,7 @@ import ml_dtypes
 import numpy as np
 
 from hloscope.errors import InterpretError
-from hloscope.interpret.devices import ProcessId
+from hloscope.ir.replica_groups import ProcessId
 
 __all__ = [
     "Operands",

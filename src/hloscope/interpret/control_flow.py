@@ -172,10 +172,10 @@ def _get_tuple_element(ctx: EvalContext, inst: Instruction, operands: Operands) 
 
 def _run_region(ctx: EvalContext, comp: Computation, operands: Operands) -> Value:
     """Run ``comp`` on every device of the grid, each on its shards (Note [Global programs] in
-    spmd.py); collectives inside meet through run.py's rendezvous."""
-    from hloscope.interpret import devices
+    spmd.py); collectives inside meet through the driver's rendezvous (driver.py)."""
+    from hloscope.interpret.driver import drive
     from hloscope.interpret.evaluator import evaluate
-    from hloscope.interpret.run import drive
+    from hloscope.ir import replica_groups as devices
 
     r, p = ctx.num_replicas, ctx.num_partitions
     n = r * p

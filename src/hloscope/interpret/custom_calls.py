@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -26,8 +26,9 @@ from hloscope.interpret.evaluator import EvalContext, sole_owner
 from hloscope.interpret.registry import evaluates
 from hloscope.interpret.values import Value, zeros_of
 from hloscope.ir import ArrayShape, Instruction, Opcode, TupleShape
+from hloscope.ir.backend_configs import GemmSpec, gemm_spec
 
-__all__ = ["CustomCallHandler", "GemmSpec", "gemm", "gemm_spec", "register_custom_call", "custom_call_targets",
+__all__ = ["CustomCallHandler", "gemm", "register_custom_call", "custom_call_targets",
            "lookup_custom_call"]
 
 CustomCallHandler = Callable[[EvalContext, Instruction, list[Any]], Value]
@@ -81,24 +82,6 @@ def _custom_call(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Va
 # --- cuBLAS ------------------------------------------------------------------------------------
 
 
-def _ints(xs: Any) -> list[int]:
-    return [int(x) for x in xs or ()]
-
-
-def _gemm_config(inst: Instruction) -> dict[str, Any]:
-    bc = inst.backend_config
-    cfg = bc.json() if bc is not None else None
-    if not isinstance(cfg, dict):
-        raise UnsupportedCustomCallError(f"{inst.custom_call_target} needs a JSON backend_config")
-    # Newer XLA wraps it: {"gemm_backend_config": {...}, "operation_queue_id": ...}.
-    return cfg.get("gemm_backend_config", cfg)
-
-
-def _result_shape(inst: Instruction) -> ArrayShape:
-    shape = inst.shape
-    return shape.elements[0] if isinstance(shape, TupleShape) else shape
-
-
 def _with_workspace(inst: Instruction, result: np.ndarray) -> Value:
     """The gemm's value: the result, or (result, workspace...) with zeroed scratch buffers."""
     if isinstance(inst.shape, TupleShape):
@@ -106,46 +89,11 @@ def _with_workspace(inst: Instruction, result: np.ndarray) -> Value:
     return result
 
 
-_EPILOGUES = {"DEFAULT": (False, False), "BIAS": (True, False), "RELU": (False, True),
-              "BIAS_RELU": (True, True)}
-
-
 @register_custom_call("__cublas$gemm", "__cublas$lt$matmul")
 def _gemm(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     """``alpha * dot(lhs, rhs) + beta * c`` (+ bias vector, relu for cublasLt epilogues),
     accumulated in f32 for narrow floats and rounded once to the result type."""
     return gemm(ctx, inst, operands, stacked=False)
-
-
-class GemmSpec(NamedTuple):
-    """A gemm's backend_config, decoded once per instruction (``EvalContext.attrs``)."""
-
-    lb: list[int]
-    rb: list[int]
-    lc: list[int]
-    rc: list[int]
-    compute: np.dtype
-    out: ArrayShape
-    alpha: complex | float
-    beta: float
-    bias: bool
-    relu: bool
-
-
-def gemm_spec(inst: Instruction) -> GemmSpec:
-    """Decode ``inst``'s gemm configuration (its dimension numbers, types and epilogue)."""
-    cfg = _gemm_config(inst)
-    dims = cfg.get("dot_dimension_numbers", {})
-    out = _result_shape(inst)
-    compute = np.dtype(np.float32) if reduction.is_float_dtype(out.dtype) and out.dtype.itemsize < 4 else out.dtype
-    alpha = complex(float(cfg.get("alpha_real", 1)), float(cfg.get("alpha_imag", 0)))
-    epilogue = str(cfg.get("epilogue", "DEFAULT"))
-    if epilogue not in _EPILOGUES:
-        raise UnsupportedCustomCallError(f"{inst.custom_call_target} epilogue {epilogue} is not supported")
-    return GemmSpec(_ints(dims.get("lhs_batch_dimensions")), _ints(dims.get("rhs_batch_dimensions")),
-                    _ints(dims.get("lhs_contracting_dimensions")), _ints(dims.get("rhs_contracting_dimensions")),
-                    compute, out, alpha if compute.kind == "c" else alpha.real, float(cfg.get("beta", 0)),
-                    *_EPILOGUES[epilogue])
 
 
 Accumulate = Callable[[np.ndarray, np.ndarray, np.ndarray, "GemmSpec"], np.ndarray | None]

@@ -64,10 +64,10 @@ from hloscope.errors import (
     InterpretError,
     UnsupportedOpcodeError,
 )
-from hloscope.interpret.devices import ProcessId
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import Value
 from hloscope.ir import Computation, Instruction, Module, Opcode
+from hloscope.ir.replica_groups import ProcessId
 
 __all__ = ["Hooks", "Progress", "RunOptions", "EvalContext", "EvaluationInterrupted", "Plan",
            "evaluate", "run_to_completion", "known_reduction", "located_error", "sole_owner"]

@@ -277,7 +277,7 @@ def _bitcast(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 # --- reductions --------------------------------------------------------------------------------
 
 
-def _reducer(ctx: EvalContext, comp: Computation) -> tuple[Any, str | None]:
+def reducer_of(ctx: EvalContext, comp: Computation) -> tuple[Any, str | None]:
     """(vectorized reducer, known name) for a reducer computation; the reducer takes the
     accumulators then the new values, as tuples, and returns a tuple."""
     known = known_reduction(comp)
@@ -299,7 +299,7 @@ def _one_or_tuple(inst: Instruction, results: tuple[Any, ...]) -> Value:
 @evaluates(Opcode.REDUCE)
 def _reduce(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     n = len(operands) // 2
-    reducer, known = _reducer(ctx, inst.attrs["to_apply"])
+    reducer, known = reducer_of(ctx, inst.attrs["to_apply"])
     out = reduction.reduce(operands[:n], operands[n:], inst.attrs["dimensions"], reducer, known)
     return _one_or_tuple(inst, out)
 
@@ -308,7 +308,7 @@ def _reduce(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 def _reduce_window(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     n = len(operands) // 2
     w = inst.attrs["window"].dimensions
-    reducer, known = _reducer(ctx, inst.attrs["to_apply"])
+    reducer, known = reducer_of(ctx, inst.attrs["to_apply"])
     out = reduction.reduce_window(
         operands[:n], operands[n:], [d.size for d in w], [d.stride for d in w],
         [d.base_dilation for d in w], [d.window_dilation for d in w],
@@ -334,7 +334,7 @@ def _select_and_scatter(ctx: EvalContext, inst: Instruction, operands: Operands)
     select_comp, scatter_comp = inst.attrs["select"], inst.attrs["scatter"]
     known_select = _known_select(select_comp)
     select = None if known_select else ctx.vectorized(select_comp)
-    scatter, known_scatter = _reducer(ctx, scatter_comp)
+    scatter, known_scatter = reducer_of(ctx, scatter_comp)
     return reduction.select_and_scatter(
         operands[0], operands[1], operands[2], [d.size for d in w], [d.stride for d in w],
         [(d.padding_low, d.padding_high) for d in w], select=select, scatter=scatter,
@@ -451,7 +451,7 @@ def _gather(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     return indexing.gather(operands[0], operands[1], **gather_dims(inst.attrs))
 
 
-def _known_update(comp: Computation) -> str | None:
+def known_update(comp: Computation) -> str | None:
     if len(comp.parameters) == 2 and comp.root is comp.parameters[1]:
         return "replace"
     return known_reduction(comp)
@@ -461,10 +461,10 @@ def _known_update(comp: Computation) -> str | None:
 def _scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     n = (len(operands) - 1) // 2
     comp = inst.attrs["to_apply"]
-    known = _known_update(comp) if n == 1 else None
+    known = known_update(comp) if n == 1 else None
     update = None
     if known is None:
-        update, _ = _reducer(ctx, comp)
+        update, _ = reducer_of(ctx, comp)
         if update is None:  # a known reduction of a variadic scatter: use the general path
             f = ctx.vectorized(comp)
             update = lambda cur, new: (lambda r: r if isinstance(r, tuple) else (r,))(f(*cur, *new))  # noqa: E731

@@ -2,7 +2,7 @@
 
 Note [Lockstep]
     Most multi-device modules are SPMD: every device runs the same instructions on different
-    data (style habit 11, "Devices in lockstep"). Run one after another (run.py's cooperative
+    data (style habit 11, "Devices in lockstep"). Run one after another (driver.py's cooperative
     generators) they pay Python's per-instruction cost once per device. Here each value is
     *stacked*: an array ``x[device, ...]`` (a tuple value is a tuple of stacked leaves), so one
     plan step covers every device and numpy does the rest.
@@ -26,7 +26,7 @@ Note [Lockstep]
     What lockstep cannot express is control flow that differs per device: a while condition
     or conditional selector that is not the same on every device. That one instruction then
     runs per device (its ordinary handler on each device's slice, the devices meeting at
-    collectives through run.py's driver) and its results are stacked again; everything after
+    collectives through driver.py) and its results are stacked again; everything after
     it is back in lockstep. Nothing starts over, so run() need not keep the inputs for a
     second attempt. Mode "lockstep" raises ``Diverged`` there instead (tests compare the two
     paths with it). Hooks see per-device values, so runs with hooks use the per-device path.
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InterpretError
-from hloscope.interpret import collectives, devices, indexing, reduction, shape_ops
+from hloscope.interpret import collective_handlers, collectives, indexing, reduction, shape_ops
 from hloscope.interpret import handlers as _handlers
 from hloscope.interpret.evaluator import (
     EvalContext,
@@ -51,9 +51,9 @@ from hloscope.interpret.evaluator import (
     sole_owner,
 )
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
-from hloscope.interpret.run import _groups, _operand_value, _reducer
 from hloscope.interpret.values import TOKEN, Value, constant_value
 from hloscope.ir import Computation, Family, Instruction, Module, Opcode, TupleShape
+from hloscope.ir import replica_groups as devices
 
 __all__ = ["Diverged", "LockstepContext", "applies", "run_lockstep", "stack_values", "unstack_value"]
 
@@ -445,7 +445,7 @@ def _reduce(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Valu
     inits = [_uniform(i) for i in operands[k:]]
     if any(i is None for i in inits):
         return _reduce_per_device(ctx, inst, operands)
-    reducer, known = _handlers._reducer(ctx, inst.attrs["to_apply"])
+    reducer, known = _handlers.reducer_of(ctx, inst.attrs["to_apply"])
     out = reduction.reduce(operands[:k], inits, [d + 1 for d in inst.attrs["dimensions"]], reducer, known)
     return out if inst.shape.is_tuple else out[0]
 
@@ -466,7 +466,7 @@ _scatter_per_device = per_device(handler_for(Opcode.SCATTER))  # type: ignore[ar
 @_stacked(Opcode.SCATTER)
 def _scatter(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
     n = (len(operands) - 1) // 2
-    known = _handlers._known_update(inst.attrs["to_apply"]) if n == 1 else None
+    known = _handlers.known_update(inst.attrs["to_apply"]) if n == 1 else None
     if known is None:  # an update computation is evaluated per device
         return _scatter_per_device(ctx, inst, operands)
     # Devices are a batching dimension: windows never cross devices, and within a device
@@ -508,9 +508,9 @@ def _agreed(ctx: LockstepContext, x: Any, inst: Instruction, what: str) -> np.nd
 
 def _on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
     """``inst`` run by its ordinary handler on every device's slice, the devices meeting at
-    collectives through run.py's driver, and the results stacked again (Note [Lockstep]):
+    collectives through driver.py, and the results stacked again (Note [Lockstep]):
     where control flow differs per device, only that instruction leaves lockstep."""
-    from hloscope.interpret.run import drive
+    from hloscope.interpret.driver import drive
 
     handler = handler_for(inst.opcode)
     gens = [handler(c, inst, [_slice(o, d) for o in operands]) for d, c in enumerate(ctx.contexts)]
@@ -555,30 +555,30 @@ def _conditional(ctx: LockstepContext, inst: Instruction, operands: Operands) ->
 
 @_stacked(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START)
 def _all_reduce(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    return collectives.all_reduce_stacked(_operand_value(inst, operands), groups, _reducer(ctx, inst))
+    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    return collectives.all_reduce_stacked(collective_handlers.operand_value(inst, operands), groups, collective_handlers.reducer(ctx, inst))
 
 
 @_stacked(Opcode.ALL_GATHER, Opcode.ALL_GATHER_START)
 def _all_gather(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
     dim = inst.attrs["dimensions"][0]
     if inst.opcode is Opcode.ALL_GATHER_START:
         value = operands[0] if len(operands) == 1 else tuple(operands)
         return (value, collectives.all_gather_stacked(value, groups, dim))
-    return collectives.all_gather_stacked(_operand_value(inst, operands), groups, dim)
+    return collectives.all_gather_stacked(collective_handlers.operand_value(inst, operands), groups, dim)
 
 
 @_stacked(Opcode.REDUCE_SCATTER)
 def _reduce_scatter(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    return collectives.reduce_scatter_stacked(_operand_value(inst, operands), groups,
-                                              inst.attrs["dimensions"][0], _reducer(ctx, inst))
+    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    return collectives.reduce_scatter_stacked(collective_handlers.operand_value(inst, operands), groups,
+                                              inst.attrs["dimensions"][0], collective_handlers.reducer(ctx, inst))
 
 
 @_stacked(Opcode.ALL_TO_ALL)
 def _all_to_all(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _groups(ctx, inst, None)
+    groups = collective_handlers.groups(ctx, inst, None)
     dims = inst.attrs.get("dimensions")
     split = dims[0] if dims else None
     value = operands[0] if split is not None and len(operands) == 1 else tuple(operands)
@@ -587,8 +587,8 @@ def _all_to_all(ctx: LockstepContext, inst: Instruction, operands: Operands) -> 
 
 @_stacked(Opcode.COLLECTIVE_BROADCAST)
 def _collective_broadcast(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _groups(ctx, inst, None)
-    return collectives.collective_broadcast_stacked(_operand_value(inst, operands), groups)
+    groups = collective_handlers.groups(ctx, inst, None)
+    return collectives.collective_broadcast_stacked(collective_handlers.operand_value(inst, operands), groups)
 
 
 @_stacked(Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START)

@@ -1,142 +1,33 @@
 """``run``: evaluate a module on one device or on a grid of replicas x partitions.
 
-Note [Cooperative devices]
-    Each device is one generator: ``evaluate`` of the entry computation with that device's
-    ``EvalContext``. A collective handler yields a ``Rendezvous`` (the instruction, its
-    participant groups, this device's contribution, and how to combine a group's
-    contributions). The driver runs every device until it finishes or yields, then completes
-    each group whose members all wait at the same instruction: it calls the pure function of
-    collectives.py with the contributions ordered by device index (= (replica, partition)
-    order) and sends each member its share. There are no threads, so a run is deterministic.
-    A module without collectives never yields, so it pays nothing for this. If no group can
-    complete while devices wait, the devices disagree on which collective comes next: that is
-    reported as a deadlock naming where each device waits.
-
-The collective handlers live here, next to the rendezvous they drive; the semantics are the
-pure functions in collectives.py and the grouping rules in devices.py (style habit 11).
+Devices run per device through the driver (driver.py, Note [Cooperative devices]), with the
+collective handlers of collective_handlers.py, or all at once in lockstep (lockstep.py).
 """
 from __future__ import annotations
 
-import dataclasses
-import os
 import re
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from hloscope.errors import InputError, InterpretError
-from hloscope.interpret import collectives, devices, spmd
+from hloscope.errors import InputError
+from hloscope.interpret import lockstep, spmd
 from hloscope.interpret.allocator import kept_freed_memory
+from hloscope.interpret.driver import drive
 from hloscope.interpret.evaluator import (
     EvalContext,
     RunOptions,
     evaluate,
-    known_reduction,
     run_to_completion,
 )
-from hloscope.interpret.registry import evaluates
-from hloscope.interpret.values import Value, coerce_input, zeros_of
+from hloscope.interpret.values import Value, coerce_input
 from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleShape
+from hloscope.ir import replica_groups as devices
 
-__all__ = ["run", "default_grid", "drive", "Rendezvous"]
+__all__ = ["run", "default_grid"]
 
 Operands = list[Any]
-
-
-@dataclasses.dataclass(slots=True)
-class Rendezvous:
-    """What a device yields at a collective (Note [Cooperative devices]).
-
-    ``groups`` are device indices in rank order; ``combine(values, group)`` takes the group's
-    contributions in rank order and returns each member's result in the same order."""
-
-    inst: Instruction
-    groups: list[list[int]]
-    value: Value
-    combine: Callable[[list[Value], list[int]], list[Value]]
-
-    def __repr__(self) -> str:
-        return f"<rendezvous at {self.inst.name}>"
-
-
-# --- the driver ----------------------------------------------------------------------------------
-
-
-def _group_index(groups: list[list[int]]) -> dict[int, list[int]]:
-    return {d: g for g in groups for d in g}
-
-
-def _rendezvous_key(inst: Instruction) -> Any:
-    """Which collectives meet: as on XLA:CPU, those of one kind with one ``channel_id``, even
-    when they are different instructions. Devices that take different branches of a
-    conditional (``cond`` on ``axis_index``) reach the branches' own all-reduces, which jax
-    gives the same channel, and XLA reduces across them. Without a channel_id, the
-    instruction itself."""
-    channel = inst.attrs.get("channel_id")
-    return inst if channel is None else (inst.opcode, channel)
-
-
-def drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
-    """Run device generators to completion, completing their rendezvous (Note [Cooperative
-    devices]); their results in device order."""
-    return _drive(gens)
-
-
-def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
-    n = len(gens)
-    results: list[Value] = [None] * n
-    finished = [False] * n
-    pending: dict[int, Rendezvous] = {}
-    # device -> ("send", value) or ("throw", exception) for the next resume
-    resume: dict[int, tuple[str, Any]] = {d: ("send", None) for d in range(n)}
-    while resume:
-        for d in sorted(resume):
-            how, arg = resume[d]
-            try:
-                req = gens[d].send(arg) if how == "send" else gens[d].throw(arg)
-            except StopIteration as stop:
-                results[d], finished[d] = stop.value, True
-                continue
-            if not isinstance(req, Rendezvous):
-                raise InterpretError(f"device {d} yielded {req!r}, expected a collective rendezvous")
-            pending[d] = req
-        resume = {}
-        for d in sorted(pending):
-            if d not in pending:
-                continue
-            req = pending[d]
-            group = _group_index(req.groups).get(d)
-            if group is None:
-                resume[d] = ("throw", InterpretError(f"device {d} is in no group of {req.groups}"))
-                del pending[d]
-                continue
-            key = _rendezvous_key(req.inst)
-            if not all(m in pending and _rendezvous_key(pending[m].inst) == key for m in group):
-                continue
-            try:
-                outs = req.combine([pending[m].value for m in group], group)
-            except Exception as e:  # thrown into the first member, so the error names the instruction
-                resume[group[0]] = ("throw", e)
-                for m in group:
-                    del pending[m]
-                continue
-            for m, out in zip(group, outs, strict=True):
-                resume[m] = ("send", out)
-                del pending[m]
-        if not resume and pending:
-            where = ", ".join(f"device {d} at {r.inst.name}" for d, r in sorted(pending.items()))
-            done = [d for d in range(n) if finished[d]]
-            first = min(pending)
-            message = (f"collective deadlock: {where}" + (f"; devices {done} finished" if done else "")
-                       + " (the devices disagree on the next collective, or a group member never "
-                       "reaches it)")
-            del pending[first]
-            for d in list(pending):  # abandon the others; report through the first device
-                gens[d].close()
-            pending.clear()
-            resume[first] = ("throw", InterpretError(message))
-    return results
 
 
 # --- device grid and inputs -------------------------------------------------------------------------
@@ -197,7 +88,7 @@ def _device_inputs(module: Module, inputs: Sequence[Any], n: int) -> list[list[V
     return out
 
 
-def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, replicas: int | None = None,
+def run(module: Module, inputs: Sequence[Any] = (), *, replicas: int | None = None,
         partitions: int | None = None, options: RunOptions | None = None, donate: bool = False) -> Any:
     """Evaluate ``module``'s entry computation on ``inputs`` with numpy.
 
@@ -212,10 +103,6 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
     while the module runs, so a module's outputs can take their memory. Keep no other
     reference to them.
     """
-    if not isinstance(module, Module):
-        from hloscope.api import load
-
-        module = load(module)
     options = options or RunOptions()
     grid_r, grid_p = default_grid(module)
     r = replicas if replicas is not None else grid_r
@@ -230,8 +117,6 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
         if donate:
             _hand_over(inputs)
         if n > 1 and _use_lockstep(module, options):
-            from hloscope.interpret import lockstep
-
             return lockstep.run_lockstep(module, args, r, p, options)
         shared: dict[str, Any] = {}
         gens = [evaluate(EvalContext(module, options, devices.process_id(d, p), r, p, shared=shared),
@@ -244,8 +129,6 @@ def run(module: Module | str | os.PathLike[str], inputs: Sequence[Any] = (), *, 
 def _use_lockstep(module: Module, options: RunOptions) -> bool:
     if options.mode == "per-device":
         return False
-    from hloscope.interpret import lockstep
-
     if options.mode == "lockstep":
         if options.hooks:
             raise InputError("mode='lockstep' cannot run with hooks: hooks see per-device values")
@@ -362,138 +245,3 @@ def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: 
     ctx = EvalContext(module, options, devices.process_id(0, p), r, p)
     result = run_to_completion(evaluate(ctx, module.entry, args), module.entry)
     return _cut_result(module, result, n)
-
-
-# --- collective handlers ------------------------------------------------------------------------------
-
-
-def _groups(ctx: EvalContext, inst: Instruction, use_global: bool | None) -> list[list[int]]:
-    key = ("groups", id(inst))
-    groups = ctx.cache.get(key)
-    if groups is None:
-        has_channel = inst.attrs.get("channel_id") is not None
-        mode = devices.group_mode(has_channel, use_global)
-        rg = inst.attrs.get("replica_groups")
-        listed = _expand_replica_groups(rg, inst.attrs.get("device_ids")) if rg is not None else []
-        procs = devices.participant_groups(mode, listed, ctx.num_replicas, ctx.num_partitions)
-        groups = ctx.cache[key] = devices.device_groups(procs, ctx.num_partitions)
-    return groups
-
-
-def _expand_replica_groups(rg: Any, device_ids: Any = None) -> list[list[int]]:
-    """Explicit groups of any ReplicaGroups spelling (``ReplicaGroups.expanded``)."""
-    try:
-        return rg.expanded(device_ids)
-    except ValueError as e:
-        raise InterpretError(str(e)) from None
-
-
-def _operand_value(inst: Instruction, operands: Operands) -> Value:
-    return operands[0] if len(operands) == 1 and not isinstance(inst.shape, TupleShape) else tuple(operands)
-
-
-def _local(groups_size: int) -> list[list[int]]:
-    return [list(range(groups_size))]
-
-
-def _reducer(ctx: EvalContext, inst: Instruction) -> Any:
-    comp = inst.attrs["to_apply"]
-    known = known_reduction(comp)
-    return known if known is not None else (lambda a, b: ctx.call_now(comp, [a, b]))
-
-
-def _rendezvous(inst: Instruction, groups: list[list[int]], value: Value,
-                combine: Callable[[list[Value], list[int]], list[Value]]) -> Generator[Any, Any, Value]:
-    return (yield Rendezvous(inst, groups, value, combine))
-
-
-@evaluates(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START)
-def _all_reduce(ctx: EvalContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
-    groups = _groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    reducer = _reducer(ctx, inst)
-    return (yield from _rendezvous(inst, groups, _operand_value(inst, operands),
-                                   lambda xs, g: collectives.all_reduce(xs, _local(len(g)), reducer)))
-
-
-@evaluates(Opcode.ALL_GATHER, Opcode.ALL_GATHER_START)
-def _all_gather(ctx: EvalContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
-    groups = _groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    dim = inst.attrs["dimensions"][0]
-    start = inst.opcode is Opcode.ALL_GATHER_START
-    value = operands[0] if len(operands) == 1 else tuple(operands)
-    if not start:
-        value = _operand_value(inst, operands)
-    result = yield from _rendezvous(inst, groups, value,
-                                    lambda xs, g: collectives.all_gather(xs, _local(len(g)), dim))
-    return (value, result) if start else result
-
-
-@evaluates(Opcode.REDUCE_SCATTER)
-def _reduce_scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
-    groups = _groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    dim = inst.attrs["dimensions"][0]
-    reducer = _reducer(ctx, inst)
-    return (yield from _rendezvous(inst, groups, _operand_value(inst, operands),
-                                   lambda xs, g: collectives.reduce_scatter(xs, _local(len(g)), dim, reducer)))
-
-
-@evaluates(Opcode.ALL_TO_ALL)
-def _all_to_all(ctx: EvalContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
-    groups = _groups(ctx, inst, None)
-    dims = inst.attrs.get("dimensions")
-    split = dims[0] if dims else None
-    value = operands[0] if split is not None and len(operands) == 1 else tuple(operands)
-    return (yield from _rendezvous(inst, groups, value,
-                                   lambda xs, g: collectives.all_to_all(xs, _local(len(g)), split)))
-
-
-@evaluates(Opcode.COLLECTIVE_BROADCAST)
-def _collective_broadcast(ctx: EvalContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
-    groups = _groups(ctx, inst, None)
-    return (yield from _rendezvous(inst, groups, _operand_value(inst, operands),
-                                   lambda xs, g: collectives.collective_broadcast(xs, _local(len(g)))))
-
-
-@evaluates(Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START)
-def _collective_permute(ctx: EvalContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
-    key = ("pairs", id(inst))
-    pairs = ctx.cache.get(key)
-    if pairs is None:
-        procs = devices.resolve_source_target_pairs(
-            inst.attrs.get("source_target_pairs", ()), inst.attrs.get("channel_id") is not None,
-            ctx.num_replicas, ctx.num_partitions)
-        pairs = ctx.cache[key] = devices.device_pairs(procs, ctx.num_partitions)
-    everyone = [list(range(ctx.num_replicas * ctx.num_partitions))]
-    # The in-place form carries (input, output, input offsets, output offsets); only plain
-    # whole-buffer permutes are modelled.
-    value = operands[0]
-
-    def combine(xs: list[Value], g: list[int]) -> list[Value]:
-        return collectives.collective_permute(xs, pairs)
-
-    result = yield from _rendezvous(inst, everyone, value, combine)
-    if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START:
-        extra = tuple(zeros_of(s) for s in inst.shape.elements[2:]) if isinstance(inst.shape, TupleShape) else ()
-        return (value, result, *extra)
-    return result
-
-
-@evaluates(Opcode.ALL_REDUCE_DONE)
-def _all_reduce_done(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    return operands[0]
-
-
-@evaluates(Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE)
-def _start_done(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    return operands[0][1]
-
-
-@evaluates(Opcode.REPLICA_ID)
-def _replica_id(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    return collectives.replica_id(ctx.process)
-
-
-@evaluates(Opcode.PARTITION_ID)
-def _partition_id(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    return collectives.partition_id(ctx.process)
-

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from hloscope.ir.sharding import Sharding, ShardingSpec
+
 __all__ = [
     "RawAttribute",
     "WindowDimension",
@@ -24,6 +26,7 @@ __all__ = [
     "FrontendAttributes",
     "BackendConfig",
     "Sharding",
+    "ShardingSpec",
     "AliasEntry",
     "StackFrameIndex",
     "quote",
@@ -399,38 +402,6 @@ class BackendConfig:
 
     def __str__(self) -> str:
         return self.text
-
-
-@dataclass(frozen=True, slots=True)
-class Sharding:
-    """An HloSharding as written (``{devices=[4,1]0,1,2,3}``, ``{replicated}``, tuples, ...).
-
-    ``text`` is kept verbatim; :meth:`parsed` decodes it into a :class:`ShardingSpec`.
-    """
-
-    text: str
-
-    def parsed(self) -> ShardingSpec:
-        from hloscope.ir.sharding import parse_sharding
-
-        return parse_sharding(self.text)
-
-    def __str__(self) -> str:
-        return self.text
-
-
-@dataclass(frozen=True, slots=True)
-class ShardingSpec:
-    """A decoded sharding. ``kind`` is replicated, manual, maximal, tiled, tuple or unknown."""
-
-    kind: str
-    device: int | None = None
-    tile_assignment_dims: tuple[int, ...] = ()
-    tile_assignment_devices: tuple[int, ...] = ()
-    replicate_on_last_tile_dim: bool = False
-    last_tile_dims: tuple[str, ...] = ()
-    tuple_elements: tuple[ShardingSpec, ...] = ()
-    extra: str = ""  # metadata, shard_as/shard_like, anything else after the main form
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Where buffer shapes may appear: XLA's ``VerifyBuffers`` (hlo_verifier.cc), a module pass.
 
-A buffer shape ``b(f32[4])`` (Note [Buffer shapes] in ``shape_rules``) is a mutable buffer made
+A buffer shape ``b(f32[4])`` (Note [Buffer shapes] in ``shapes/rules.py``) is a mutable buffer made
 by the ``Pin`` or ``CreateBuffer`` custom calls, updated in place by custom calls (each buffer
 operand aliased to exactly one result through ``output_to_operand_aliasing``) and by
 ``dynamic-update-slice``, passed through tuples, while loops and calls, and turned back into an

@@ -9,7 +9,7 @@ from hloscope.ir.opcode import Opcode
 
 if TYPE_CHECKING:
     from hloscope.ir.module import Module
-    from hloscope.text.source import Span
+    from hloscope.source import Span
 
 __all__ = ["Computation"]
 
@@ -89,7 +89,7 @@ class Computation:
         return [p.shape for p in self.parameters], self.root.shape
 
     def to_text(self, options: Any = None, **overrides: Any) -> str:
-        from hloscope.text.printer import computation_to_text
+        from hloscope.ir.printer import computation_to_text
 
         return computation_to_text(self, options, **overrides)
 

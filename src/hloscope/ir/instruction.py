@@ -9,7 +9,7 @@ from hloscope.ir.shape import ArrayShape, Shape
 if TYPE_CHECKING:
     from hloscope.ir.attributes import BackendConfig, FrontendAttributes, OpMetadata, Sharding
     from hloscope.ir.computation import Computation
-    from hloscope.text.source import Span
+    from hloscope.source import Span
 
 __all__ = ["Instruction", "CALLED_COMPUTATION_ATTRS"]
 
@@ -33,7 +33,7 @@ class Instruction:
     """One HLO instruction.
 
     ``attrs`` holds the attributes in the order they were written, typed where hloscope knows
-    them (see ``hloscope.text.attribute_specs``): ints, bools, tuples of ints, Computation
+    them (see ``hloscope.ir.attribute_specs``): ints, bools, tuples of ints, Computation
     references, and the classes of ``hloscope.ir.attributes``. A constant's literal is
     ``attrs["literal"]`` and a parameter's number ``attrs["parameter_number"]``; control
     predecessors are ``attrs["control-predecessors"]`` (a list of instructions).
@@ -116,7 +116,7 @@ class Instruction:
 
     def to_text(self, options: Any = None, **overrides: Any) -> str:
         """This instruction as one line of HLO text (see ``hloscope.text.PrintOptions``)."""
-        from hloscope.text.printer import instruction_to_text
+        from hloscope.ir.printer import instruction_to_text
 
         return instruction_to_text(self, options, **overrides)
 

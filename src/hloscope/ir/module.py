@@ -1,78 +1,23 @@
 """Module: computations, the entry computation, and the module header's configuration."""
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from hloscope.ir.attributes import AliasEntry, StackFrameIndex
 from hloscope.ir.computation import Computation
 from hloscope.ir.instruction import Instruction
+from hloscope.ir.names import NameUniquer
 from hloscope.ir.opcode import Opcode
+from hloscope.ir.program_shape import ProgramShape
 
 if TYPE_CHECKING:
-    from hloscope.ir.shape import Shape
+    pass
 
-__all__ = ["Module", "NameUniquer", "ProgramShape"]
+__all__ = ["Module", "NameUniquer", "ProgramShape", "HTML_DISPLAY"]
 
-_NUMERIC_SUFFIX = re.compile(r"[+-]?[0-9]+")
-
-
-class NameUniquer:
-    """XLA's ``NameUniquer`` (separator '.'): hands out names unique among those it was given.
-
-    A name is split into a root and an optional numeric suffix (``p0.3`` -> ``p0``, 3). The
-    first use of a suffix keeps it; a repeat gets the smallest suffix of that root not yet
-    taken (``p0``, ``p0`` -> ``p0``, ``p0.1``). XLA's module renames every instruction (and
-    every computation) this way, in the order it reads them.
-    """
-
-    __slots__ = ("_used", "_next")
-
-    def __init__(self) -> None:
-        self._used: dict[str, set[int]] = {}
-        self._next: dict[str, int] = {}
-
-    def unique(self, name: str) -> str:
-        """The name XLA gives ``name``; registers it."""
-        root, suffix, numbered = name, 0, False
-        dot = name.rfind(".")
-        if 0 < dot < len(name) - 1 and _NUMERIC_SUFFIX.fullmatch(name, dot + 1):
-            root, suffix, numbered = name[:dot], int(name[dot + 1 :]), True
-        used = self._used.setdefault(root, set())
-        if suffix in used:
-            n = self._next.get(root, 0)
-            while n in used:
-                n += 1
-            suffix = n
-            self._next[root] = n + 1
-        used.add(suffix)
-        if suffix == 0:
-            return root + ".0" if numbered else root
-        return f"{root}.{suffix}"
-
-
-class ProgramShape:
-    """``entry_computation_layout={(p0, p1)->result}``: parameter and result shapes with layouts."""
-
-    __slots__ = ("parameters", "result")
-
-    def __init__(self, parameters: list[Shape], result: Shape) -> None:
-        self.parameters = parameters
-        self.result = result
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ProgramShape) and (self.parameters, self.result) == (other.parameters, other.result)
-
-    def __hash__(self) -> int:
-        return hash((tuple(self.parameters), self.result))
-
-    def __str__(self) -> str:
-        return "{(" + ", ".join(s.to_text() for s in self.parameters) + ")->" + self.result.to_text() + "}"
-
-    def __repr__(self) -> str:
-        return f"ProgramShape{self}"
-
+HTML_DISPLAY: list[Callable[[Module], str]] = []
+"""Jupyter's rich display of a Module: ``hloscope.report`` puts its renderer here on import."""
 
 class Module:
     """An HLO module.
@@ -170,7 +115,7 @@ class Module:
 
     def to_text(self, options: Any = None, **overrides: Any) -> str:
         """The module as HLO text XLA's parser accepts (see ``hloscope.text.PrintOptions``)."""
-        from hloscope.text.printer import to_text
+        from hloscope.ir.printer import to_text
 
         return to_text(self, options, **overrides)
 
@@ -180,10 +125,10 @@ class Module:
 
         return modules_equal(self, other)
 
-    def _repr_html_(self) -> str:
-        from hloscope.report.summary_html import module_summary_html
-
-        return module_summary_html(self)
+    def _repr_html_(self) -> str | None:
+        # Note [HTML display]: the summary table is drawn by hloscope.report, a layer above
+        # the IR, which installs itself here when imported (``import hloscope`` does).
+        return HTML_DISPLAY[0](self) if HTML_DISPLAY else None
 
     def __repr__(self) -> str:
         return (f"<Module {self.name}: {len(self.computations)} computations, "

@@ -1,6 +1,7 @@
 """Shapes: arrays (with optional layout and dynamic dimensions), tuples, token and opaque."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -10,7 +11,8 @@ import numpy as np
 from hloscope.ir.dtypes import PRIMITIVE_TYPES, PrimitiveType
 from hloscope.ir.layout import COMBINE_DIMENSION, Layout
 
-__all__ = ["Shape", "ArrayShape", "TupleShape", "ShapeIndex", "UNBOUNDED", "POINTER_SIZE"]
+__all__ = ["Shape", "ArrayShape", "TupleShape", "ShapeIndex", "UNBOUNDED", "POINTER_SIZE",
+           "with_default_layouts", "filled_layouts"]
 
 # XLA's Shape::kUnboundedSize: a dynamic dimension with no bound, printed as "?".
 UNBOUNDED = -1
@@ -153,3 +155,16 @@ def subshape(shape: Shape, index: ShapeIndex) -> Shape:
             raise IndexError(f"shape index {index} goes inside non-tuple {shape}")
         shape = shape.elements[i]
     return shape
+
+
+def with_default_layouts(shape: Shape) -> Shape:
+    """``shape`` with every array of rank >= 1 that has no layout given XLA's default ({n-1,...,0})."""
+    if isinstance(shape, TupleShape):
+        return TupleShape(tuple(with_default_layouts(e) for e in shape.elements))
+    if shape.layout is None and shape.primitive_type.is_array_type and shape.rank:
+        return shape.with_layout(Layout.default(shape.rank))
+    return shape
+
+
+# Shapes are immutable and a module repeats few of them: fill each one's layouts once.
+filled_layouts = functools.lru_cache(maxsize=4096)(with_default_layouts)

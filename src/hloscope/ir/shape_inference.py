@@ -7,19 +7,19 @@ derived from the operands are listed in ``NOT_INFERABLE`` with a reason, and whe
 shape can still be checked, ``check_shape`` does so. Every opcode is in exactly one of the two
 tables (a test enforces it).
 
-The registry and the vocabulary rules are written in live in ``shape_rules``; the rules
+The registry and the vocabulary rules are written in live in ``shapes/rules.py``; the rules
 themselves in one module per op family, all imported here so that importing this module fills
 the registry:
 
 ==========================  ============================================================
-``shape_elementwise``       unary, binary, compare, select, clamp, convert, bitcast-convert
-``shape_movement``          transpose, slices, concatenate, pad, tuples, gather, scatter,
+``shapes/elementwise``       unary, binary, compare, select, clamp, convert, bitcast-convert
+``shapes/movement``          transpose, slices, concatenate, pad, tuples, gather, scatter,
                             and the checks of reshape, broadcast and iota
-``shape_reduction``         reduce, reduce-window, select-and-scatter, sort, topk, batch norm
-``shape_linalg``            dot, convolution, fft, triangular-solve
-``shape_collectives``       all-reduce, all-gather, reduce-scatter, all-to-all, permutes
-``shape_async``             async-start/-update/-done (both spellings), copy-start/-done
-``shape_control``           call, fusion, conditional, while, map, send/recv, fixed shapes
+``shapes/reduction``         reduce, reduce-window, select-and-scatter, sort, topk, batch norm
+``shapes/linalg``            dot, convolution, fft, triangular-solve
+``shapes/collectives``       all-reduce, all-gather, reduce-scatter, all-to-all, permutes
+``shapes/async_ops``         async-start/-update/-done (both spellings), copy-start/-done
+``shapes/control``           call, fusion, conditional, while, map, send/recv, fixed shapes
 ==========================  ============================================================
 
 Comparisons ignore layouts (``same_shape``; the verifier uses XLA's ``compatible``, which also
@@ -27,25 +27,25 @@ ignores dynamic flags).
 """
 from __future__ import annotations
 
-from hloscope.ir import (  # noqa: F401 - importing a family registers its rules
-    shape_async,
-    shape_collectives,
-    shape_control,
-    shape_elementwise,
-    shape_linalg,
-    shape_movement,
-    shape_reduction,
-)
 from hloscope.ir.instruction import Instruction
 from hloscope.ir.shape import Shape
-from hloscope.ir.shape_async import (
+from hloscope.ir.shapes import (  # noqa: F401 - importing a family registers its rules
+    async_ops,
+    collectives,
+    control,
+    elementwise,
+    linalg,
+    movement,
+    reduction,
+)
+from hloscope.ir.shapes.async_ops import (
     async_start_of,
     async_wrapped_computation,
     async_wrapped_instruction,
 )
-from hloscope.ir.shape_elementwise import ELEMENT_KINDS
-from hloscope.ir.shape_reduction import window_output_dimensions
-from hloscope.ir.shape_rules import (
+from hloscope.ir.shapes.elementwise import ELEMENT_KINDS
+from hloscope.ir.shapes.reduction import window_output_dimensions
+from hloscope.ir.shapes.rules import (
     NOT_INFERABLE,
     SHAPE_CHECKS,
     SHAPE_RULES,

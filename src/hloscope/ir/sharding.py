@@ -1,16 +1,47 @@
-"""Decoding HloSharding text (``{devices=[2,1,2]<=[4] last_tile_dim_replicate}``) into ShardingSpec."""
+"""Shardings: the text as written (``Sharding``) and its decoded form (``ShardingSpec``), and
+decoding HloSharding text (``{devices=[2,1,2]<=[4] last_tile_dim_replicate}``)."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
-from hloscope.ir.attributes import ShardingSpec
-
-__all__ = ["parse_sharding", "tile_assignment"]
+__all__ = ["Sharding", "ShardingSpec", "parse_sharding", "tile_assignment"]
 
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|<=|[\w.\-]+|[{}\[\](),=]')
+
+
+@dataclass(frozen=True, slots=True)
+class Sharding:
+    """An HloSharding as written (``{devices=[4,1]0,1,2,3}``, ``{replicated}``, tuples, ...).
+
+    ``text`` is kept verbatim; :meth:`parsed` decodes it into a :class:`ShardingSpec`.
+    """
+
+    text: str
+
+    def parsed(self) -> ShardingSpec:
+        return parse_sharding(self.text)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingSpec:
+    """A decoded sharding. ``kind`` is replicated, manual, maximal, tiled, tuple or unknown."""
+
+    kind: str
+    device: int | None = None
+    tile_assignment_dims: tuple[int, ...] = ()
+    tile_assignment_devices: tuple[int, ...] = ()
+    replicate_on_last_tile_dim: bool = False
+    last_tile_dims: tuple[str, ...] = ()
+    tuple_elements: tuple[ShardingSpec, ...] = ()
+    extra: str = ""  # metadata, shard_as/shard_like, anything else after the main form
+
 
 
 def parse_sharding(text: str) -> ShardingSpec:

@@ -12,9 +12,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from hloscope.ir.module import Module
+from hloscope.ir.module import HTML_DISPLAY, Module
+from hloscope.report.summary_html import module_summary_html
 
 __all__ = ["write_report", "report_html"]
+
+# Note [HTML display] (ir/module.py): a Module shows this summary table in Jupyter.
+if module_summary_html not in HTML_DISPLAY:
+    HTML_DISPLAY.append(module_summary_html)
 
 
 def report_html(module: Module, *, hardware: Any = None, title: str | None = None,

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 from hloscope.ir.module import Module
-from hloscope.text.options import PrintOptions
-from hloscope.text.printer import instruction_to_text
+from hloscope.ir.print_options import PrintOptions
+from hloscope.ir.printer import instruction_to_text
 
 __all__ = ["collect_report_data", "INSTRUCTION_COLUMNS", "EXPECTED_FIELDS", "FORMAT_VERSION"]
 
@@ -85,7 +85,7 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
         "computations": _computations(module),
         "summary": _section(lambda: _call("hloscope.analysis.summary", "summarize", module)),
         "cost": _section(lambda: _call("hloscope.analysis.cost", "analyze_cost", module), top=TOP_INSTRUCTIONS),
-        "memory": _section(lambda: _call("hloscope.analysis.memory", "analyze_memory", module)),
+        "memory": _section(lambda: _call("hloscope.analysis.memory.report", "analyze_memory", module)),
         "collectives": _section(lambda: _call("hloscope.analysis.collectives", "analyze_collectives", module)),
         "timing": _section(lambda: _timing(module, hardware), top=TOP_INSTRUCTIONS),
     }

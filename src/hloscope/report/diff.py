@@ -252,7 +252,7 @@ def _metric_changes(before: Module, after: Module) -> list[MetricChange]:
     (ca, na), (cb, nb) = _try("hloscope.analysis.cost", "analyze_cost", before), _try("hloscope.analysis.cost", "analyze_cost", after)
     out.append(MetricChange("flops", "FLOP", ca and ca.get("flops"), cb and cb.get("flops"), na or nb))
     out.append(MetricChange("bytes_accessed", "B", ca and ca.get("bytes_accessed"), cb and cb.get("bytes_accessed"), na or nb))
-    (ma, na), (mb, nb) = _try("hloscope.analysis.memory", "analyze_memory", before), _try("hloscope.analysis.memory", "analyze_memory", after)
+    (ma, na), (mb, nb) = _try("hloscope.analysis.memory.report", "analyze_memory", before), _try("hloscope.analysis.memory.report", "analyze_memory", after)
     out.append(MetricChange("peak_memory", "B", ma and ma.get("peak_bytes"), mb and mb.get("peak_bytes"), na or nb))
     (xa, na), (xb, nb) = (_try("hloscope.analysis.collectives", "analyze_collectives", before),
                           _try("hloscope.analysis.collectives", "analyze_collectives", after))

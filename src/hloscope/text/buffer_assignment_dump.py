@@ -45,7 +45,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from hloscope.analysis.buffers import (
+from hloscope.errors import InputError, ParseError
+from hloscope.ir.buffer_assignment import (
     Allocation,
     Assigned,
     BufferAssignment,
@@ -58,8 +59,7 @@ from hloscope.analysis.buffers import (
     ShapeIndex,
     format_shape_index,
 )
-from hloscope.errors import InputError, ParseError
-from hloscope.text.source import Source, Span
+from hloscope.source import Source, Span
 
 __all__ = [
     "parse_buffer_assignment",

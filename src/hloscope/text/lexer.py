@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from hloscope.text.source import Source, Span
+from hloscope.source import Source, Span
 
 __all__ = ["lex", "TokenStream"]
 

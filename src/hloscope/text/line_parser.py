@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from hloscope.ir.attribute_specs import ATTRIBUTE_KINDS
 from hloscope.ir.attributes import (
     OpMetadata,
 )
@@ -18,8 +19,9 @@ from hloscope.ir.layout import Layout
 from hloscope.ir.literal import Literal
 from hloscope.ir.module import Module
 from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
+from hloscope.ir.print_options import PrintOptions
 from hloscope.ir.shape import ArrayShape, Shape
-from hloscope.text.attribute_specs import ATTRIBUTE_KINDS
+from hloscope.source import Source, Span
 from hloscope.text.lexer import (
     LINE_ARRAY_SHAPE_RE,
     LINE_ATTRIBUTE_RE,
@@ -32,19 +34,17 @@ from hloscope.text.lexer import (
     LINE_OPERAND_RE,
     lex,
 )
-from hloscope.text.options import PrintOptions
-from hloscope.text.parser import (  # noqa: E402  (the token parser is this path's fallback and oracle)
-    _STACK_SECTIONS,
-    _is_int,
-    _Parser,
-)
 from hloscope.text.shorthand import (
     ASYNC_FOLLOWERS,
     ASYNC_SUFFIXES,
     NOT_ASYNC_WRAPPABLE,
     async_operand_problem,
 )
-from hloscope.text.source import Source, Span
+from hloscope.text.token_parser import (  # noqa: E402  (the token parser is this path's fallback and oracle)
+    STACK_SECTIONS,
+    TokenParser,
+    is_int,
+)
 
 __all__ = ["LineParser"]
 
@@ -90,8 +90,8 @@ class _OffsetSpan:
         return self.resolve().column
 
 
-def _token_parser(text: str) -> _Parser:
-    return _Parser(lex(Source(text, "<line>")))
+def _token_parser(text: str) -> TokenParser:
+    return TokenParser(lex(Source(text, "<line>")))
 
 
 def _nests(text: str) -> bool:
@@ -138,7 +138,7 @@ class LineParser:
             shape: Shape = ArrayShape(et, dims, (), layout)
         else:
             p = _token_parser(text)
-            shape = p._parse_shape()
+            shape = p.parse_shape()
             if p.toks[p.pos] != "":
                 raise _Bail
         self.shapes[text] = shape
@@ -146,11 +146,11 @@ class LineParser:
 
     def _value(self, kind: str, key: str, text: str) -> Any:
         p = _token_parser(text)
-        value = p._parse_attr(kind, key, None, 0)  # type: ignore[arg-type]
+        value = p.parse_attr(kind, key, None, 0)  # type: ignore[arg-type]
         if p.toks[p.pos] != "":
             raise _Bail
-        self.values[(key, text)] = (value, p._saw_percent)
-        return value, p._saw_percent
+        self.values[(key, text)] = (value, p.saw_percent)
+        return value, p.saw_percent
 
     # --- module, computations, instructions -------------------------------------------------
     def _module(self) -> Module:
@@ -169,7 +169,7 @@ class LineParser:
         name, attrs, stack_frames = hp.parse_header()
         if hp.toks[hp.pos] != "":
             raise _Bail
-        self.saw_percent = hp._saw_percent
+        self.saw_percent = hp.saw_percent
 
         computations: list[Computation] = []
         by_name: dict[str, Computation] = {}
@@ -213,10 +213,10 @@ class LineParser:
         head = lines[k]
         hp = _token_parser(head)
         is_entry, name = hp.parse_computation_header()
-        if hp.toks[hp.pos] != "" or _is_int(name) or name in _STACK_SECTIONS or name == "HloModule":
+        if hp.toks[hp.pos] != "" or is_int(name) or name in STACK_SECTIONS or name == "HloModule":
             raise _Bail
-        self.saw_percent = self.saw_percent or hp._saw_percent
-        self.saw_signature = self.saw_signature or hp._saw_signature
+        self.saw_percent = self.saw_percent or hp.saw_percent
+        self.saw_signature = self.saw_signature or hp.saw_signature
         span = _OffsetSpan(source, off, off + len(hp.toks[0]))
         off += len(head) + 1
         k += 1
@@ -278,7 +278,7 @@ class LineParser:
         if name[0] == "%":
             self.saw_percent = True
             name = name[1:]
-        elif name == "ROOT" or _is_int(name):
+        elif name == "ROOT" or is_int(name):
             raise _Bail
         shapes = self.shapes
         shape = shapes.get(shape_text)

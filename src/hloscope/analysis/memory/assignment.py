@@ -1,0 +1,583 @@
+"""Buffer assignment as XLA makes it: which allocation each buffer lives in, and in what order.
+
+``assign_buffers`` follows ``BufferAssigner::CreateAssignment``: the buffers of the sequential
+computations (entry, loop bodies, branches) are sorted by size (largest first), live-out before
+not, then position (Note [Tuple temps and combined temp allocations]), and for each buffer:
+
+* a constant gets its own read-only ``constant`` allocation (XLA:CPU allocates constants);
+* an entry parameter gets a ``parameter`` allocation (reusable only when aliased to an output);
+* a buffer of an embedded (``to_apply``) computation gets a ``thread-local`` allocation;
+* a buffer holding a tuple gets a tuple allocation of its own, never shared;
+* otherwise it may reuse an allocation of one of its operands, or the smallest live-out
+  allocation that fits, when no live range interferes (see Note [Sharing at a touch point]);
+* a live-out buffer that found none gets a new ``maybe-live-out`` allocation;
+* every other buffer is a temporary, placed by the heap simulator (``heap.py``, one
+  whole-module simulation per memory space).
+
+Then the thread-local computations' buffers are assigned the same way, and finally every
+temporary allocation of a memory space is combined into one ``preallocated-temp`` block.
+
+Note [Sharing at a touch point]
+-------------------------------
+Two closed live ranges that meet at one time ``t`` still overlap, unless the later value is
+computed at ``t`` by a user of the earlier one that may write its output over that operand
+(``sharing.can_share_operand``, XLA's ``CanShareOperandBufferWithUser``: same shape and layout,
+then elementwise ops, loop fusions whose parameter feeds elementwise ops only, in-place ops;
+never a copy)::
+
+    a = exp(x)    [=====]          a ends at t, b starts at t, and b = tanh(a) reads a
+    b = tanh(a)         [=====]    elementwise: b may overwrite a, so they share memory
+
+The heap simulator applies the same rule (``ShareWith``) when the operand dies at ``t``. XLA
+asks about the operand's *last position* (``TimeBound::end_position``), so a tuple element
+last read through a get-tuple-element is judged as that instruction's whole output.
+
+Note [Tuple temps and combined temp allocations]
+------------------------------------------------
+Measured on XLA:CPU dumps (jaxlib 0.10.2) and read in ``buffer_assignment.cc``: a temporary
+buffer holding a tuple (a loop's state, a branch's result) is not heap-simulated; it gets an
+allocation of its own (``AssignSingleHloBuffer``'s tuple case). ``CombineTempAllocations``
+then lays every temporary allocation of a memory space end to end, each starting at the
+previous end rounded up to 64 bytes. The order is not creation order: the allocations are
+first split with ``std::partition`` (non-temporaries to the front), which swaps from both
+ends and so reorders the temporaries::
+
+    created:    out  param  T1  T2  const  param  const  HEAP
+    partition:  out  param  const param const   T2   T1  HEAP    (T1 swapped with the last
+                                                                  const, T2 with the param)
+    combined:   T2 at 0, T1 at 64, HEAP at 128
+
+Creation order therefore matters: sequential computations' buffers first (size, live-out,
+then ``ComparePosition``: computations callers first, instructions in post order), then the
+heap allocation of each memory space, then the thread-local computations' buffers.
+
+Note [Finding interference fast]
+--------------------------------
+XLA tries each buffer against every reusable allocation, smallest first, and each try compares
+the buffer's values with every value the allocation already holds. Done literally that is
+quadratic twice over (seed 003 at ten times its size took 21 s). Both factors are cut without
+changing which allocation wins:
+
+* Which allocations to try. ``_ReuseIndex`` keeps, as bitsets over the allocations in creation
+  order, those a buffer may join at all (same colour, accepting reuse; for a live-out buffer
+  also the same size) and two segment trees over time (Note [Doubled time]) that name the
+  allocations holding a value that surely interferes with a live range. What is left is tried
+  from the highest bit down, which is XLA's order (allocations are created largest first, so
+  the last created is the smallest), and each try still runs the exact ``_maybe_assign``; a
+  try fails only on a value meeting the buffer at one end of its range, so there are few.
+* Each try. An allocation's values never overlap except at touch points, so sorted by
+  (start, end) their ends are non-decreasing too, and the values meeting ``[s, e]`` are one
+  slice, found by two bisections::
+
+    starts  0   4   9   9  15          values meeting [8, 12]:
+    ends    3   9   9  14  20          ends >= 8 from index 1, starts <= 12 up to index 3
+                ^^^^^^^^^^              -> indices 1..3, then the exact touch-point rules
+
+  ``_Occupancy`` checks the ordering on every insert and falls back to a scan if it ever breaks.
+
+Note [Doubled time]
+-------------------
+Live ranges are closed, ``[s, e]``, and two of them that meet at one time may still share
+memory (Note [Sharing at a touch point]). To tell "surely interferes" from "touches" with unit
+ranges, time ``t`` becomes unit ``2t`` and the gap after it unit ``2t + 1``::
+
+    time            3       4       5       6
+    unit        5   6   7   8   9  10  11  12  13
+    [4, 6]                  [===============]       closed units 8..12, open units 9..11
+    [6, 6]                                 []       closed unit 12, no open units
+
+Two ranges that overlap in more than one time, or where one holds a single time strictly
+inside the other, surely interfere. That is exactly when the closed units of one meet the open
+units of the other: ``closed`` marks each held value's closed units and is asked for the
+buffer's open units; ``open`` marks each held value's open units and is asked for the closed
+ones. A range that only touches one end of the buffer's range meets neither and goes to the
+exact test.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hloscope.analysis.memory.dataflow import Buffer, Dataflow, Value, instruction_post_order
+from hloscope.analysis.memory.heap import CPU_ALIGNMENT, HeapResult, simulate_heap
+from hloscope.analysis.memory.liveness import Liveness
+from hloscope.analysis.memory.sharing import can_share_operand
+from hloscope.ir import Opcode
+
+# The heap and sharing names are re-exported: callers imported them from here first.
+__all__ = ["AllocationDraft", "HeapResult", "simulate_heap", "assign_buffers", "can_share_operand",
+           "CPU_ALIGNMENT"]
+
+
+class _Occupancy:
+    """The live ranges one allocation holds, sorted by (start, end), for fast interference checks.
+
+    See Note [Finding interference fast]. ``positions`` holds every instruction where one of the
+    allocation's values appears (a copy may not land in the allocation of its own operand).
+    """
+
+    __slots__ = ("keys", "starts", "ends", "values", "ordered", "positions", "unranged")
+
+    def __init__(self) -> None:
+        self.keys: list[tuple[int, int, int]] = []
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.values: list[Value] = []
+        self.ordered = True  # ends are non-decreasing in key order
+        self.positions: set[object] = set()
+        self.unranged = False  # holds a value without a live range: nothing else may join
+
+    def add(self, v: Value, ranges: dict[int, tuple[int, int]]) -> None:
+        for p, _ in v.positions:
+            self.positions.add(p)
+        r = ranges.get(v.id)
+        if r is None:
+            self.unranged = True
+            return
+        key = (r[0], r[1], v.id)
+        i = bisect.bisect_right(self.keys, key)
+        if (i and self.ends[i - 1] > r[1]) or (i < len(self.ends) and self.ends[i] < r[1]):
+            self.ordered = False
+        self.keys.insert(i, key)
+        self.starts.insert(i, r[0])
+        self.ends.insert(i, r[1])
+        self.values.insert(i, v)
+
+    def meeting(self, start: int, end: int) -> list[Value]:
+        """The values whose closed range shares at least one time with ``[start, end]``."""
+        if self.ordered:
+            lo = bisect.bisect_left(self.ends, start)
+            hi = bisect.bisect_right(self.starts, end)
+            return self.values[lo:hi]
+        return [v for v, s, e in zip(self.values, self.starts, self.ends) if s <= end and e >= start]
+
+
+class _OrTree:
+    """Bitsets over time units: ``add`` ORs a bit into a unit range, ``query`` ORs a range.
+
+    A segment tree over units ``[0, n)``: ``cover[node]`` holds the bits added over the node's
+    whole span, ``within[node]`` those added anywhere in its subtree. Both operations visit the
+    ``O(log n)`` nodes of the range and the paths above its two end units.
+    """
+
+    __slots__ = ("width", "cover", "within")
+
+    def __init__(self, n: int) -> None:
+        self.width = 1 << max(1, n).bit_length()
+        self.cover = [0] * (2 * self.width)
+        self.within = [0] * (2 * self.width)
+
+    def add(self, lo: int, hi: int, bit: int) -> None:
+        """OR ``bit`` into the units ``[lo, hi)``."""
+        if lo >= hi:
+            return
+        cover, within = self.cover, self.within
+        first, last = lo + self.width, hi - 1 + self.width
+        lo, hi = first, last + 1
+        while lo < hi:
+            if lo & 1:
+                cover[lo] |= bit
+                within[lo] |= bit
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                cover[hi] |= bit
+                within[hi] |= bit
+            lo >>= 1
+            hi >>= 1
+        for i in (first >> 1, last >> 1):
+            while i:
+                within[i] |= bit
+                i >>= 1
+
+    def query(self, lo: int, hi: int) -> int:
+        """The bits added to at least one unit of ``[lo, hi)``."""
+        if lo >= hi:
+            return 0
+        cover, within = self.cover, self.within
+        first, last = lo + self.width, hi - 1 + self.width
+        acc = 0
+        lo, hi = first, last + 1
+        while lo < hi:
+            if lo & 1:
+                acc |= within[lo]
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                acc |= within[hi]
+            lo >>= 1
+            hi >>= 1
+        for i in (first >> 1, last >> 1):
+            while i:
+                acc |= cover[i]
+                i >>= 1
+        return acc
+
+
+class _ReuseIndex:
+    """The reusable allocations, in creation order (bit ``k`` = the ``k``-th registered), and
+    which of them certainly interfere with a live range. See Note [Finding interference fast].
+
+    ``accepting[color]`` and ``exact[(color, size)]`` are the allocations a buffer of that colour
+    (and, when live-out, that size) may join. ``closed`` and ``open`` mark each assigned value's
+    live range on doubled time (Note [Doubled time]).
+    """
+
+    __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "open")
+
+    def __init__(self, end_time: int) -> None:
+        self.allocations: list[AllocationDraft] = []
+        self.bit_of: dict[int, int] = {}
+        self.accepting: dict[int, int] = {}
+        self.exact: dict[tuple[int, int], int] = {}
+        self.closed = _OrTree(2 * end_time + 2)
+        self.open = _OrTree(2 * end_time + 2)
+
+    def register(self, a: AllocationDraft) -> None:
+        bit = 1 << len(self.allocations)
+        self.bit_of[a.index] = len(self.allocations)
+        self.allocations.append(a)
+        if a.accepts_reuse:
+            self.accepting[a.color] = self.accepting.get(a.color, 0) | bit
+            key = (a.color, a.size)
+            self.exact[key] = self.exact.get(key, 0) | bit
+        for start, end in zip(a.occupancy.starts, a.occupancy.ends):
+            self.cover(a, start, end)
+
+    def cover(self, a: AllocationDraft, start: int, end: int) -> None:
+        """Record that ``a`` holds a value live over ``[start, end]``."""
+        bit = 1 << self.bit_of[a.index]
+        self.closed.add(2 * start, 2 * end + 1, bit)
+        self.open.add(2 * start + 1, 2 * end, bit)
+
+    def interfering(self, start: int, end: int) -> int:
+        """Bitset of the allocations holding a value that surely interferes with ``[start, end]``."""
+        return self.closed.query(2 * start + 1, 2 * end) | self.open.query(2 * start, 2 * end + 1)
+
+
+@dataclass
+class AllocationDraft:
+    """An allocation while it is being built: its kind flags and (value, offset, size) list."""
+
+    index: int
+    size: int
+    kind: str  # parameter / constant / thread-local / maybe-live-out / preallocated-temp
+    color: int = 0
+    parameter_number: int | None = None
+    parameter_index: tuple[int, ...] = ()
+    readonly: bool = False
+    is_tuple: bool = False
+    assigned: list[tuple[Value, int, int]] | None = None
+    occupancy: _Occupancy = field(default_factory=_Occupancy, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.assigned is None:
+            self.assigned = []
+
+    @property
+    def accepts_reuse(self) -> bool:
+        """Whether other buffers may ever join (XLA's ``MaybeAssignBuffer`` early exits)."""
+        return not (self.readonly or self.is_tuple or self.kind in ("thread-local", "constant"))
+
+
+# --- allocations -------------------------------------------------------------------------------
+def _interferes(a: Value, b: Value, live: Liveness) -> bool:
+    (s1, e1), (s2, e2) = live.ranges[a.id], live.ranges[b.id]
+    if s1 > e2 or s2 > e1:
+        return False
+    if e1 == s2:
+        return not _touch_share(b, a, live)
+    if e2 == s1:
+        return not _touch_share(a, b, live)
+    return True
+
+
+def _touch_share(user_value: Value, operand_value: Value, live: Liveness) -> bool:
+    # See Note [Sharing at a touch point].
+    # XLA asks about the operand's last position, not its definition: a tuple element read
+    # through a get-tuple-element is that instruction's whole output (index {}).
+    end_inst, end_index = live.end_position[operand_value.id]
+    user = user_value.instruction
+    if user.opcode is Opcode.COPY or end_inst not in user.operands:  # type: ignore[attr-defined]
+        return False
+    return can_share_operand(end_inst, end_index, user, user_value.index)
+
+
+def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft], dict[int, HeapResult]]:
+    """Allocations for every buffer with memory, in XLA's final order (temps combined last).
+
+    Returns the allocations and, per memory space, the heap simulator's result for the temps.
+    See Note [Tuple temps and combined temp allocations] for the order things are created in.
+    """
+    entry = df.module.entry  # type: ignore[attr-defined]
+    aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in df.module.input_output_alias}  # type: ignore[attr-defined]
+    buffers = [b for b in df.buffers if _needs_memory(b, live)]
+    allocs: list[AllocationDraft] = []
+    alloc_of: dict[int, AllocationDraft] = {}  # buffer id -> allocation
+    reusable = _ReuseIndex(live.schedule_end_time)
+    temps: list[Buffer] = []
+
+    def new(buf: Buffer, kind: str, **kw: object) -> AllocationDraft:
+        a = AllocationDraft(len(allocs), buf.size, kind, buf.color, **kw)  # type: ignore[arg-type]
+        allocs.append(a)
+        _add(a, buf, live)
+        alloc_of[buf.id] = a
+        return a
+
+    def assign(buf: Buffer) -> None:
+        defining = [v.instruction for v in buf.values]
+        if any(i.opcode is Opcode.CONSTANT for i in defining):  # type: ignore[attr-defined]
+            new(buf, "constant", readonly=True)
+            return
+        params = [v for v in buf.values if v.instruction.opcode is Opcode.PARAMETER  # type: ignore[attr-defined]
+                  and v.instruction.computation is entry]  # type: ignore[attr-defined]
+        if params:
+            p = params[0]
+            num = p.instruction.attrs["parameter_number"]  # type: ignore[attr-defined]
+            has_alias = (num, p.index) in aliased
+            a = new(buf, "parameter", parameter_number=num, parameter_index=p.index, readonly=not has_alias)
+            if has_alias:
+                reusable.register(a)
+            return
+        if buf.values[0].embedded:
+            new(buf, "thread-local")
+            return
+        if _first_is_tuple(buf):
+            # Never reused and never heap-simulated (Note [Tuple temps and combined temp allocations]).
+            new(buf, "maybe-live-out" if buf.live_out else "temp", is_tuple=True)
+            return
+        if _try_reuse(buf, alloc_of, reusable, df, live):
+            return
+        if not buf.live_out:
+            temps.append(buf)
+            return
+        reusable.register(new(buf, "maybe-live-out"))
+
+    # XLA assigns the sequential computations' buffers, then runs the heap simulator, and only
+    # then assigns the thread-local computations' buffers; the order of creation decides how the
+    # temp allocations are combined.
+    sequential = [b for b in buffers if not b.values[0].embedded]
+    thread_local = [b for b in buffers if b.values[0].embedded]
+    for buf in _assignment_order(sequential, df, df.sequential):
+        assign(buf)
+    heaps: dict[int, HeapResult] = {}
+    by_color: dict[int, list[Value]] = {}
+    for buf in temps:
+        by_color.setdefault(buf.color, []).extend(buf.values)
+    # Tuple temps keep their own place in the combined block whatever the packing, so they
+    # count in full towards the block's lower bound.
+    dedicated: dict[int, int] = {}
+    for a in allocs:
+        if a.kind == "temp":
+            dedicated[a.color] = dedicated.get(a.color, 0) + a.size
+    for color in sorted(by_color.keys() | dedicated.keys()):
+        values = by_color.get(color, [])
+        sizes = {v.id: df.buffer_of[v.id].size for v in values}
+        result = simulate_heap(values, df, live, sizes) if values else HeapResult({}, 0, 0, "none")
+        heaps[color] = HeapResult(result.offsets, result.heap_size,
+                                  result.lower_bound + dedicated.get(color, 0), result.algorithm)
+        if not values:
+            continue
+        a = AllocationDraft(len(allocs), result.heap_size, "preallocated-temp", color)
+        for v in sorted(values, key=lambda v: v.id):
+            a.assigned.append((v, result.offsets.get(v.id, 0), sizes[v.id]))  # type: ignore[union-attr]
+        allocs.append(a)
+    local_computations = [c for c in df.embedded if not c.is_fusion_computation]  # type: ignore[attr-defined]
+    for buf in _assignment_order(thread_local, df, local_computations):
+        assign(buf)
+    return _combine_temp_allocations(allocs), heaps
+
+
+def _first_is_tuple(buf: Buffer) -> bool:
+    # XLA walks the buffer's values in order: a tuple-shaped one ends the walk with a tuple
+    # allocation, a top-level array one first tries its operands' allocations.
+    for v in buf.values:
+        if v.shape.is_tuple:  # type: ignore[attr-defined]
+            return True
+        if not v.index:
+            return False
+    return False
+
+
+def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[object]) -> list[Buffer]:
+    """XLA's ``kBiggestFirst`` order: size, live-out first, post-order position, buffer id."""
+    pos = _post_order_positions(df.module, computations)
+    far = len(pos)
+    return sorted(buffers, key=lambda b: (-b.size, not b.live_out,
+                                          min(pos.get(v.instruction, far) for v in b.values), b.id))
+
+
+def _post_order_positions(module: object, computations: list[object]) -> dict[object, int]:
+    """Each instruction's place in XLA's ``ComparePosition`` order over ``computations``.
+
+    Computations come callers first (the call graph's post order from the entry, reversed), and
+    each lists its instructions in ``MakeInstructionPostOrder`` order: a depth-first walk from
+    every instruction without users or control successors, first operand first.
+    """
+    wanted = set(computations)
+    graph_post: list[object] = []
+    seen: set[object] = set()
+    stack: list[tuple[object, int]] = [(module.entry, 0)]  # type: ignore[attr-defined]
+    seen.add(module.entry)  # type: ignore[attr-defined]
+    callees_of: dict[object, list[object]] = {}
+    while stack:
+        comp, k = stack.pop()
+        callees = callees_of.get(comp)
+        if callees is None:
+            callees = callees_of[comp] = [c for i in comp.instructions for c in _callees(i)]  # type: ignore[attr-defined]
+        while k < len(callees) and callees[k] in seen:
+            k += 1
+        if k == len(callees):
+            graph_post.append(comp)
+            continue
+        stack.append((comp, k + 1))
+        seen.add(callees[k])
+        stack.append((callees[k], 0))
+    pos: dict[object, int] = {}
+    for comp in reversed(graph_post):
+        if comp in wanted:
+            for inst in instruction_post_order(comp):
+                pos[inst] = len(pos)
+    return pos
+
+
+def _callees(inst: object) -> list[object]:
+    if inst.opcode is Opcode.WHILE:  # type: ignore[attr-defined]
+        return [inst.attrs["body"], inst.attrs["condition"]]  # type: ignore[attr-defined]  # XLA's order
+    return inst.called_computations  # type: ignore[attr-defined]
+
+
+def _combine_temp_allocations(allocs: list[AllocationDraft]) -> list[AllocationDraft]:
+    """XLA's ``CombineTempAllocations``: one preallocated-temp allocation per memory space.
+
+    See Note [Tuple temps and combined temp allocations].
+    """
+    def is_temp(a: AllocationDraft) -> bool:
+        return a.kind in ("temp", "preallocated-temp")
+
+    ordered, first_temp = _unstable_partition(allocs, lambda a: not is_temp(a))
+    combined: dict[int, AllocationDraft] = {}
+    for a in ordered[first_temp:]:
+        into = combined.get(a.color)
+        if into is None:
+            combined[a.color] = AllocationDraft(0, a.size, "preallocated-temp", a.color, is_tuple=a.is_tuple,
+                                                assigned=list(a.assigned or ()))
+            continue
+        base = -(-into.size // CPU_ALIGNMENT) * CPU_ALIGNMENT
+        into.size = base + a.size
+        into.assigned.extend((v, base + off, size) for v, off, size in a.assigned or ())  # type: ignore[union-attr]
+    out = ordered[:first_temp] + list(combined.values())
+    for k, a in enumerate(out):
+        a.index = k
+    return out
+
+
+def _unstable_partition(items: list[AllocationDraft],
+                        front: Callable[[AllocationDraft], bool]) -> tuple[list[AllocationDraft], int]:
+    """``std::partition`` as libstdc++ and libc++ run it on bidirectional iterators (swaps from
+    both ends), returning the reordered list and where the second group starts."""
+    a = list(items)
+    first, last = 0, len(a)
+    while True:
+        while first != last and front(a[first]):
+            first += 1
+        if first == last:
+            return a, first
+        last -= 1
+        while first != last and not front(a[last]):
+            last -= 1
+        if first == last:
+            return a, first
+        a[first], a[last] = a[last], a[first]
+        first += 1
+
+
+def _needs_memory(buf: Buffer, live: Liveness) -> bool:
+    # Fusion internals are not values at all; embedded values have no range but need memory.
+    return any(v.id in live.ranges or v.embedded for v in buf.values)
+
+
+def _add(a: AllocationDraft, buf: Buffer, live: Liveness) -> None:
+    for v in buf.values:
+        a.assigned.append((v, 0, v.size))  # type: ignore[union-attr]
+        a.occupancy.add(v, live.ranges)
+
+
+def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _ReuseIndex,
+               df: Dataflow, live: Liveness) -> bool:
+    """XLA's ``AssignSingleHloBuffer`` reuse step: operands' allocations, then smallest first."""
+    seen: set[int] = set()
+    for v in buf.values:
+        if v.index or v.shape.is_tuple:  # type: ignore[attr-defined]
+            continue
+        for operand in v.instruction.operands:  # type: ignore[attr-defined]
+            for ov in df.value_set(operand):
+                a = alloc_of.get(df.buffer_of[ov.id].id)
+                if a is None or a.index in seen:
+                    continue
+                seen.add(a.index)
+                if _maybe_assign(a, buf, live):
+                    _commit(a, buf, alloc_of, live, reusable)
+                    return True
+    # Only allocations that may take the buffer and hold no value surely interfering with one
+    # of its values are tried (Note [Finding interference fast]); a buffer with a value without
+    # a live range fits no allocation that holds anything (``_maybe_assign``).
+    size, color, exact = buf.size, buf.color, buf.live_out
+    candidates = reusable.exact.get((color, size), 0) if exact else reusable.accepting.get(color, 0)
+    for v in buf.values:
+        r = live.ranges.get(v.id)
+        if r is None:
+            return False
+        candidates &= ~reusable.interfering(*r)
+    for index in seen:
+        k = reusable.bit_of.get(index)
+        if k is not None:
+            candidates &= ~(1 << k)
+    allocations = reusable.allocations
+    while candidates:
+        bit = candidates.bit_length() - 1
+        candidates ^= 1 << bit
+        a = allocations[bit]
+        if a.size < size or a.color != color or (exact and a.size != size) or a.index in seen:
+            continue
+        if _maybe_assign(a, buf, live):
+            _commit(a, buf, alloc_of, live, reusable)
+            return True
+    return False
+
+
+def _commit(a: AllocationDraft, buf: Buffer, alloc_of: dict[int, AllocationDraft], live: Liveness,
+            reusable: _ReuseIndex) -> None:
+    _add(a, buf, live)
+    alloc_of[buf.id] = a
+    if a.index in reusable.bit_of:
+        for v in buf.values:
+            r = live.ranges.get(v.id)
+            if r is not None:
+                reusable.cover(a, *r)
+
+
+def _maybe_assign(a: AllocationDraft, buf: Buffer, live: Liveness) -> bool:
+    """XLA's ``MaybeAssignBuffer``: may ``buf`` join ``a`` without interfering with its values?"""
+    if a.color != buf.color or buf.size > a.size or not a.accepts_reuse:
+        return False
+    if buf.live_out and a.size != buf.size:
+        return False
+    occ = a.occupancy
+    if not a.assigned:
+        return True
+    if occ.unranged:
+        return False
+    for v in buf.values:
+        r = live.ranges.get(v.id)
+        if r is None:
+            return False
+        inst = v.instruction
+        if inst.opcode is Opcode.COPY and any(p in occ.positions for p in inst.operands):  # type: ignore[attr-defined]
+            return False
+        for assigned in occ.meeting(*r):
+            if _interferes(v, assigned, live):
+                return False
+    return True

@@ -1,0 +1,481 @@
+"""Dataflow: which values each instruction defines, where they appear, and which share a buffer.
+
+This is XLA's ``HloDataflowAnalysis`` (SSA form, ``bitcast_defines_value=false``) followed by
+``HloAliasAnalysis``: a *value* is defined once (by an instruction at a shape index, or as a phi
+of a loop or conditional) and appears at *positions*; a *buffer* is a set of values that must
+live at the same address. Fusion bodies hold no values (their instructions never own memory);
+computations called by ``to_apply``/``comparator``/... are *embedded*: their values get
+thread-local allocations and no live range.
+
+How each opcode moves values is a registry keyed by opcode (``_RULES``); opcodes without an
+entry define a fresh value at every shape index.
+
+Note [Aliasing through while]
+-----------------------------
+A while loop's state at index ``i`` flows init -> condition parameter -> body parameter -> body
+root -> back to the parameters -> while result. XLA makes one phi per place (while result, body
+parameter, condition parameter) and puts all of them, the init value and the body root value in
+one buffer, so the loop updates its state in place::
+
+    init{i} --+--> cond.param{i} (phi)      all five share one buffer;
+              +--> body.param{i} (phi) ...  body.root{i}
+              +--> while{i} (phi)            live ranges chain, see liveness.py
+
+When the body passes index ``i`` through unchanged (root{i} is body.param{i}), the phis collapse
+into the init value, as XLA's phi simplification does: no new value exists at all (``w`` in a
+scan keeps one value from the entry parameter through every loop position).
+
+Note [In-place outputs]
+-----------------------
+Some outputs must reuse an operand's buffer (XLA's ``GetInPlaceInputOutputPairs``):
+dynamic-update-slice (operand 0), scatter (operands ``0..n-1``), a fusion whose root (or root
+tuple element), or a bitcast of it, is such an op on a fusion parameter,
+``output_to_operand_aliasing`` of custom calls and fusions, and the module's
+``input_output_alias``. The output stays its own value but joins the operand's buffer.
+
+Note [Value numbering]
+----------------------
+Value ids break ties wherever XLA sorts values: the heap simulator's events at one time and
+its placement order among equal sizes and durations, the live-range peak's sweep. XLA numbers
+values as ``HloDataflowAnalysis`` creates them: computations in the order the module prints
+them, instructions of each in ``MakeInstructionPostOrder`` order, a tuple's indices outer
+first; loop and conditional phis are created later, while propagating, so they come last.
+``analyze_dataflow`` numbers its values the same way; with it the temporaries' offsets of all
+60 programs in ``tests/analysis/test_memory.py`` equal XLA:CPU's, while definition order left
+9 of them with values swapped between chunks (same totals).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from hloscope.ir import Opcode
+from hloscope.ir.buffer_assignment import HloPosition, HloUse, ShapeIndex
+from hloscope.ir.opcode import Family
+
+__all__ = ["Value", "Buffer", "Dataflow", "analyze_dataflow", "instruction_post_order",
+           "ELEMENTWISE_FAMILIES"]
+
+ELEMENTWISE_FAMILIES = frozenset({Family.UNARY, Family.BINARY, Family.TERNARY, Family.COMPARE, Family.CONVERT})
+# Callers whose computations run as sequential code (XLA's CallContext::kControlFlow) or hold
+# no values (fusion); every other caller's computations are embedded: reduce's to_apply, sort's
+# comparator, a custom call's called_computations, ...
+_SEQUENTIAL_CALLERS = frozenset({Opcode.CALL, Opcode.WHILE, Opcode.CONDITIONAL, Opcode.FUSION,
+                                 Opcode.ASYNC_START, Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE})
+
+
+def _embedded_callees(inst: object) -> list[object]:
+    # Async sugar (`reduce-start(...), to_apply=add`) calls what the wrapped op calls: a
+    # reducer stays embedded, a call's computation sequential.
+    op = inst.attrs.get("async_wrapped_opcode") or inst.opcode  # type: ignore[attr-defined]
+    if op in _SEQUENTIAL_CALLERS:
+        return []
+    return inst.called_computations  # type: ignore[attr-defined]
+
+
+@dataclass(eq=False, slots=True)
+class Value:
+    """One HloValue: defined by ``instruction`` at ``index``; ``computation`` is its home."""
+
+    id: int
+    instruction: object  # hloscope.ir.Instruction
+    index: ShapeIndex
+    shape: object  # ArrayShape | TupleShape at index
+    is_phi: bool = False
+    embedded: bool = False  # in a to_apply-style computation: thread-local
+    positions: list[tuple[object, ShapeIndex]] = field(default_factory=list)
+    uses: list[tuple[object, int, ShapeIndex]] = field(default_factory=list)
+    size: int = field(init=False)  # bytes of ``shape``, computed once (assignment reads it often)
+    color: int = field(init=False)  # memory space of ``shape``'s layout
+
+    def __post_init__(self) -> None:
+        self.size = self.shape.byte_size()  # type: ignore[attr-defined]
+        layout = getattr(self.shape, "layout", None)
+        self.color = layout.memory_space if layout is not None else 0
+
+    @property
+    def name(self) -> str:
+        return self.instruction.name  # type: ignore[attr-defined]
+
+    def hlo_positions(self) -> tuple[HloPosition, ...]:
+        return tuple(HloPosition(i.name, x) for i, x in self.positions)  # type: ignore[attr-defined]
+
+    def hlo_uses(self) -> tuple[HloUse, ...]:
+        return tuple(HloUse(i.name, n, x) for i, n, x in self.uses)  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"<{self.id} {self.name}{list(self.index)}{' (phi)' if self.is_phi else ''}>"
+
+
+@dataclass(eq=False, slots=True)
+class Buffer:
+    """One HloBuffer: values that must share an address; ``size`` is the largest of them."""
+
+    id: int
+    values: list[Value]
+    live_out: bool = False
+    size: int = field(init=False)  # the largest value's bytes
+    color: int = field(init=False)  # the first value's memory space
+
+    def __post_init__(self) -> None:
+        self.size = max(v.size for v in self.values)
+        self.color = self.values[0].color
+
+
+ValueSets = dict[ShapeIndex, list[Value]]
+
+
+@dataclass
+class Dataflow:
+    """The result: values in definition order, buffers, and each instruction's value sets."""
+
+    module: object
+    values: list[Value]
+    buffers: list[Buffer]
+    buffer_of: dict[int, Buffer]  # value id -> buffer
+    sets: dict[object, ValueSets]  # instruction -> index -> values there
+    embedded: set[object]  # thread-local computations
+    sequential: list[object]  # computations with a schedule (entry, bodies, branches)
+
+    def value_set(self, instruction: object, index: ShapeIndex = ()) -> list[Value]:
+        return self.sets.get(instruction, {}).get(index, [])
+
+
+def _indices(shape: object, prefix: ShapeIndex = ()) -> Iterator[tuple[ShapeIndex, object]]:
+    yield prefix, shape
+    for i, e in enumerate(getattr(shape, "elements", ())):
+        yield from _indices(e, (*prefix, i))
+
+
+class _Builder:
+    def __init__(self, module: object) -> None:
+        self.module = module
+        self.values: list[Value] = []
+        self.sets: dict[object, ValueSets] = {}
+        self.replaced: dict[Value, list[Value]] = {}  # collapsed phi -> what it stands for
+        self.unions: list[tuple[Value, Value]] = []
+        self.embedded: set[object] = set()
+        self.sequential: list[object] = []
+        self.done: set[object] = set()
+
+    def new(self, inst: object, index: ShapeIndex, shape: object, *, phi: bool = False, embedded: bool = False) -> Value:
+        v = Value(len(self.values), inst, index, shape, phi, embedded)
+        self.values.append(v)
+        return v
+
+    def define_all(self, inst: object, embedded: bool) -> ValueSets:
+        return {idx: [self.new(inst, idx, s, embedded=embedded)] for idx, s in _indices(inst.shape)}  # type: ignore[attr-defined]
+
+    def run(self, comp: object, params: list[ValueSets] | None, embedded: bool = False) -> ValueSets:
+        """Walk ``comp`` (params given by the caller, or defined here); returns the root's sets."""
+        if params is None and comp in self.done:
+            return self.sets[comp.root]  # type: ignore[attr-defined]
+        self.done.add(comp)
+        if not embedded and comp not in self.sequential:
+            self.sequential.append(comp)
+        for inst in comp.instructions:  # type: ignore[attr-defined]
+            for callee in _embedded_callees(inst):
+                self.embedded.add(callee)
+                self.run(callee, None, embedded=True)
+            if inst.opcode is Opcode.PARAMETER and params is not None:
+                self.sets[inst] = params[inst.attrs["parameter_number"]]
+                continue
+            rule = _RULES.get(inst.opcode)
+            self.sets[inst] = rule(self, inst) if rule else self.define_all(inst, embedded)
+            if inst.opcode is Opcode.FUSION:
+                self._embedded_in_fusion(inst)
+        return self.sets[comp.root]  # type: ignore[attr-defined]
+
+    def _embedded_in_fusion(self, fusion: object) -> None:
+        # reduce/sort inside a fusion still call their to_apply as real (thread-local) code.
+        for comp in fusion.called_computations:  # type: ignore[attr-defined]
+            for inst in comp.instructions:
+                if inst.opcode is Opcode.FUSION:
+                    self._embedded_in_fusion(inst)
+                for callee in _embedded_callees(inst):
+                    if callee not in self.done:
+                        self.embedded.add(callee)
+                        self.run(callee, None, embedded=True)
+
+    def operand_sets(self, inst: object, i: int) -> ValueSets:
+        return self.sets[inst.operands[i]]  # type: ignore[attr-defined]
+
+
+# --- the registry: how each opcode defines or forwards values ---------------------------------
+_Rule = Callable[[_Builder, object], ValueSets]
+_RULES: dict[Opcode, _Rule] = {}
+
+
+def _rule(*opcodes: Opcode) -> Callable[[_Rule], _Rule]:
+    def register(fn: _Rule) -> _Rule:
+        for op in opcodes:
+            _RULES[op] = fn
+        return fn
+
+    return register
+
+
+def _sub(sets: ValueSets, prefix: ShapeIndex, new_prefix: ShapeIndex = ()) -> ValueSets:
+    n = len(prefix)
+    return {(*new_prefix, *idx[n:]): vs for idx, vs in sets.items() if idx[:n] == prefix}
+
+
+def _is_embedded(b: _Builder, inst: object) -> bool:
+    return inst.computation in b.embedded  # type: ignore[attr-defined]
+
+
+@_rule(Opcode.BITCAST, Opcode.OPTIMIZATION_BARRIER, Opcode.ASYNC_UPDATE)
+def _forward(b: _Builder, inst: object) -> ValueSets:
+    return dict(b.operand_sets(inst, 0))
+
+
+@_rule(Opcode.TUPLE)
+def _tuple(b: _Builder, inst: object) -> ValueSets:
+    out: ValueSets = {(): [b.new(inst, (), inst.shape, embedded=_is_embedded(b, inst))]}  # type: ignore[attr-defined]
+    for i in range(len(inst.operands)):  # type: ignore[attr-defined]
+        out.update(_sub(b.operand_sets(inst, i), (), (i,)))
+    return out
+
+
+@_rule(Opcode.GET_TUPLE_ELEMENT)
+def _gte(b: _Builder, inst: object) -> ValueSets:
+    return _sub(b.operand_sets(inst, 0), (inst.attrs["index"],))  # type: ignore[attr-defined]
+
+
+@_rule(Opcode.COPY_START)
+def _copy_start(b: _Builder, inst: object) -> ValueSets:
+    out = b.define_all(inst, _is_embedded(b, inst))
+    out.update(_sub(b.operand_sets(inst, 0), (), (1,)))
+    return out
+
+
+@_rule(Opcode.COPY_DONE)
+def _copy_done(b: _Builder, inst: object) -> ValueSets:
+    return _sub(b.operand_sets(inst, 0), (0,))
+
+
+@_rule(Opcode.ASYNC_START)
+def _async_start(b: _Builder, inst: object) -> ValueSets:
+    # XLA's async-start defines its tuples, its result {1} (inside the wrapped computation,
+    # which hloscope does not model: the start stands in) and its contexts {2...}; the
+    # operand slots {0, i} are the operands' own values, not copies.
+    embedded = _is_embedded(b, inst)
+    out: ValueSets = {idx: [b.new(inst, idx, shape, embedded=embedded)]
+                      for idx, shape in _indices(inst.shape)  # type: ignore[attr-defined]
+                      if shape.is_tuple or idx[0] != 0}  # type: ignore[attr-defined]
+    for i in range(len(inst.operands)):  # type: ignore[attr-defined]
+        out.update(_sub(b.operand_sets(inst, i), (), (0, i)))
+    return out
+
+
+@_rule(Opcode.ASYNC_DONE)
+def _async_done(b: _Builder, inst: object) -> ValueSets:
+    return _sub(b.operand_sets(inst, 0), (1,))
+
+
+@_rule(Opcode.CALL)
+def _call(b: _Builder, inst: object) -> ValueSets:
+    callee = inst.attrs["to_apply"]  # type: ignore[attr-defined]
+    params = [b.operand_sets(inst, i) for i in range(len(inst.operands))]  # type: ignore[attr-defined]
+    return dict(b.run(callee, params))
+
+
+@_rule(Opcode.CONDITIONAL)
+def _conditional(b: _Builder, inst: object) -> ValueSets:
+    branches = inst.attrs.get("branch_computations") or [  # type: ignore[attr-defined]
+        inst.attrs["true_computation"], inst.attrs["false_computation"]]  # type: ignore[attr-defined]
+    roots = [b.run(c, [b.operand_sets(inst, k + 1)]) for k, c in enumerate(branches)]
+    out: ValueSets = {}
+    for idx, shape in _indices(inst.shape):  # type: ignore[attr-defined]
+        first = roots[0].get(idx, [])
+        if all(r.get(idx, []) == first for r in roots[1:]) and len(first) == 1:
+            out[idx] = first
+            continue
+        phi = b.new(inst, idx, shape, phi=True)
+        for r in roots:
+            for v in r.get(idx, []):
+                b.unions.append((phi, v))
+        out[idx] = [phi]
+    return out
+
+
+@_rule(Opcode.WHILE)
+def _while(b: _Builder, inst: object) -> ValueSets:
+    # See Note [Aliasing through while].
+    init = b.operand_sets(inst, 0)
+    body, cond = inst.attrs["body"], inst.attrs["condition"]  # type: ignore[attr-defined]
+    shapes = list(_indices(inst.shape))  # type: ignore[attr-defined]
+    phis = {}
+    for place in (cond.parameters[0], body.parameters[0], inst):
+        phis[place] = {idx: b.new(place, idx, s, phi=True) for idx, s in shapes}
+    b.run(cond, [{i: [v] for i, v in phis[cond.parameters[0]].items()}])
+    root = b.run(body, [{i: [v] for i, v in phis[body.parameters[0]].items()}])
+    for idx, _ in shapes:
+        body_phi = phis[body.parameters[0]][idx]
+        if root.get(idx) == [body_phi]:
+            for place in phis:
+                b.replaced[phis[place][idx]] = init.get(idx, [])
+            continue
+        group = [phis[p][idx] for p in phis] + init.get(idx, []) + root.get(idx, [])
+        for v in group[1:]:
+            b.unions.append((group[0], v))
+    return {idx: [phis[inst][idx]] for idx, _ in shapes}
+
+
+def in_place_pairs(inst: object) -> list[tuple[int, ShapeIndex, ShapeIndex]]:
+    """(operand number, operand index, output index) that must share (Note [In-place outputs])."""
+    op = inst.opcode  # type: ignore[attr-defined]
+    if op is Opcode.DYNAMIC_UPDATE_SLICE:
+        return [(0, (), ())]
+    if op is Opcode.SCATTER:
+        n = len(inst.operands) // 2  # type: ignore[attr-defined]
+        return [(i, (), (i,) if n > 1 else ()) for i in range(n)]
+    pairs: list[tuple[int, ShapeIndex, ShapeIndex]] = []
+    raw = inst.attrs.get("output_to_operand_aliasing")  # type: ignore[attr-defined]
+    if raw is not None:
+        text = getattr(raw, "text", str(raw))
+        for out_idx, num, op_idx in re.findall(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}", text):
+            pairs.append((int(num), _ints(op_idx), _ints(out_idx)))
+    if op is Opcode.FUSION:
+        root = inst.attrs["calls"].root  # type: ignore[attr-defined]
+        outs = list(enumerate(root.operands)) if root.opcode is Opcode.TUPLE else [(None, root)]
+        for k, r in outs:
+            # A bitcast of the updated buffer is still that buffer (measured on XLA:CPU, jaxlib
+            # 0.10: vmapped scatters fuse into dynamic-update-slice + bitcast and stay in place).
+            while r.opcode is Opcode.BITCAST:
+                r = r.operands[0]
+            if r.opcode in (Opcode.DYNAMIC_UPDATE_SLICE, Opcode.SCATTER):
+                src = r.operands[0]
+                while src.opcode is Opcode.BITCAST:
+                    src = src.operands[0]
+                if src.opcode is Opcode.PARAMETER:
+                    pairs.append((src.attrs["parameter_number"], (), () if k is None else (k,)))
+    return pairs
+
+
+def _ints(text: str) -> ShapeIndex:
+    return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+
+
+def analyze_dataflow(module: object) -> Dataflow:
+    """Values, positions, uses and buffers of ``module`` (see the module docstring)."""
+    b = _Builder(module)
+    b.run(module.entry, None)  # type: ignore[attr-defined]
+
+    def resolve(vs: list[Value]) -> list[Value]:
+        out: list[Value] = []
+        for v in vs:
+            if v in b.replaced:
+                out.extend(resolve(b.replaced[v]))
+            elif v not in out:
+                out.append(v)
+        return out
+
+    sets = {inst: {idx: resolve(vs) for idx, vs in s.items()} for inst, s in b.sets.items()}
+    live = [v for v in b.values if v not in b.replaced]
+    live.sort(key=_xla_value_order(module, live))  # Note [Value numbering]
+    for i, v in enumerate(live):
+        v.id = i
+    # Positions and uses, in one pass over every instruction (defining position first).
+    for inst, s in sets.items():
+        for idx, vs in s.items():
+            for v in vs:
+                if v.instruction is inst and v.index == idx:
+                    v.positions.insert(0, (inst, idx))
+                else:
+                    v.positions.append((inst, idx))
+        if inst.opcode in (Opcode.TUPLE, Opcode.BITCAST):  # type: ignore[attr-defined]
+            continue  # they forward values without reading them; their users are the uses
+        for n, operand in enumerate(inst.operands):  # type: ignore[attr-defined]
+            for idx, vs in sets.get(operand, {}).items():
+                if inst.opcode is Opcode.GET_TUPLE_ELEMENT and idx:  # type: ignore[attr-defined]
+                    continue
+                for v in vs:
+                    v.uses.append((inst, n, idx))
+    # Union-find over values -> buffers.
+    parent = list(range(len(live)))
+
+    def find(x: int) -> int:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    def union(a: Value, c: Value) -> None:
+        ra, rc = find(a.id), find(c.id)
+        if ra != rc:
+            parent[max(ra, rc)] = min(ra, rc)
+
+    for a, c in b.unions:
+        for x in resolve([a]):
+            for y in resolve([c]):
+                union(x, y)
+    for inst, s in sets.items():
+        for num, op_idx, out_idx in in_place_pairs(inst):
+            if num < len(inst.operands):  # type: ignore[attr-defined]
+                for x in sets[inst.operands[num]].get(op_idx, []):  # type: ignore[attr-defined]
+                    for y in s.get(out_idx, []):
+                        union(x, y)
+    entry = module.entry  # type: ignore[attr-defined]
+    root_sets = sets[entry.root]
+    for alias in module.input_output_alias:  # type: ignore[attr-defined]
+        param = entry.parameters[alias.parameter_number]
+        for x in sets[param].get(tuple(alias.parameter_index), []):
+            for y in root_sets.get(tuple(alias.output_index), []):
+                union(x, y)
+    groups: dict[int, list[Value]] = {}
+    for v in live:
+        groups.setdefault(find(v.id), []).append(v)
+    buffers = [Buffer(k, vs) for k, vs in enumerate(groups.values())]
+    buffer_of = {v.id: buf for buf in buffers for v in buf.values}
+    for vs in root_sets.values():
+        for v in vs:
+            buffer_of[v.id].live_out = True
+    return Dataflow(module, live, buffers, buffer_of, sets, b.embedded, b.sequential)
+
+
+def _xla_value_order(module: object, values: list[Value]) -> Callable[[Value], tuple[object, ...]]:
+    """Sort key giving ``values`` XLA's numbering (Note [Value numbering])."""
+    comp_rank = {c: k for k, c in enumerate(module.computations)}  # type: ignore[attr-defined]
+    pos: dict[object, int] = {}
+    for comp in module.computations:  # type: ignore[attr-defined]
+        for k, inst in enumerate(instruction_post_order(comp)):
+            pos[inst] = k
+    created = {id(v): k for k, v in enumerate(values)}
+
+    def key(v: Value) -> tuple[object, ...]:
+        if v.is_phi:
+            return (1, created[id(v)])
+        inst = v.instruction
+        return (0, comp_rank.get(inst.computation, -1), pos.get(inst, -1), v.index, created[id(v)])  # type: ignore[attr-defined]
+
+    return key
+
+
+def instruction_post_order(comp: object) -> list[object]:
+    """XLA's ``MakeInstructionPostOrder``: operands before users, walking depth first from each
+    instruction without users or control successors (in the computation's order), first
+    operand first, control predecessors before operands."""
+    instructions = comp.instructions  # type: ignore[attr-defined]
+    has_successor = {p for i in instructions for p in i.control_predecessors}
+    visiting, done = set(), set()
+    out: list[object] = []
+    for root in instructions:
+        if comp.users(root) or root in has_successor or root in done:  # type: ignore[attr-defined]
+            continue
+        stack = [root]
+        while stack:
+            cur = stack[-1]
+            if cur in done or cur in visiting:
+                stack.pop()
+                if cur in visiting:
+                    visiting.discard(cur)
+                    done.add(cur)
+                    out.append(cur)
+                continue
+            visiting.add(cur)
+            stack.extend(op for op in reversed(cur.operands) if op not in done)
+            stack.extend(op for op in cur.control_predecessors if op not in done)
+    return out

@@ -1,0 +1,199 @@
+"""The heap simulator: where in the preallocated temp block each temporary value lives.
+
+``simulate_heap`` is XLA's whole-module heap simulation as XLA:CPU runs it
+(``HeapSimulator::RunComputation`` with ``ChooseBestHeapAlgorithm``):
+
+1. Replay the schedule: at each time, values starting then are allocated (or share the chunk
+   of an operand dying at that time, ``ShareWith``, when the user may overwrite it: see
+   ``sharing.py``), then values ending then are freed. Every event ticks the heap's own clock,
+   so a value's interval is measured in events, not in schedule steps.
+2. Place the allocated values with ``GlobalDecreasingSizeBestFitHeap`` twice, ``spatial``
+   (size, then the value's own duration, then id) and ``temporal`` (duration of the whole
+   group sharing the chunk, then size, then id), each value into the smallest free gap that
+   fits (best fit), offsets aligned to 64 bytes (XLA:CPU's minimum alignment), and keep the
+   smaller heap (the spatial one on a tie).
+3. ``_lower_bound``: the most bytes live at one tick, which no packing can beat.
+
+A group of values sharing one chunk blocks it only over each value's own interval, so other
+values may use the chunk in the gaps between them (XLA adds one interval-tree node per value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hloscope.analysis.memory.dataflow import Dataflow, Value
+from hloscope.analysis.memory.liveness import Liveness
+from hloscope.analysis.memory.sharing import can_share_operand
+from hloscope.ir import Opcode
+
+__all__ = ["CPU_ALIGNMENT", "HeapResult", "simulate_heap"]
+
+CPU_ALIGNMENT = 64
+
+
+@dataclass(frozen=True)
+class HeapResult:
+    """Offsets the heap simulator chose (value id -> offset), its size and the no-gap bound.
+
+    ``lower_bound`` is the most bytes live at one heap tick; ``assign_buffers`` adds the bytes
+    of the temporary tuples' own allocations, which share the temp block but not the heap.
+    """
+
+    offsets: dict[int, int]
+    heap_size: int
+    lower_bound: int
+    algorithm: str
+
+
+def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict[int, int],
+                  alignment: int = CPU_ALIGNMENT) -> HeapResult:
+    """Pack ``values`` (one memory space) as XLA's whole-module heap simulation does."""
+    ids = {v.id for v in values}
+    by_start: dict[int, list[Value]] = {}
+    by_end: dict[int, list[Value]] = {}
+    for v in sorted(values, key=lambda v: (*live.ranges[v.id], v.id)):
+        s, e = live.ranges[v.id]
+        by_start.setdefault(s, []).append(v)
+        by_end.setdefault(e, []).append(v)
+    # Replay alloc/share/free events; interval times count events, as XLA's heap does.
+    start: dict[int, int] = {}
+    end: dict[int, int] = {}
+    coloc: dict[int, list[int]] = {}
+    canonical: dict[int, int] = {}
+    first_in_buffer: dict[int, int] = {}
+    clock = 0
+    for t in range(live.schedule_end_time + 1):
+        freeing = by_end.get(t, [])
+        for v in by_start.get(t, []):
+            buf = df.buffer_of[v.id]
+            target = first_in_buffer.get(buf.id)
+            if target is None and len(buf.values) == 1:
+                target = _share_candidate(v, df, live, freeing, ids, t)
+                if target is not None:
+                    end[target] = clock
+                    clock += 1
+                    freeing.remove(next(x for x in freeing if x.id == target))
+            if target is not None:
+                root = canonical.get(target, target)
+                coloc.setdefault(root, []).append(v.id)
+                canonical[v.id] = root
+            else:
+                first_in_buffer[buf.id] = v.id
+            start[v.id] = clock
+            clock += 1
+        for v in freeing:
+            end[v.id] = clock
+            clock += 1
+    roots = [v.id for v in values if v.id not in canonical and v.id in start]
+    best: HeapResult | None = None
+    for name in ("spatial", "temporal"):
+        offsets, heap = _best_fit(roots, start, end, coloc, sizes, name, alignment)
+        if best is None or heap < best.heap_size:
+            best = HeapResult(offsets, heap, 0, name)
+    assert best is not None
+    return HeapResult(best.offsets, best.heap_size, _lower_bound(start, end, canonical, sizes), best.algorithm)
+
+
+def _share_candidate(v: Value, df: Dataflow, live: Liveness, freeing: list[Value], ids: set[int],
+                     t: int) -> int | None:
+    inst = v.instruction
+    if inst.opcode is Opcode.COPY:  # type: ignore[attr-defined]
+        return None
+    for operand in inst.operands:  # type: ignore[attr-defined]
+        for ov in df.value_set(operand):
+            if ov.id not in ids or len(df.buffer_of[ov.id].values) > 1 or live.ranges[ov.id][1] != t:
+                continue
+            if not any(f is ov for f in freeing):
+                continue
+            if ov.instruction in inst.operands and can_share_operand(ov.instruction, ov.index, inst, v.index):  # type: ignore[attr-defined]
+                return ov.id
+    return None
+
+
+def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], coloc: dict[int, list[int]],
+              sizes: dict[int, int], kind: str, alignment: int) -> tuple[dict[int, int], int]:
+    def span(r: int) -> tuple[int, int]:
+        members = [r, *coloc.get(r, [])]
+        return min(start[m] for m in members), max(end.get(m, start[m]) for m in members)
+
+    spans = {r: span(r) for r in roots}
+    if kind == "spatial":
+        # XLA's spatial order measures the duration of the first value alone, not of the values
+        # sharing its chunk (GetSpatialBufferIntervalCompare); the temporal order uses the span.
+        order = sorted(roots, key=lambda r: (-sizes[r], start[r] - end.get(r, start[r]), r))
+    else:
+        order = sorted(roots, key=lambda r: (spans[r][0] - spans[r][1], -sizes[r], r))
+    # Placed chunks by time block, so a chunk meets only the chunks near it in time (XLA keeps a
+    # BufferIntervalTree for the same purpose); each chunk is listed in every block it spans.
+    # A group of values sharing a chunk occupies it only over each value's own interval, so
+    # others may use the chunk in the gaps between them (XLA's MakeFreeChunksList queries the
+    # tree once per colocated interval, and CommitChunkAndInterval adds one node per interval).
+    blocks: dict[int, list[tuple[int, int, int, int, int]]] = {}
+    offsets: dict[int, int] = {}
+    heap = 0
+    for r in order:
+        members = [r, *coloc.get(r, [])]
+        size = max(sizes[m] for m in members)
+        intervals = [(start[m], end.get(m, start[m])) for m in members]
+        near: dict[tuple[int, int], tuple[int, int]] = {}
+        for lo_t, hi_t in intervals:
+            for b in range(lo_t >> _BLOCK_BITS, (hi_t >> _BLOCK_BITS) + 1):
+                for key, s, e, lo, hi in blocks.get(b, ()):
+                    if s <= hi_t and lo_t <= e:
+                        near[key] = (lo, hi)
+        # Chunks occupy whole alignment units; only the heap's end uses the exact size.
+        busy = sorted(near.values())
+        best_off, best_len, cursor = None, None, 0
+        for lo, hi in busy + [(1 << 62, 1 << 62)]:
+            off = -(-cursor // alignment) * alignment
+            if hi > cursor and lo > off and lo - off >= size:
+                length = lo - cursor
+                if best_len is None or length < best_len:
+                    best_off, best_len = off, length
+            cursor = max(cursor, hi)
+        assert best_off is not None
+        chunk_end = best_off + -(-size // alignment) * alignment
+        for m, (lo_t, hi_t) in zip(members, intervals):
+            record = ((r, m), lo_t, hi_t, best_off, chunk_end)
+            for b in range(lo_t >> _BLOCK_BITS, (hi_t >> _BLOCK_BITS) + 1):
+                blocks.setdefault(b, []).append(record)
+        for m in members:
+            offsets[m] = best_off
+        heap = max(heap, best_off + size)
+    return offsets, heap
+
+
+_BLOCK_BITS = 5  # time blocks of 32 heap events
+
+
+def _lower_bound(start: dict[int, int], end: dict[int, int], canonical: dict[int, int],
+                 sizes: dict[int, int]) -> int:
+    """The most bytes the heap must hold at one moment: no heap can be smaller.
+
+    Times are the heap's event clock, where a value that takes over its dying operand's chunk
+    starts after the operand's end, so the two are never counted together. Values that share a
+    chunk (one buffer's chained values, or a user writing over its operand) count once, and only
+    while one of them is live: the union of their own ranges, not the hull from first start to
+    last end (a buffer reused by a loop is free between its values).
+    """
+    groups: dict[int, list[int]] = {}
+    for vid in start:
+        groups.setdefault(canonical.get(vid, vid), []).append(vid)
+    deltas: dict[int, int] = {}
+    for members in groups.values():
+        size = max(sizes[m] for m in members)
+        spans = sorted((start[m], end.get(m, start[m])) for m in members)
+        lo, hi = spans[0]
+        for s, e in spans[1:] + [(1 << 62, 1 << 62)]:
+            if s <= hi:
+                hi = max(hi, e)
+                continue
+            deltas[lo] = deltas.get(lo, 0) + size  # live over the clock ticks [lo, hi]
+            deltas[hi + 1] = deltas.get(hi + 1, 0) - size
+            lo, hi = s, e
+    cur = peak = 0
+    for t in sorted(deltas):
+        cur += deltas[t]
+        peak = max(peak, cur)
+    return peak

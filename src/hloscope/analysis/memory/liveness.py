@@ -1,0 +1,216 @@
+"""Liveness: the flattened schedule, each value's live range, and the live-range peak.
+
+This follows XLA's ``HloLiveRange`` in module-scoped mode: the entry schedule is flattened,
+with a while's condition then body, and a call's or conditional's computations, spliced in just
+before the instruction that calls them. Times are positions in that flat sequence, and
+``schedule_end_time`` is its length (see Note [Live ranges are closed intervals] in
+``ir/buffer_assignment.py``).
+
+Note [Live range rules]
+-----------------------
+* A value starts at its defining instruction; parameters start where their computation starts.
+* It ends at its last use, or at its last position; a position at a computation's root counts
+  as the end of that computation (the entry root: ``schedule_end_time``).
+* A use by a while counts at the body parameter (the init value dies as the body starts); uses
+  by a call are ignored (the callee's own uses count).
+* Entry parameters not aliased to an output live the whole program.
+* Values of one buffer are then chained (``NormalizeAliasedBuffers``): sorted by (start, end),
+  each range is cut at the next one's start and the next one inherits the larger end::
+
+      tuple.2{2}      [===]                    the init dies at the condition parameter
+      cond.param{2}       [===]
+      body.param{2}           [=========]      ... which hands over to the body
+      while{2}                          [====] and the body root's value to the result
+
+Note [The live-range peak]
+--------------------------
+``ComputePeakMemoryMoment`` sweeps (time, is_end, value id) events, a value starting at
+``start`` and ending at ``end + 1``, and charges each value the byte size of its *defining
+instruction's whole shape* (a tuple element is charged the tuple's pointer table). Starts sort
+before ends at the same time, so a value ending at ``t - 1`` still counts while the values
+starting at ``t`` are added. The list printed at the peak time uses each value's own size. We do
+the same, so our peak time and list equal the dump's ``Live ranges at N (peak)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hloscope.analysis.memory.dataflow import Dataflow, Value
+from hloscope.ir import Opcode
+
+__all__ = ["Liveness", "flatten_schedule", "compute_liveness", "peak_moment", "SCHEDULES",
+           "min_memory_order"]
+
+SCHEDULES = ("module", "xla", "min-memory")
+
+
+@dataclass
+class Liveness:
+    """Flattened schedule and live ranges (value id -> (start, end), both included)."""
+
+    sequence: list[object]
+    time_of: dict[object, int]
+    spans: dict[object, tuple[int, int]]
+    ranges: dict[int, tuple[int, int]]
+    # value id -> its last position (instruction, shape index), XLA's TimeBound::end_position;
+    # a value meeting another at one time may share its memory through it (assignment.py).
+    end_position: dict[int, tuple[object, tuple[int, ...]]]
+
+    @property
+    def schedule_end_time(self) -> int:
+        return len(self.sequence)
+
+
+def flatten_schedule(module: object, order: dict[object, list[object]]) -> tuple[list[object], dict[object, int], dict[object, tuple[int, int]]]:
+    """The flat instruction sequence, each instruction's time, and each computation's span."""
+    seq: list[object] = []
+    time_of: dict[object, int] = {}
+    spans: dict[object, tuple[int, int]] = {}
+
+    def visit(comp: object) -> None:
+        if comp in spans:
+            return
+        start = len(seq)
+        spans[comp] = (start, start)  # guards against recursion
+        for inst in order[comp]:
+            op = inst.opcode  # type: ignore[attr-defined]
+            if op is Opcode.WHILE:
+                visit(inst.attrs["condition"])  # type: ignore[attr-defined]
+                visit(inst.attrs["body"])  # type: ignore[attr-defined]
+            elif op in (Opcode.CALL, Opcode.CONDITIONAL):
+                for callee in inst.called_computations:  # type: ignore[attr-defined]
+                    visit(callee)
+            time_of[inst] = len(seq)
+            seq.append(inst)
+        spans[comp] = (start, len(seq))
+
+    visit(module.entry)  # type: ignore[attr-defined]
+    return seq, time_of, spans
+
+
+def compute_liveness(df: Dataflow, order: dict[object, list[object]]) -> Liveness:
+    """Live ranges of every scheduled value (see Note [Live range rules])."""
+    module = df.module
+    seq, time_of, spans = flatten_schedule(module, order)
+    end_time = len(seq)
+    entry = module.entry  # type: ignore[attr-defined]
+    aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in module.input_output_alias}  # type: ignore[attr-defined]
+    ranges: dict[int, tuple[int, int]] = {}
+    end_position: dict[int, tuple[object, tuple[int, ...]]] = {}
+    for v in df.values:
+        inst = v.instruction
+        if inst not in time_of:
+            continue
+        comp = inst.computation  # type: ignore[attr-defined]
+        t = time_of[inst]
+        start = spans[comp][0] if inst.opcode is Opcode.PARAMETER else t  # type: ignore[attr-defined]
+        end = spans[comp][1] if inst is comp.root else t  # type: ignore[attr-defined]
+        last = (inst, v.index)
+        for p, p_index in v.positions[1:]:
+            pc = p.computation  # type: ignore[attr-defined]
+            if p is pc.root:
+                if pc not in spans:
+                    continue
+                pt = spans[pc][1]
+            elif p in time_of:
+                pt = time_of[p]
+            else:
+                continue
+            if pt > end:
+                end, last = pt, (p, p_index)
+        if inst.opcode is Opcode.PARAMETER and comp is entry and (  # type: ignore[attr-defined]
+                inst.attrs["parameter_number"], v.index) not in aliased:  # type: ignore[attr-defined]
+            end = end_time
+        else:
+            for user, _, _ in v.uses:
+                op = user.opcode  # type: ignore[attr-defined]
+                if op is Opcode.CALL and user.attrs["to_apply"] in spans:  # type: ignore[attr-defined]
+                    continue
+                if op is Opcode.WHILE and user.attrs["body"] in spans:  # type: ignore[attr-defined]
+                    user = user.attrs["body"].parameters[0]  # type: ignore[attr-defined]
+                ut = time_of.get(user)
+                if ut is not None and ut > end:
+                    end = ut
+        ranges[v.id] = (start, end)
+        end_position[v.id] = last
+    _normalize_aliased(df, ranges)
+    return Liveness(seq, time_of, spans, ranges, end_position)
+
+
+def _normalize_aliased(df: Dataflow, ranges: dict[int, tuple[int, int]]) -> None:
+    for buf in df.buffers:
+        if len(buf.values) < 2:
+            continue
+        chain = sorted((ranges[v.id][0], ranges[v.id][1], v.id) for v in buf.values if v.id in ranges)
+        cur = [list(c) for c in chain]
+        for a, b in zip(cur, cur[1:]):
+            b[1] = max(a[1], b[1])
+            a[1] = min(a[1], b[0])
+        for s, e, vid in cur:
+            ranges[vid] = (s, e)
+
+
+def peak_moment(df: Dataflow, live: Liveness) -> tuple[int, list[Value]]:
+    """XLA's live-range peak: the time and the values live then, biggest first.
+
+    See Note [The live-range peak] for how XLA charges values and breaks ties.
+    """
+    events: list[tuple[int, bool, int, int]] = []
+    for v in df.values:
+        r = live.ranges.get(v.id)
+        if r is None:
+            continue
+        size = v.instruction.shape.byte_size()  # type: ignore[attr-defined]
+        events.append((r[0], False, v.id, size))
+        events.append((r[1] + 1, True, v.id, size))
+    events.sort()
+    usage = peak = 0
+    peak_time = 0
+    for time, is_end, _, size in events:
+        usage += -size if is_end else size
+        if usage > peak:
+            peak, peak_time = usage, time
+    at = [v for v in df.values if v.id in live.ranges
+          and live.ranges[v.id][0] <= peak_time <= live.ranges[v.id][1]]
+    at.sort(key=lambda v: (-v.size, v.name, v.index))
+    return peak_time, at
+
+
+def min_memory_order(comp: object) -> list[object]:
+    """A greedy list schedule of ``comp`` that keeps live bytes low.
+
+    Among the ready instructions it picks the one whose issue frees the most bytes net
+    (operands whose last unscheduled user it is, minus its own output), ties broken by the
+    written order. Parameters come first, as XLA's schedulers place them.
+    """
+    insts = list(comp.instructions)  # type: ignore[attr-defined]
+    pos = {inst: i for i, inst in enumerate(insts)}
+    users: dict[object, list[object]] = {i: [] for i in insts}
+    pending: dict[object, int] = {}
+    for inst in insts:
+        preds = set(inst.operands) | set(inst.attrs.get("control-predecessors", []))  # type: ignore[attr-defined]
+        preds = {p for p in preds if p in pos}
+        pending[inst] = len(preds)
+        for p in preds:
+            users[p].append(inst)
+    remaining_users = {i: len(set(u for u in users[i] if i in u.operands)) for i in insts}  # type: ignore[attr-defined]
+    ready = [i for i in insts if pending[i] == 0]
+    out: list[object] = []
+    while ready:
+        def gain(inst: object) -> tuple[int, int, int]:
+            freed = sum(o.shape.byte_size() for o in set(inst.operands)  # type: ignore[attr-defined]
+                        if remaining_users.get(o) == 1 and o.opcode is not Opcode.PARAMETER)
+            is_param = 0 if inst.opcode is Opcode.PARAMETER else 1  # type: ignore[attr-defined]
+            return (is_param, -(freed - inst.shape.byte_size()), pos[inst])  # type: ignore[attr-defined]
+        best = min(ready, key=gain)
+        ready.remove(best)
+        out.append(best)
+        for o in set(best.operands):  # type: ignore[attr-defined]
+            if o in remaining_users:
+                remaining_users[o] -= 1
+        for u in users[best]:
+            pending[u] -= 1
+            if pending[u] == 0:
+                ready.append(u)
+    return out

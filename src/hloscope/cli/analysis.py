@@ -1,0 +1,332 @@
+"""CLI subcommands that explain a module or a dump: buffers (and, as they land, cost, memory...)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hloscope.cli.common import EXIT_OK, command, console, emit_json, format_bytes, short
+
+__all__: list[str] = []
+
+
+def _configure_buffers(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dump", metavar="DUMP",
+                   help="an XLA buffer-assignment dump: a file (joined or split form), a file prefix, or a dump directory")
+    p.add_argument("--module", help="which module, when DUMP is a directory holding several")
+    p.add_argument("--top", type=int, default=15, help="how many of the biggest buffers to list (default 15)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+@command("buffers", "read an XLA BufferAssignment dump: allocations by kind, total, the peak and what holds it")(
+    _configure_buffers)
+def _buffers(args: argparse.Namespace) -> int:
+    from hloscope.text.buffer_assignment_dump import load_buffer_assignment
+
+    ba = load_buffer_assignment(args.dump, module=args.module)
+    peak = ba.peak_buffers
+    if args.json:
+        emit_json({
+            "module": ba.module_name,
+            "allocation_count": ba.allocation_count,
+            "total_bytes": ba.total_bytes,
+            "bytes_by_kind": ba.bytes_by_kind,
+            "count_by_kind": ba.count_by_kind,
+            "peak_bytes": ba.peak_bytes,
+            "peak_time": ba.peak_time,
+            "peak_buffers": [e.to_json() for e in peak],
+        })
+        return EXIT_OK
+    from rich.table import Table
+
+    con = console()
+    con.print(f"[bold]{ba.module_name or args.dump}[/bold]: {ba.allocation_count} allocations, "
+              f"{ba.total_bytes:,} bytes ({format_bytes(ba.total_bytes)}) in total")
+    t = Table(title="Allocations by kind", title_justify="left")
+    for col in ("kind", "count", "bytes"):
+        t.add_column(col, justify="left" if col == "kind" else "right")
+    for kind, nbytes in ba.bytes_by_kind.items():
+        t.add_row(kind, str(ba.count_by_kind.get(kind, 0)), f"{nbytes:,}")
+    con.print(t)
+    if ba.peak_time is not None:
+        con.print(f"Peak: {ba.peak_bytes:,} bytes ({format_bytes(ba.peak_bytes)}) at time {ba.peak_time}, "
+                  f"{len(peak)} buffers live")
+        t = Table(title=f"Biggest buffers live at the peak (top {args.top})", title_justify="left")
+        t.add_column("buffer")
+        t.add_column("bytes", justify="right")
+        for e in peak[: args.top]:
+            t.add_row(e.key, f"{e.bytes:,}")
+        con.print(t)
+    else:
+        sys.stdout.write("The dump has no live-range section, so no peak is known.\n")
+    return EXIT_OK
+
+
+def _num(x: float) -> str:
+    """Large counts as engineers read them: 1.23e+09 -> 1.23 G."""
+    for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= size:
+            return f"{x / size:.2f} {unit}"
+    return f"{x:.0f}"
+
+
+def _seconds(s: float) -> str:
+    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= size:
+            return f"{s / size:.3g} {unit}"
+    return f"{s * 1e9:.3g} ns"
+
+
+# --- cost ---------------------------------------------------------------------------------------
+def _configure_cost(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    p.add_argument("--per-op", action="store_true", help="list the costliest instructions")
+    p.add_argument("--top", type=int, default=20, help="how many instructions --per-op lists (default 20)")
+    p.add_argument("--by", choices=("flops", "bytes_accessed", "transcendentals"), default="flops",
+                   help="order of the --per-op list (default flops)")
+
+
+@command("cost", "FLOPs, transcendentals and bytes accessed, as XLA counts them and loop-aware")(_configure_cost)
+def _cost(args: argparse.Namespace) -> int:
+    from hloscope.analysis.cost import analyze_cost
+    from hloscope.api import load
+
+    m = load(args.file)
+    r = analyze_cost(m)
+    top = args.top if args.per_op else 0
+    if args.json:
+        data = r.to_json(top=0)
+        if top:
+            data["per_instruction"] = [ic.to_json() for ic in r.top(top, key=args.by)]
+        emit_json(data)
+        return EXIT_OK
+    from rich.table import Table
+
+    con = console()
+    t = Table(title=f"Cost of {m.name}", title_justify="left")
+    t.add_column("")
+    t.add_column("as XLA counts", justify="right")
+    t.add_column("loop-aware", justify="right")
+    for label, key in (("FLOPs", "flops"), ("transcendentals", "transcendentals"),
+                       ("bytes accessed", "bytes_accessed")):
+        t.add_row(label, _num(getattr(r.total, key)), _num(getattr(r.loop_aware, key)))
+    con.print(t)
+    if r.trip_counts:
+        unknown = [n for n, c in r.trip_counts.items() if c is None]
+        known = {n: c for n, c in r.trip_counts.items() if c is not None}
+        con.print(f"while loops: {len(r.trip_counts)} ({len(known)} with a known trip count"
+                  + (f"; unknown, counted once: {', '.join(unknown[:8])}" if unknown else "") + ")")
+    con.print("[dim]'as XLA counts' matches HloCostAnalysis: loop bodies once, custom calls -1; "
+              "'loop-aware' multiplies loops by their trip counts and counts gemm/conv/TopK custom calls.[/dim]")
+    if top:
+        t = Table(title=f"Costliest instructions by {args.by} (loop-aware)", title_justify="left")
+        for col in ("instruction", "opcode", "FLOPs", "bytes", "op_name", "source"):
+            t.add_column(col, justify="right" if col in ("FLOPs", "bytes") else "left", overflow="fold")
+        for ic in r.top(top, key=args.by):
+            t.add_row(ic.name, ic.opcode, _num(ic.cost.flops), _num(ic.cost.bytes_accessed),
+                      short(ic.op_name), ic.source or "")
+        con.print(t)
+    return EXIT_OK
+
+
+# --- collectives --------------------------------------------------------------------------------
+def _configure_collectives(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("--replicas", type=int, help="number of replicas (default: the module's, or the replica groups')")
+    p.add_argument("--partitions", type=int, help="number of partitions (default: the module's)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+@command("collectives", "each collective: group size, bytes per device and on the wire (ring, tree)")(
+    _configure_collectives)
+def _collectives(args: argparse.Namespace) -> int:
+    from hloscope.analysis.collectives import analyze_collectives
+    from hloscope.api import load
+
+    m = load(args.file)
+    r = analyze_collectives(m, num_replicas=args.replicas, num_partitions=args.partitions)
+    if args.json:
+        emit_json(r.to_json())
+        return EXIT_OK
+    from rich.table import Table
+
+    con = console()
+    con.print(f"[bold]{m.name}[/bold]: {len(r.collectives)} collectives on "
+              f"{r.num_replicas} replicas x {r.num_partitions} partitions")
+    if not r.collectives:
+        return EXIT_OK
+    t = Table(title_justify="left")
+    for col in ("instruction", "opcode", "mode", "group", "groups", "payload B", "ring B", "tree B", "x/step"):
+        t.add_column(col, justify="left" if col in ("instruction", "opcode", "mode") else "right")
+    for c in r.collectives:
+        t.add_row(c.name, c.opcode, c.group_mode, str(c.group_size), str(c.num_groups),
+                  f"{c.payload_bytes:,}", f"{c.ring_bytes:,.0f}", f"{c.tree_bytes:,.0f}", str(c.count))
+    con.print(t)
+    con.print(f"Per step and device: {r.payload_bytes:,} payload bytes; {r.ring_bytes:,.0f} bytes on the wire "
+              f"(ring), {r.tree_bytes:,.0f} (tree).")
+    return EXIT_OK
+
+
+# --- estimate / hardware / calibrate ------------------------------------------------------------
+def _configure_estimate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("--hardware", required=True, metavar="NAME",
+                   help="a profile name (see `hloscope hardware`) or a profile JSON file")
+    p.add_argument("--top", type=int, default=15, help="how many of the longest operations to list")
+    p.add_argument("--trace", metavar="OUT", help="write the simulated schedule as a Chrome/Perfetto trace JSON")
+    p.add_argument("--json", action="store_true", help="print the estimate as JSON")
+
+
+@command("estimate", "estimated step time on named hardware: roofline per op, collectives, overlap")(
+    _configure_estimate)
+def _estimate(args: argparse.Namespace) -> int:
+    import json
+
+    from hloscope.analysis.hardware import load_hardware
+    from hloscope.analysis.timing import estimate_time
+    from hloscope.api import load
+
+    hw = load_hardware(args.hardware)
+    m = load(args.file)
+    est = estimate_time(m, hw)
+    if args.trace:
+        from hloscope.fileio import atomic_write_text, check_not_input
+
+        check_not_input(args.trace, [args.file])
+        atomic_write_text(args.trace, json.dumps(est.to_chrome_trace()))
+    if args.json:
+        emit_json(est.to_json(top=args.top))
+        return EXIT_OK
+    from rich.table import Table
+
+    con = console()
+    con.print(f"[bold]{m.name}[/bold] on {hw.name}: about [bold]{_seconds(est.total_seconds)}[/bold] per step")
+    con.print(f"  compute {_seconds(est.compute_seconds)}, memory {_seconds(est.memory_seconds)}, "
+              f"communication {_seconds(est.communication_seconds)}, launch overhead {_seconds(est.launch_seconds)}"
+              " (summed per op; ops overlap, so these exceed the total)")
+    data = est.to_json(top=args.top)
+    t = Table(title=f"Longest operations (top {args.top})", title_justify="left")
+    for col in ("instruction", "opcode", "stream", "time"):
+        t.add_column(col, justify="right" if col == "time" else "left")
+    for row in data.get("longest", []):
+        t.add_row(row["instruction"], row["opcode"], row["stream"], _seconds(row["seconds"]))
+    con.print(t)
+    if args.trace:
+        con.print(f"trace written to {args.trace} (open it in ui.perfetto.dev or chrome://tracing)")
+    return EXIT_OK
+
+
+def _configure_hardware(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", help="show one profile in full")
+    p.add_argument("--json", action="store_true", help="print as JSON")
+
+
+@command("hardware", "list the bundled hardware profiles, or show one")(_configure_hardware)
+def _hardware(args: argparse.Namespace) -> int:
+    from hloscope.analysis.hardware import list_hardware, load_hardware
+
+    if args.name:
+        spec = load_hardware(args.name)
+        emit_json(spec.to_json())
+        return EXIT_OK
+    names = list_hardware()
+    if args.json:
+        emit_json([load_hardware(n).to_json() for n in names])
+        return EXIT_OK
+    from rich.table import Table
+
+    t = Table(title="Hardware profiles (copy one and edit it; pass its path to --hardware)", title_justify="left")
+    for col in ("name", "kind", "bf16 FLOP/s", "f32 FLOP/s", "memory B/s", "link B/s"):
+        t.add_column(col, justify="left" if col in ("name", "kind") else "right")
+    for n in names:
+        s = load_hardware(n)
+        t.add_row(s.name, s.kind, _num(s.flops_per_second("bf16")), _num(s.flops_per_second("f32")),
+                  _num(s.memory_bandwidth), _num(s.intra_node.bandwidth))
+    console().print(t)
+    return EXIT_OK
+
+
+def _configure_calibrate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-o", "--output", default="cpu-calibrated.json", metavar="OUT",
+                   help="where to write the profile (default cpu-calibrated.json)")
+    p.add_argument("--seconds", type=float, default=2.0, help="measurement budget (default 2 s)")
+    p.add_argument("--name", default="cpu-calibrated", help="the profile's name")
+
+
+@command("calibrate", "measure this machine's matmul FLOP/s and memory bandwidth and write a profile")(
+    _configure_calibrate)
+def _calibrate(args: argparse.Namespace) -> int:
+    from hloscope.analysis.hardware import save_hardware
+    from hloscope.xla.calibrate import calibrate
+
+    spec = calibrate(args.seconds, name=args.name)
+    path = save_hardware(spec, args.output)
+    sys.stdout.write(f"{spec.name}: f32 {_num(spec.flops_per_second('f32'))}FLOP/s, "
+                     f"f64 {_num(spec.flops_per_second('f64'))}FLOP/s, memory {_num(spec.memory_bandwidth)}B/s\n"
+                     f"written to {path}; use it with --hardware {path}\n")
+    return EXIT_OK
+
+
+# --- memory -------------------------------------------------------------------------------------
+def _configure_memory(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("--schedule", choices=("module", "xla", "min-memory"), default="module",
+                   help="module: the module's own order (default); min-memory: a memory-minimizing list scheduler")
+    p.add_argument("--top", type=int, default=15, help="how many peak buffers to list")
+    p.add_argument("--dump", metavar="OUT", help="write the assignment in XLA's BufferAssignment text form")
+    p.add_argument("--explain", action="store_true", help="explain how XLA's four memory figures arise")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+@command("memory", "buffer assignment, live ranges and the peak, with the buffers that make it")(_configure_memory)
+def _memory(args: argparse.Namespace) -> int:
+    from hloscope.analysis.memory.report import analyze_memory
+    from hloscope.api import load
+
+    m = load(args.file)
+    r = analyze_memory(m, schedule=args.schedule)
+    if args.dump:
+        from hloscope.fileio import atomic_write_text, check_not_input
+        from hloscope.text.buffer_assignment_dump import format_buffer_assignment
+
+        check_not_input(args.dump, [args.file])
+        if r.buffer_assignment is None:
+            raise_error = "the memory analysis produced no buffer assignment to dump"
+            sys.stderr.write(raise_error + "\n")
+            return 1
+        atomic_write_text(args.dump, format_buffer_assignment(r.buffer_assignment))
+    if args.json:
+        data = r.to_json()
+        data["peak_buffers"] = data["peak_buffers"][: max(args.top, 0)] if args.top else data["peak_buffers"]
+        emit_json(data)
+        return EXIT_OK
+    from rich.table import Table
+
+    con = console()
+    con.print(f"[bold]{m.name}[/bold] (schedule: {r.schedule})")
+    t = Table(title_justify="left")
+    t.add_column("figure")
+    t.add_column("bytes", justify="right")
+    t.add_column("")
+    for label, value in (("arguments", r.argument_bytes), ("outputs", r.output_bytes),
+                         ("aliased (outputs in donated arguments)", r.alias_bytes),
+                         ("temporaries (heap)", r.temp_bytes), ("temporaries, lower bound", r.temp_lower_bound),
+                         ("constants", r.constant_bytes), ("thread-local", r.thread_local_bytes),
+                         ("total (XLA's 'Total bytes used')", r.total_bytes),
+                         (f"live-range peak, at time {r.peak_time} of {r.schedule_end_time}", r.peak_bytes)):
+        t.add_row(label, f"{value:,}", format_bytes(value))
+    con.print(t)
+    for space, nbytes in sorted(r.other_memory_spaces.items()):
+        con.print(f"memory space S({space}): {nbytes:,} bytes, not included above")
+    t = Table(title=f"Buffers live at the peak (top {args.top} of {len(r.peak_buffers)})", title_justify="left")
+    for col in ("buffer", "shape", "bytes", "opcode", "op_name", "source"):
+        t.add_column(col, justify="right" if col == "bytes" else "left", overflow="fold")
+    for b in r.peak_buffers[: args.top]:
+        idx = "{" + ",".join(map(str, b.index)) + "}" if b.index else ""
+        t.add_row(b.instruction + idx, b.shape, f"{b.bytes:,}", b.opcode, short(b.op_name), short(b.source, 60))
+    con.print(t)
+    if args.explain:
+        con.print(r.explain())
+    if args.dump:
+        con.print(f"buffer assignment written to {args.dump}")
+    return EXIT_OK

@@ -1,0 +1,65 @@
+"""What every command module shares: the command registry, exit codes, console and JSON output."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_VERIFY", "EXIT_INTERNAL",
+           "EXIT_INTERRUPTED", "command", "console", "emit_json", "file_arg", "format_bytes", "short"]
+
+EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_VERIFY, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+
+Command = Callable[[argparse.Namespace], int]
+COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None], str]] = {}
+
+
+def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser], None]], Callable[[Command], Command]]:
+    """Register a subcommand: ``@command(name, help)(configure)(run)``."""
+
+    def with_config(configure: Callable[[argparse.ArgumentParser], None]) -> Callable[[Command], Command]:
+        def register(run: Command) -> Command:
+            COMMANDS[name] = (run, configure, help)
+            return run
+
+        return register
+
+    return with_config
+
+
+def console() -> Any:
+    """A rich console for tables (wide when piped)."""
+    from rich.console import Console
+
+    # Piped output has no terminal width; tables of names and op_names read better wide.
+    width = None if sys.stdout.isatty() else 140
+    return Console(highlight=False, soft_wrap=False, width=width)
+
+
+def short(text: str | None, limit: int = 48) -> str:
+    """One-line, shortened text for a table cell (op_names can span lines)."""
+    if not text:
+        return ""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 1] + "…"
+
+
+def emit_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON on standard output."""
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def file_arg(p: argparse.ArgumentParser, optional: bool = False) -> None:
+    """Add the FILE positional argument."""
+    p.add_argument("file", nargs="?" if optional else None, metavar="FILE",
+                   help="HLO text file ('-' reads standard input)")
+
+
+def format_bytes(n: int) -> str:
+    """``n`` bytes in binary units (KiB, MiB, GiB), two decimals."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"

@@ -1,0 +1,83 @@
+"""The ``hloscope`` command line: one subcommand per question, each with a ``--json`` twin.
+
+Exit codes: 0 success; 1 a problem with the input (parse, verify, run errors), printed as
+``file:line:col`` with the line and a caret, never a traceback; 2 bad command-line usage;
+3 the module failed verification; 70 an internal error (a bug in hloscope); 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hloscope import __version__
+from hloscope.cli.common import (
+    COMMANDS,
+    EXIT_INPUT,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USAGE,
+)
+from hloscope.errors import HloscopeError
+
+__all__ = ["main", "build_parser"]
+
+# --- entry point --------------------------------------------------------------------------------
+def _load_command_modules() -> None:
+    # Stage-specific commands register themselves on import; a missing module is not an error
+    # here (the command is simply not offered).
+    import importlib
+
+    for mod in ("hloscope.cli.inspect", "hloscope.cli.run", "hloscope.cli.analysis", "hloscope.cli.report",
+                "hloscope.cli.jax"):
+        try:
+            importlib.import_module(mod)
+        except ModuleNotFoundError as e:
+            if e.name != mod:
+                raise
+
+
+def build_parser() -> argparse.ArgumentParser:
+    _load_command_modules()
+    parser = argparse.ArgumentParser(
+        prog="hloscope",
+        description="Read, run and explain XLA HLO modules.",
+        epilog="Exit codes: 0 ok, 1 bad input, 2 usage, 3 verification failed, 70 internal error.",
+    )
+    parser.add_argument("--version", action="version", version=f"hloscope {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_, configure, help_text) in COMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        configure(sp)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return EXIT_USAGE
+    run = COMMANDS[args.command][0]
+    try:
+        return run(args)
+    except HloscopeError as e:
+        sys.stderr.write(str(e).rstrip("\n") + "\n")
+        return getattr(e, "exit_code", EXIT_INPUT)
+    except KeyboardInterrupt:
+        sys.stderr.write("hloscope: interrupted\n")
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as e:  # a bug in hloscope: say so plainly, traceback only on request
+        if args.debug:
+            raise
+        sys.stderr.write(f"hloscope: internal error: {type(e).__name__}: {e}\n"
+                         "This is a bug in hloscope; rerun with --debug for the traceback and report it.\n")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,128 @@
+"""The ``report``, ``graph`` and ``diff`` subcommands: show a module as a page, a graph or a diff."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from hloscope.cli.common import EXIT_OK, EXIT_USAGE, command, emit_json
+from hloscope.errors import InputError
+
+__all__: list[str] = []
+
+
+def _configure_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", nargs="?", metavar="FILE",
+                   help="HLO text file (default: the bundled example module)")
+    p.add_argument("-o", "--output", metavar="OUT", default="report.html",
+                   help="where to write the HTML page (default: report.html)")
+    p.add_argument("--hardware", metavar="NAME", help="hardware for the time estimate (a bundled name or a JSON file)")
+
+
+@command("report", "write a self-contained HTML report: summary, cost, memory, collectives, graphs, text")(_configure_report)
+def _report(args: argparse.Namespace) -> int:
+    from hloscope.api import load
+    from hloscope.report import write_report
+
+    path = args.file
+    if path is None:
+        from hloscope.examples import default_example_path
+
+        path = str(default_example_path())
+    module = load(path)
+    out = write_report(module, args.output, hardware=args.hardware, inputs=[path])
+    sys.stdout.write(f"wrote {Path(out).resolve()} ({module.name}, {module.instruction_count} instructions)\n")
+    return EXIT_OK
+
+
+def _configure_graph(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("--computation", metavar="NAME", help="computation to draw (default: the entry)")
+    p.add_argument("--around", metavar="INSTR", help="draw only the neighbourhood of this instruction")
+    p.add_argument("--depth", type=int, default=2, help="neighbourhood depth in operand/user steps (default 2)")
+    p.add_argument("--expand", metavar="FUSION", action="append", default=[],
+                   help="inline this fusion instruction's body (repeatable)")
+    p.add_argument("-o", "--output", metavar="OUT", required=True,
+                   help="out.dot for Graphviz text, out.svg for a drawing (needs Graphviz 'dot'), out.json for data")
+
+
+@command("graph", "write a computation's graph as DOT, SVG or JSON")(_configure_graph)
+def _graph(args: argparse.Namespace) -> int:
+    from hloscope.api import load
+    from hloscope.fileio import atomic_write_text, check_not_input
+    from hloscope.report.graphs import computation_graph, neighbourhood_graph, render_svg
+
+    suffix = Path(args.output).suffix.lower()
+    if suffix not in (".dot", ".gv", ".svg", ".json"):
+        sys.stderr.write(f"hloscope graph: {args.output}: give a .dot, .svg or .json output path\n")
+        return EXIT_USAGE
+    check_not_input(args.output, [args.file])
+    module = load(args.file)
+    if args.computation:
+        try:
+            comp = module.computation(args.computation)
+        except KeyError:
+            raise InputError(f"no computation {args.computation!r} in {module.name}") from None
+    elif args.around:
+        # An instruction name is unique in the module, so find its computation for the user.
+        comp = next((c for c in module.computations if any(i.name == args.around for i in c.instructions)), module.entry)
+    else:
+        comp = module.entry
+    if args.around:
+        graph = neighbourhood_graph(comp, args.around, args.depth)
+    else:
+        graph = computation_graph(comp, expand=set(args.expand))
+    if suffix == ".json":
+        import json
+
+        text = json.dumps(graph.to_json(), indent=1)
+    elif suffix == ".svg":
+        text = render_svg(graph.to_dot())
+    else:
+        text = graph.to_dot()
+    atomic_write_text(args.output, text)
+    sys.stdout.write(f"wrote {args.output} ({len(graph.nodes)} nodes, {len(graph.edges)} edges of {comp.name})\n")
+    return EXIT_OK
+
+
+def _configure_diff(p: argparse.ArgumentParser) -> None:
+    p.add_argument("before", metavar="A", help="the module before")
+    p.add_argument("after", metavar="B", help="the module after")
+    p.add_argument("--json", action="store_true", help="print the diff as JSON")
+    p.add_argument("--limit", type=int, default=40, help="rows shown per list in the text form (default 40)")
+
+
+@command("diff", "compare two modules: added, removed and changed instructions, and the change in totals")(_configure_diff)
+def _diff(args: argparse.Namespace) -> int:
+    from hloscope.api import load
+    from hloscope.report.diff import diff_modules
+
+    d = diff_modules(load(args.before), load(args.after))
+    if args.json:
+        emit_json(d.to_json())
+        return EXIT_OK
+    w = sys.stdout.write
+    w(f"{d.before} -> {d.after}: {d.matched_by_name} matched by name, {d.matched_by_structure} by structure; "
+      f"{d.unchanged} unchanged, {len(d.changed)} changed, {len(d.added)} added, {len(d.removed)} removed\n")
+    for m in d.metrics:
+        if m.before is None or m.after is None:
+            w(f"  {m.name}: not available ({m.note})\n")
+        else:
+            pct = f" ({(m.after - m.before) / m.before:+.1%})" if m.before else ""
+            w(f"  {m.name}: {m.before:,.0f} -> {m.after:,.0f} {m.unit}{pct}\n")
+    for title, rows in (("removed", d.removed), ("added", d.added)):
+        if rows:
+            w(f"{title}:\n")
+            for r in rows[:args.limit]:
+                w(f"  {r.name} = {r.shape} {r.opcode}  [{r.computation}]\n")
+            if len(rows) > args.limit:
+                w(f"  ... {len(rows) - args.limit} more\n")
+    if d.changed:
+        w("changed:\n")
+        for c in d.changed[:args.limit]:
+            name = c.before if c.before == c.after else f"{c.before} -> {c.after}"
+            what = "; ".join(f"{k} {a} -> {b}" for k, (a, b) in c.changes.items())
+            w(f"  {name}: {what}\n")
+        if len(d.changed) > args.limit:
+            w(f"  ... {len(d.changed) - args.limit} more\n")
+    return EXIT_OK

@@ -1,0 +1,165 @@
+"""The ``hloscope run`` command: evaluate a module with numpy on one device or many."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from hloscope.cli.common import EXIT_OK, command, console, emit_json
+
+__all__: list[str] = []
+
+
+def _configure_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--inputs", metavar="IN.npz",
+                     help="arrays arg0, arg1, ... (tuple parameters arg0.0 ...; device k only: d<k>.arg0)")
+    src.add_argument("--random", type=int, metavar="SEED", default=None,
+                     help="deterministic random inputs from SEED (the default, with seed 0)")
+    p.add_argument("--distribution", choices=("normal", "uniform", "positive"), default="normal",
+                   help="how --random draws floats (default normal)")
+    p.add_argument("--per-device-inputs", action="store_true",
+                   help="draw different random inputs for each device (default: the same on every device)")
+    p.add_argument("--out", metavar="OUT.npz", help="write the outputs (out, out.0 ...; per device d<k>.out...)")
+    p.add_argument("--replicas", type=int, help="number of replicas (default: the module's)")
+    p.add_argument("--partitions", type=int, help="number of partitions (default: the module's)")
+    p.add_argument("--fill-elided", choices=("zeros", "random"),
+                   help="run modules whose large constants were elided ({...}) with these values")
+    p.add_argument("--check-xla", action="store_true",
+                   help="also run the module on XLA:CPU (needs jax) and print the largest difference per output")
+    p.add_argument("--json", action="store_true", help="print a JSON summary of the outputs")
+
+
+def _stats(a: np.ndarray) -> dict[str, Any]:
+    arr = np.asarray(a)
+    info: dict[str, Any] = {"shape": list(arr.shape), "dtype": str(arr.dtype)}
+    if arr.size and arr.dtype.kind in "fc" or arr.dtype.name in ("bfloat16",) or arr.dtype.name.startswith("float"):
+        f = arr.astype(np.complex128 if arr.dtype.kind == "c" else np.float64)
+        finite = np.isfinite(f)
+        info.update(finite=bool(finite.all()), nan=int(np.isnan(f).sum()))
+        if finite.any():
+            g = np.abs(f[finite]) if arr.dtype.kind == "c" else f[finite]
+            info.update(min=float(g.min()), max=float(g.max()), mean=float(g.mean()))
+    elif arr.size and arr.dtype.kind in "iub":
+        info.update(min=int(arr.min()), max=int(arr.max()))
+    return info
+
+
+def _max_difference(ours: np.ndarray, theirs: np.ndarray) -> float:
+    a = np.asarray(ours)
+    b = np.asarray(theirs)
+    if a.shape != b.shape:
+        return float("inf")
+    if a.dtype.kind in "iub" or a.dtype == np.bool_:
+        return float(np.abs(a.astype(np.int64) - b.astype(np.int64)).max()) if a.size else 0.0
+    fa = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+    fb = b.astype(np.complex128 if b.dtype.kind == "c" else np.float64)
+    same_nan = np.isnan(fa) & np.isnan(fb)
+    diff = np.where(same_nan, 0.0, np.abs(fa - fb))
+    return float(np.nanmax(np.where(np.isnan(diff), np.inf, diff))) if diff.size else 0.0
+
+
+@command("run", "evaluate a module with numpy on one device or many (replicas x partitions)")(_configure_run)
+def _run(args: argparse.Namespace) -> int:
+    from hloscope.api import load
+    from hloscope.interpret import RunOptions, run
+    from hloscope.interpret.inputs import inputs_from_mapping, outputs_to_mapping, random_inputs
+    from hloscope.interpret.npz_io import flatten_named, load_npz, save_npz
+    from hloscope.interpret.run import default_grid
+
+    m = load(args.file)
+    r0, p0 = default_grid(m)
+    r = args.replicas or r0
+    p = args.partitions or p0
+    n = r * p
+    if args.inputs:
+        inputs = inputs_from_mapping(m, load_npz(args.inputs), n)
+        per_device = n > 1 and len(inputs) == n and all(isinstance(x, list) for x in inputs)
+    else:
+        per_device = n > 1 and args.per_device_inputs
+        inputs = random_inputs(m, args.random or 0, args.distribution, num_devices=n, per_device=per_device)
+    if args.out:
+        from hloscope.fileio import check_not_input
+
+        check_not_input(args.out, [args.file] + ([args.inputs] if args.inputs else []))
+
+    progress_cb = None
+    progress_ctx = None
+    if sys.stderr.isatty() and not args.json:
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        progress_ctx = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                                console=__import__("rich.console").console.Console(stderr=True), transient=True)
+        task = progress_ctx.add_task("running")
+
+        def progress_cb(pr: Any) -> None:
+            progress_ctx.update(task, description=f"running: {pr.instructions:,} instructions, "
+                                                  f"{pr.loop_iterations:,} loop iterations")
+
+    options = RunOptions(fill_elided=args.fill_elided, seed=args.random or 0, progress=progress_cb,
+                         progress_every=5_000)
+    # The inputs are ours: hand them over (outputs reuse their memory), unless XLA needs them after.
+    t0 = time.perf_counter()
+    if progress_ctx is not None:
+        with progress_ctx:
+            results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla)
+    else:
+        results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla)
+    elapsed = time.perf_counter() - t0
+    outputs = outputs_to_mapping(results, n)
+    if args.out:
+        save_npz(args.out, outputs)
+
+    diffs: dict[str, float] = {}
+    xla_run = None
+    if args.check_xla:
+        from hloscope.xla.worker import run_on_xla
+
+        xla_run = run_on_xla(m.to_text(), inputs, replicas=r, partitions=p, per_device=per_device)
+        theirs = xla_run.outputs
+        if n == 1:
+            ref = flatten_named("out", theirs)
+        else:
+            ref = {}
+            for k, value in enumerate(theirs):
+                ref.update({f"d{k}.{key}": v for key, v in flatten_named("out", value).items()})
+        diffs = {key: _max_difference(v, ref[key]) if key in ref else float("inf") for key, v in outputs.items()}
+
+    # What XLA:CPU had to rewrite to compile the module (GPU custom calls as standard HLO, ...).
+    xla_summary = None if xla_run is None else {"rewrite": xla_run.rewrite, "custom_calls": xla_run.custom_calls}
+    if args.json:
+        emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed,
+                    **({"xla": xla_summary} if xla_summary else {}),
+                    "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": diffs[k]} if diffs else {})}
+                                for k, v in outputs.items()}})
+        return EXIT_OK
+    from rich.table import Table
+
+    con = console()
+    con.print(f"[bold]{m.name}[/bold]: ran on {r} replica(s) x {p} partition(s) in {elapsed:.2f} s")
+    t = Table(title_justify="left")
+    for col in ("output", "shape", "dtype", "min", "max", "mean", "finite") + (("max |hloscope - XLA|",) if diffs else ()):
+        t.add_column(col, justify="left" if col in ("output", "shape", "dtype") else "right")
+    keys = list(outputs)
+    shown = keys if len(keys) <= 60 else keys[:60]
+    for key in shown:
+        s = _stats(outputs[key])
+        row = [key, str(tuple(s["shape"])), s["dtype"]]
+        row += [f"{s[k]:.6g}" if k in s else "" for k in ("min", "max", "mean")]
+        row.append("" if "finite" not in s else ("yes" if s["finite"] else f"no ({s['nan']} NaN)"))
+        if diffs:
+            row.append(f"{diffs[key]:.3g}")
+        t.add_row(*row)
+    con.print(t)
+    if len(keys) > len(shown):
+        con.print(f"... and {len(keys) - len(shown)} more outputs (use --out to save them all)")
+    if xla_run is not None:
+        con.print("XLA:CPU ran the module as it is" if xla_run.rewrite is None else
+                  f"XLA:CPU ran the module rewritten for it: {xla_run.rewrite}")
+    if args.out:
+        con.print(f"outputs written to {args.out}")
+    return EXIT_OK

@@ -1,0 +1,765 @@
+"""The XLA bridge: the one module of hloscope that talks to jax/jaxlib (optional dependency).
+
+It gives hloscope XLA's own answers to compare against: XLA's parser (``parse_hlo_text``), XLA's
+cost analysis (``cost_analysis``), XLA:CPU execution of arbitrary HLO text (``compile_hlo``,
+``compile_and_run``, ``compile_and_time``) and the artifacts of lowering a jax function
+(``lower_jax``). jax is imported lazily, inside functions, so ``import hloscope`` never needs it.
+
+jaxlib's Python surface for HLO is private and moves between releases, so every private name is
+looked up from a list of candidates (see ``_PROBES``); when jax is missing or none of the
+candidates exists, a ``MissingDependencyError`` with one line of advice is raised.
+
+Optimized and GPU modules are rewritten before XLA:CPU compiles them (``rewrite_for_xla_cpu``):
+Note [Recompiling optimized HLO], Note [GPU custom calls on XLA:CPU] and Note [Partitioned
+modules as replicated modules] are in ``hloscope/xla/rewrite.py``.
+
+Note [Device numbering]
+    A run on ``replicas`` x ``partitions`` devices uses device ``k = replica * partitions +
+    partition``, the order of ``DeviceAssignment`` rows; inputs and outputs are lists indexed
+    by ``k``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import glob
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from hloscope.errors import (
+    InputError,
+    MissingDependencyError,
+    ParseError,
+    XlaCompileError,
+)
+from hloscope.xla.rewrite import Rewrite, needs_rewrite, recompilable_text
+
+__all__ = [
+    "available",
+    "parse_hlo_text",
+    "xla_canonical_text",
+    "instruction_opcodes",
+    "module_config",
+    "cost_analysis",
+    "CompiledHlo",
+    "XlaCompileError",
+    "XlaTiming",
+    "Rewrite",
+    "rewrite_for_xla_cpu",
+    "compile_hlo",
+    "compile_and_run",
+    "compile_and_time",
+    "JaxArtifacts",
+    "lower_jax",
+    "use_shardy",
+]
+
+_INSTALL_HINT = "pip install 'hloscope[jax]'"
+
+
+# --------------------------------------------------------------------------------------------
+# Probing jaxlib's private API
+
+
+# Each entry: attribute name in the namespace -> candidate dotted paths, first found wins.
+_PROBES: dict[str, tuple[str, ...]] = {
+    "hlo_module_from_text": (
+        "jax._src.lib.xla_client.hlo.hlo_module_from_text",
+        "jax._src.lib._jax.hlo_module_from_text",
+        "jax._src.lib.xla_client._xla.hlo_module_from_text",
+        "jax._src.lib.xla_extension.hlo_module_from_text",
+    ),
+    "hlo_module_cost_analysis": (
+        "jax._src.lib._jax.hlo_module_cost_analysis",
+        "jax._src.lib.xla_client._xla.hlo_module_cost_analysis",
+        "jax._src.lib.xla_extension.hlo_module_cost_analysis",
+    ),
+    "xla_computation_to_mlir_module": (
+        "jax._src.lib._jax.mlir.xla_computation_to_mlir_module",
+        "jax._src.lib.xla_client._xla.mlir.xla_computation_to_mlir_module",
+        "jax._src.lib.xla_extension.mlir.xla_computation_to_mlir_module",
+    ),
+    "XlaComputation": (
+        "jax._src.lib.xla_client.XlaComputation",
+        "jax._src.lib.xla_client.hlo.XlaComputation",
+    ),
+    "HloPrintOptions": (
+        "jax._src.lib.xla_client.hlo.HloPrintOptions",
+        "jax._src.lib._jax.HloPrintOptions",
+    ),
+    "CompileOptions": ("jax._src.lib.xla_client.CompileOptions", "jax._src.lib._jax.CompileOptions"),
+    "DeviceAssignment": (
+        "jax._src.lib.xla_client.DeviceAssignment",
+        "jax._src.lib._jax.DeviceAssignment",
+    ),
+    "DeviceList": ("jax._src.lib.xla_client.DeviceList", "jax._src.lib._jax.DeviceList"),
+    "get_backend": ("jax._src.xla_bridge.get_backend", "jax.extend.backend.get_backend"),
+}
+
+
+def _resolve(path: str) -> Any:
+    import importlib
+
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj: Any = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise ImportError(path)
+
+
+@functools.cache
+def jaxlib_api() -> SimpleNamespace:
+    """The probed jaxlib names; raises MissingDependencyError with one line if any is missing."""
+    try:
+        import jax  # noqa: F401
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"the XLA bridge needs jax and jaxlib ({e}); {_INSTALL_HINT}"
+        ) from None
+    found: dict[str, Any] = {}
+    for name, candidates in _PROBES.items():
+        for path in candidates:
+            try:
+                found[name] = _resolve(path)
+                found[name + "_path"] = path
+                break
+            except (ImportError, AttributeError):
+                continue
+        else:
+            raise MissingDependencyError(
+                f"this jax/jaxlib ({jax.__version__}) has none of {', '.join(candidates)}; "
+                f"{_INSTALL_HINT} installs the tested version"
+            )
+    return SimpleNamespace(**found)
+
+
+def probed_paths() -> dict[str, str]:
+    """Which dotted path each private jaxlib name was found at (for bug reports)."""
+    api = jaxlib_api()
+    return {name: getattr(api, name + "_path") for name in _PROBES}
+
+
+def available() -> bool:
+    """True when jax/jaxlib are installed and expose everything this bridge needs."""
+    try:
+        jaxlib_api()
+    except MissingDependencyError:
+        return False
+    return True
+
+
+def _cpu_client() -> Any:
+    return jaxlib_api().get_backend("cpu")
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing and inspection
+
+
+def parse_hlo_text(text: str) -> Any:
+    """Parse HLO module text with XLA's own parser and return jaxlib's ``HloModule``.
+
+    Raises ``ParseError`` carrying XLA's message (``line:col: error: ...``) when XLA rejects it.
+    """
+    api = jaxlib_api()
+    try:
+        return api.hlo_module_from_text(text)
+    except Exception as e:  # jaxlib raises XlaRuntimeError/JaxRuntimeError
+        raise ParseError(f"XLA's parser rejected the module: {e}") from None
+
+
+def _print_options(*, metadata: bool = True, layouts: bool = True) -> Any:
+    opts = jaxlib_api().HloPrintOptions()
+    opts.print_large_constants = True
+    opts.print_metadata = metadata
+    opts.include_layout_in_shapes = layouts
+    return opts
+
+
+def xla_canonical_text(text: str) -> str:
+    """XLA's ``to_string`` of the parsed module (large constants in full, metadata kept)."""
+    return parse_hlo_text(text).to_string(_print_options())
+
+
+def short_parsable_text(text: str) -> str:
+    """XLA's ``HloPrintOptions::ShortParsable`` text of the parsed module (what
+    ``hloscope print --canonical`` reproduces)."""
+    return parse_hlo_text(text).to_string(jaxlib_api().HloPrintOptions.short_parsable())
+
+
+def instruction_opcodes(text_or_module: str | Any) -> dict[str, list[tuple[str, str]]]:
+    """Per computation name, the ``(instruction name, opcode text)`` pairs in XLA's order.
+
+    Lets tests assert that XLA's parser reads our printed text as the same instructions.
+    """
+    module = parse_hlo_text(text_or_module) if isinstance(text_or_module, str) else text_or_module
+    result: dict[str, list[tuple[str, str]]] = {}
+    for comp in module.computations():
+        result[comp.name] = [(i.name, _opcode_text(i)) for i in comp.instructions()]
+    return result
+
+
+_OPCODE_IN_TEXT = re.compile(r" = .*? ([a-z][a-z0-9-]*)\(")
+
+
+def _opcode_text(instruction: Any) -> str:
+    # jaxlib's HloOpcode names (kExp, kPopulationCount) are not XLA's spellings (exponential,
+    # popcnt); XLA's own printing of the instruction is.
+    m = _OPCODE_IN_TEXT.search(instruction.to_string())
+    if m is None:
+        raise XlaCompileError(f"cannot find the opcode in {instruction.to_string()!r}")
+    return m.group(1)
+
+
+_HEADER_INT = re.compile(r"\b(replica_count|num_partitions)=(\d+)")
+
+
+def module_config(text: str) -> dict[str, int]:
+    """``replica_count`` and ``num_partitions`` from the module header (1 when absent)."""
+    header = text.lstrip().split("\n", 1)[0]
+    config = {"replica_count": 1, "num_partitions": 1}
+    for key, value in _HEADER_INT.findall(header):
+        config[key] = int(value)
+    return config
+
+
+def cost_analysis(text: str) -> dict[str, float]:
+    """XLA's ``HloCostAnalysis`` of the module as configured for XLA:CPU.
+
+    Keys are XLA's: ``flops``, ``transcendentals``, ``bytes accessed`` (bytes), plus per-operand
+    ``bytes accessed{i}{shape index}``, ``bytes accessedout{...}`` and ``utilization...``.
+    """
+    api = jaxlib_api()
+    module = parse_hlo_text(text)
+    try:
+        return dict(api.hlo_module_cost_analysis(_cpu_client(), module))
+    except Exception as e:
+        raise XlaCompileError(f"XLA's cost analysis failed: {e}") from None
+
+
+# --------------------------------------------------------------------------------------------
+# Making any module compilable (Note [Recompiling optimized HLO] in xla/rewrite.py)
+
+
+def rewrite_for_xla_cpu(text: str, *, partitions_as_replicas: int = 0) -> Rewrite | None:
+    """The module ``text`` as XLA:CPU can compile it, and what was changed (Note [Recompiling
+    optimized HLO], Note [GPU custom calls on XLA:CPU]); None when XLA:CPU compiles it as it
+    is. ``partitions_as_replicas`` (a partition count, or 0) applies Note [Partitioned modules
+    as replicated modules].
+    Raises ``ParseError`` when XLA cannot parse ``text``."""
+    canonical = parse_hlo_text(text).to_string(_print_options(metadata=False))
+    if not (needs_rewrite(canonical) or partitions_as_replicas):
+        return None
+    return recompilable_text(canonical, partitions_as_replicas=partitions_as_replicas)
+
+
+# --------------------------------------------------------------------------------------------
+# Compiling and running
+
+
+def _result_tree(shape: Any) -> Any:
+    """Nested structure of leaf counts: None for an array leaf, a tuple for a tuple shape."""
+    if shape.is_tuple():
+        return tuple(_result_tree(s) for s in shape.tuple_shapes())
+    return None
+
+
+def _unflatten(tree: Any, leaves: list[np.ndarray], pos: int = 0) -> tuple[Any, int]:
+    if tree is None:
+        return leaves[pos], pos + 1
+    items = []
+    for sub in tree:
+        value, pos = _unflatten(sub, leaves, pos)
+        items.append(value)
+    return tuple(items), pos
+
+
+def _leaf_shapes(shape: Any) -> list[tuple[np.dtype[Any], tuple[int, ...]]]:
+    """(dtype, dims) of each array leaf of an XLA shape, depth first."""
+    if shape.is_tuple():
+        return [leaf for s in shape.tuple_shapes() for leaf in _leaf_shapes(s)]
+    return [(np.dtype(shape.numpy_dtype()), tuple(shape.dimensions()))]
+
+
+def _flatten(value: Any) -> list[Any]:
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in _flatten(v)]
+    return [value]
+
+
+@dataclasses.dataclass
+class CompiledHlo:
+    """An HLO module compiled by XLA:CPU for ``replicas`` x ``partitions`` devices.
+
+    ``run(inputs)`` executes it: ``put`` copies the inputs to the devices, ``execute`` runs
+    on those (again and again if wanted). With one device ``inputs`` is the list of entry parameters
+    and the result is one value; with several it is a list (indexed by device, Note [Device
+    numbering]) of such lists and the result is the list of per-device values. A value is an
+    ``np.ndarray`` or, for a tuple-shaped root, a tuple nested like the root's shape.
+    """
+
+    executable: Any
+    devices: list[Any]
+    replicas: int
+    partitions: int
+    parameter_shapes: list[tuple[np.dtype[Any], tuple[int, ...]]]
+    result_tree: Any
+    compiled_text: str
+    rewrite: Rewrite | None = None  # what was rewritten before compiling; None if nothing
+
+    @property
+    def num_devices(self) -> int:
+        return self.replicas * self.partitions
+
+    @property
+    def parameter_count(self) -> int:
+        """Number of array leaves over all entry parameters (tuple parameters flattened)."""
+        return len(self.parameter_shapes)
+
+    def run(self, inputs: Sequence[Any]) -> Any:
+        """Execute once; see the class docstring for the shape of ``inputs`` and the result."""
+        return self.execute(self.put(inputs))
+
+    def put(self, inputs: Sequence[Any]) -> list[Any]:
+        """Check ``inputs`` (as ``run`` takes them) and copy them to the devices; the result is
+        what ``execute`` takes, and may be executed many times. No host copy is kept, so the
+        caller may drop ``inputs`` afterwards (benchmarks/run.py does, to measure XLA's own
+        memory)."""
+        import jax
+
+        n = self.num_devices
+        per_device = [list(inputs)] if n == 1 else [list(x) for x in inputs]
+        if len(per_device) != n:
+            raise InputError(f"expected inputs for {n} devices, got {len(per_device)}")
+        flat = [[np.asarray(a) for arg in args for a in _flatten(arg)] for args in per_device]
+        for k, args in enumerate(flat):
+            if len(args) != self.parameter_count:
+                raise InputError(
+                    f"device {k}: the module takes {self.parameter_count} array parameters, "
+                    f"got {len(args)}"
+                )
+            for i, (arg, (dtype, dims)) in enumerate(zip(args, self.parameter_shapes)):
+                # execute_sharded does not check, and a mismatch crashes the process.
+                if arg.dtype != dtype or arg.shape != dims:
+                    raise InputError(
+                        f"device {k}: array parameter {i} must be {dtype}{list(dims)}, "
+                        f"got {arg.dtype}{list(arg.shape)}"
+                    )
+        # x64 on, so that jax's transfer keeps f64/s64 arrays as they are.
+        with jax.enable_x64(True):
+            arrays = []
+            for i in range(self.parameter_count):
+                # Own, contiguous copies: XLA:CPU may alias host memory of transferred arrays.
+                # Each lives only until its transfer, so inputs are never held twice.
+                shards = [jax.device_put(np.array(flat[k][i], copy=True, order="C"), self.devices[k])
+                          for k in range(n)]
+                arrays.append(_assemble(shards, self.devices))
+        return arrays
+
+    def execute(self, arrays: list[Any]) -> Any:
+        """Execute once on inputs already on the devices (``put``); returns host values as
+        ``run`` does."""
+        import jax
+
+        n = self.num_devices
+        with jax.enable_x64(True):
+            try:
+                results = self.executable.execute_sharded(arrays)
+                per_output: list[Any] = results.disassemble_into_single_device_arrays()
+                jax.block_until_ready(per_output)
+            except Exception as e:
+                raise XlaCompileError(f"XLA:CPU failed to execute the module: {e}") from None
+        del results
+        # Copy one output at a time and release its device buffers, so the outputs are never
+        # held twice (seed 003 on 8 replicas returns 3.6 GB).
+        host: list[list[np.ndarray]] = []
+        for j in range(len(per_output)):
+            host.append([np.array(a, copy=True) for a in per_output[j]])
+            per_output[j] = None
+        values = [_unflatten(self.result_tree, [h[k] for h in host])[0] for k in range(n)]
+        return values[0] if n == 1 else values
+
+
+def _assemble(shards: list[Any], devices: list[Any]) -> Any:
+    """One jax Array whose per-device buffers are ``shards`` (for ``execute_sharded``).
+
+    The array claims a replicated sharding although its buffers differ: ``execute_sharded``
+    only hands each device its own buffer, and this is the one sharding every shape (scalars
+    included) admits.
+    """
+    import jax
+
+    if len(shards) == 1:
+        return shards[0]
+    mesh = jax.sharding.Mesh(np.array(devices), ("hloscope_devices",))
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    return jax.make_array_from_single_device_arrays(shards[0].shape, sharding, shards)
+
+
+def compile_hlo(
+    text: str,
+    *,
+    replicas: int | None = None,
+    partitions: int | None = None,
+    spmd_partition: bool | None = None,
+) -> CompiledHlo:
+    """Compile HLO module text for XLA:CPU.
+
+    ``replicas``/``partitions`` default to the header's ``replica_count``/``num_partitions``.
+    ``spmd_partition`` says the module is sharded but not yet partitioned, so XLA's SPMD
+    partitioner (Shardy when the text has ``xla.sdy.`` attributes) splits it; by default it is
+    on when ``partitions > 1`` and the module is not already optimized (``needs_rewrite``).
+    When off, the module's ``sharding=`` attributes are ignored: it already is the per-device
+    program. Optimized modules are first rewritten (``CompiledHlo.rewrite`` says how; Note
+    [Recompiling optimized HLO]). Raises ``ParseError`` if XLA cannot parse the text and
+    ``XlaCompileError`` if XLA:CPU cannot compile it.
+    """
+    api = jaxlib_api()
+    config = module_config(text)
+    replicas = config["replica_count"] if replicas is None else replicas
+    partitions = config["num_partitions"] if partitions is None else partitions
+    module = parse_hlo_text(text)
+    canonical = module.to_string(_print_options(metadata=False))
+    if spmd_partition is None:
+        # An optimized module (scheduled, fusions, bitcasts, GPU kernels) is already partitioned;
+        # GPU dumps such as seed 001 are not scheduled and do not print num_partitions.
+        spmd_partition = partitions > 1 and not needs_rewrite(canonical)
+    # Note [Partitioned modules as replicated modules]
+    as_replicas = partitions > 1 and not spmd_partition
+    if as_replicas and replicas > 1:
+        raise XlaCompileError(
+            f"the XLA:CPU bridge cannot run an already partitioned module on {replicas} replicas "
+            f"x {partitions} partitions (only one of the two may exceed 1)"
+        )
+    rewrite = None
+    compiled_text = canonical
+    if needs_rewrite(canonical) or as_replicas:
+        rewrite = recompilable_text(canonical, partitions_as_replicas=partitions if as_replicas else 0)
+        compiled_text = rewrite.text
+        module = parse_hlo_text(compiled_text)
+    client = _cpu_client()
+    n = replicas * partitions
+    if n > client.device_count():
+        raise InputError(
+            f"the module needs {n} devices but XLA:CPU has {client.device_count()}; set "
+            f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before jax is imported"
+        )
+    xla_computation = api.XlaComputation(module.as_serialized_hlo_module_proto())
+    program_shape = xla_computation.program_shape()
+    parameter_shapes = [leaf for s in program_shape.parameter_shapes() for leaf in _leaf_shapes(s)]
+    try:
+        mlir = api.xla_computation_to_mlir_module(xla_computation)
+    except Exception as e:
+        raise XlaCompileError(f"XLA could not convert the module to MLIR: {e}") from None
+    compile_replicas, compile_partitions = (n, 1) if as_replicas else (replicas, partitions)
+    options = api.CompileOptions()
+    options.num_replicas = compile_replicas
+    options.num_partitions = compile_partitions
+    build = options.executable_build_options
+    build.num_replicas = compile_replicas
+    build.num_partitions = compile_partitions
+    if compile_partitions > 1:
+        build.use_spmd_partitioning = True
+        build.use_shardy_partitioner = "xla.sdy." in text
+    devices = list(client.local_devices()[:n])
+    assignment = np.arange(n).reshape(compile_replicas, compile_partitions)
+    options.device_assignment = api.DeviceAssignment.create(
+        np.array([[devices[k].id for k in row] for row in assignment])
+    )
+    try:
+        executable = client.compile_and_load(mlir, api.DeviceList(tuple(devices)), options)
+    except Exception as e:
+        raise XlaCompileError(f"XLA:CPU could not compile the module: {e}") from None
+    if compile_partitions > 1:
+        # The partitioner changed the entry signature from global to per-device shapes.
+        partitioned = executable.hlo_modules()[0]
+        program_shape = api.XlaComputation(
+            partitioned.as_serialized_hlo_module_proto()).program_shape()
+        parameter_shapes = [leaf for s in program_shape.parameter_shapes()
+                            for leaf in _leaf_shapes(s)]
+    return CompiledHlo(
+        executable=executable,
+        devices=devices,
+        replicas=replicas,
+        partitions=partitions,
+        parameter_shapes=parameter_shapes,
+        result_tree=_result_tree(program_shape.result_shape()),
+        compiled_text=compiled_text,
+        rewrite=rewrite,
+    )
+
+
+def compile_and_run(
+    text: str,
+    inputs: Sequence[Any],
+    *,
+    replicas: int | None = None,
+    partitions: int | None = None,
+    spmd_partition: bool | None = None,
+) -> Any:
+    """Compile ``text`` on XLA:CPU and run it once on ``inputs``; see ``CompiledHlo.run``.
+
+    bf16/fp8/int4 inputs are ``ml_dtypes`` arrays; outputs come back in the same dtypes.
+    """
+    compiled = compile_hlo(text, replicas=replicas, partitions=partitions,
+                           spmd_partition=spmd_partition)
+    return compiled.run(inputs)
+
+
+@dataclasses.dataclass(frozen=True)
+class XlaTiming:
+    """Wall-clock seconds of XLA:CPU stages: parse (+rewrite), compile, and the fastest run."""
+
+    parse_s: float
+    compile_s: float
+    execute_s: float
+    execute_runs: tuple[float, ...]
+    outputs: Any
+
+    @property
+    def total_s(self) -> float:
+        """Parse + compile + one (the fastest) execution, in seconds."""
+        return self.parse_s + self.compile_s + self.execute_s
+
+
+def compile_and_time(
+    text: str,
+    inputs: Sequence[Any],
+    *,
+    replicas: int | None = None,
+    partitions: int | None = None,
+    repeat: int = 3,
+) -> XlaTiming:
+    """Like ``compile_and_run`` but measures seconds for parsing, compiling and executing.
+
+    The execution is repeated ``repeat`` times (inputs transferred each time); ``execute_s`` is
+    the minimum. ``parse_s`` is XLA parsing the text alone.
+    """
+    t0 = time.perf_counter()
+    parse_hlo_text(text)
+    t1 = time.perf_counter()
+    compiled = compile_hlo(text, replicas=replicas, partitions=partitions)
+    t2 = time.perf_counter()
+    runs = []
+    outputs = None
+    for _ in range(max(1, repeat)):
+        s = time.perf_counter()
+        outputs = compiled.run(inputs)
+        runs.append(time.perf_counter() - s)
+    return XlaTiming(t1 - t0, t2 - t1, min(runs), tuple(runs), outputs)
+
+
+# --------------------------------------------------------------------------------------------
+# Lowering jax functions
+
+
+@dataclasses.dataclass(frozen=True)
+class JaxArtifacts:
+    """What XLA produces for one jax program, all as plain Python/numpy data.
+
+    ``inputs``/``outputs`` are flattened lists of numpy arrays. For multi-device programs
+    (``num_devices > 1``) they are per device: ``inputs[k]`` is device k's list of entry
+    parameters (pmap: the k-th slice; sharded jit: device k's shard), likewise ``outputs``.
+    ``dump_files`` maps the dump's file names (XLA's ``module_XXXX.<name>.`` prefix removed) to
+    their text; only the text artifacts this project reads are kept.
+    """
+
+    pre_optimization_text: str
+    post_optimization_text: str
+    cost_analysis: dict[str, float]
+    memory_analysis: dict[str, int]
+    inputs: list[Any]
+    outputs: list[Any]
+    num_replicas: int
+    num_partitions: int
+    dump_files: dict[str, str]
+
+    @property
+    def num_devices(self) -> int:
+        return self.num_replicas * self.num_partitions
+
+
+_DUMP_SUFFIXES = (
+    "before_optimizations.txt",
+    "after_optimizations.txt",
+    "after_optimizations-buffer-assignment.txt",
+    "after_optimizations-buffer-assignment-values.txt",
+    "after_optimizations-live-range.txt",
+    "after_optimizations-memory-usage-report.txt",
+)
+
+
+def _normalize_cost(cost: Any) -> dict[str, float]:
+    if isinstance(cost, list | tuple):
+        cost = cost[0] if cost else {}
+    return {str(k): float(v) for k, v in dict(cost or {}).items()}
+
+
+def _memory_dict(stats: Any) -> dict[str, int]:
+    if stats is None:
+        return {}
+    keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+            "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
+            "host_argument_size_in_bytes", "host_output_size_in_bytes",
+            "host_alias_size_in_bytes", "host_temp_size_in_bytes",
+            "host_generated_code_size_in_bytes")
+    return {k: int(getattr(stats, k)) for k in keys if hasattr(stats, k)}
+
+
+def _read_dump(dirpath: str) -> dict[str, str]:
+    files: dict[str, str] = {}
+    for path in sorted(glob.glob(os.path.join(dirpath, "module_*.txt"))):
+        base = os.path.basename(path)
+        for suffix in _DUMP_SUFFIXES:
+            if base.endswith(suffix):
+                with open(path, encoding="utf-8") as f:
+                    files[_dump_key(base, suffix)] = f.read()
+                break
+    return files
+
+
+def _dump_key(base: str, suffix: str) -> str:
+    # The stage prefix (cpu_) sits just before the suffix; keep it so names say what they are.
+    stem = base[: -len(suffix)]
+    prefix = stem.rsplit(".", 1)[-1]
+    return prefix + suffix
+
+
+def use_shardy(enabled: bool | None) -> Any:
+    """Context manager setting ``jax_use_shardy_partitioner`` (None leaves it unchanged)."""
+    import contextlib
+
+    import jax
+
+    @contextlib.contextmanager
+    def ctx() -> Any:
+        if enabled is None:
+            yield
+            return
+        name = "jax_use_shardy_partitioner"
+        old = getattr(jax.config, name)
+        jax.config.update(name, enabled)
+        try:
+            yield
+        finally:
+            jax.config.update(name, old)
+
+    return ctx()
+
+
+def lower_jax(
+    f: Callable[..., Any],
+    *args: Any,
+    mode: str = "jit",
+    shardy: bool | None = None,
+    dump: bool = True,
+    **jit_kwargs: Any,
+) -> JaxArtifacts:
+    """Lower, compile and run ``f(*args)`` with jax on XLA:CPU and collect XLA's artifacts.
+
+    ``mode`` is ``"jit"`` (``jax.jit(f, **jit_kwargs)``; shardings go in ``jit_kwargs``) or
+    ``"pmap"`` (``jax.pmap(f, **jit_kwargs)``; leading axis of each arg = devices). ``shardy``
+    sets ``jax_use_shardy_partitioner`` during the lowering (None: jax's default). With ``dump``
+    the compile writes XLA's dump into a temporary directory and the text files are returned.
+    """
+    import jax
+
+    jaxlib_api()
+    if mode not in ("jit", "pmap"):
+        raise InputError(f"mode must be 'jit' or 'pmap', got {mode!r}")
+    if mode == "jit":
+        # jit drops unused parameters by default; keep them so HLO parameters = flat inputs.
+        jit_kwargs.setdefault("keep_unused", True)
+    transform = jax.pmap if mode == "pmap" else jax.jit
+    with use_shardy(shardy), tempfile.TemporaryDirectory(prefix="hloscope-dump-") as d:
+        wrapped = transform(f, **jit_kwargs)
+        lowered = wrapped.lower(*args)
+        pre = _lowered_hlo_text(lowered)
+        options = {"xla_dump_to": d, "xla_dump_hlo_as_text": True} if dump else {}
+        compiled = lowered.compile(compiler_options=options) if options else lowered.compile()
+        post = compiled.as_text()
+        dump_files = _read_dump(d) if dump else {}
+        outputs = compiled(*args) if mode == "jit" else wrapped(*args)
+        jax.block_until_ready(outputs)
+        try:
+            cost = _normalize_cost(compiled.cost_analysis())
+        except Exception:
+            cost = {}
+        try:
+            memory = _memory_dict(compiled.memory_analysis())
+        except Exception:
+            memory = {}
+        config = module_config(post)
+        replicas, partitions = config["replica_count"], config["num_partitions"]
+        n = replicas * partitions
+        in_leaves = jax.tree_util.tree_leaves(args)
+        out_leaves = jax.tree_util.tree_leaves(outputs)
+        if n == 1:
+            inputs: list[Any] = [np.asarray(a) for a in in_leaves]
+            outs: list[Any] = [np.asarray(a) for a in out_leaves]
+        elif mode == "pmap":
+            # Device k holds slice k; its HLO shape may keep the mapped axis as size 1.
+            params, results = _entry_leaf_shapes(post)
+            inputs = [[np.asarray(a)[k].reshape(s[1]) for a, s in zip(in_leaves, params)]
+                      for k in range(n)]
+            outs = [[np.asarray(a)[k].reshape(s[1]) for a, s in zip(out_leaves, results)]
+                    for k in range(n)]
+        else:
+            in_shardings = jax.tree_util.tree_leaves(compiled.input_shardings[0])
+            inputs = _shards_by_device(in_leaves, in_shardings, n)
+            outs = _shards_by_device(out_leaves, [a.sharding for a in out_leaves], n)
+    return JaxArtifacts(pre, post, cost, memory, inputs, outs, replicas, partitions, dump_files)
+
+
+def _entry_leaf_shapes(text: str) -> tuple[list[Any], list[Any]]:
+    """(dtype, dims) of the entry parameters' and the result's array leaves."""
+    module = parse_hlo_text(text)
+    program_shape = jaxlib_api().XlaComputation(module.as_serialized_hlo_module_proto()).program_shape()
+    params = [leaf for s in program_shape.parameter_shapes() for leaf in _leaf_shapes(s)]
+    return params, _leaf_shapes(program_shape.result_shape())
+
+
+def _shards_by_device(leaves: list[Any], shardings: list[Any], n: int) -> list[list[Any]]:
+    """Device k's piece of each global value, by the value's sharding (Note [Device numbering]).
+
+    Device k is the k-th device of the compiled module's device assignment, which for the
+    meshes built over ``jax.devices()`` in order is ``jax.devices()[k]``.
+    """
+    import jax
+
+    devices = jax.devices()[:n]
+    result: list[list[Any]] = [[] for _ in range(n)]
+    for leaf, sharding in zip(leaves, shardings, strict=True):
+        arr = np.asarray(leaf)
+        index_map = sharding.devices_indices_map(arr.shape)
+        for k in range(n):
+            result[k].append(np.ascontiguousarray(arr[index_map[devices[k]]]))
+    return result
+
+
+def _lowered_hlo_text(lowered: Any) -> str:
+    for attempt in (lambda: lowered.as_text(dialect="hlo"),
+                    lambda: lowered.compiler_ir("hlo").as_hlo_text()):
+        try:
+            return attempt()
+        except Exception:
+            continue
+    raise MissingDependencyError(f"cannot get HLO text from jax's Lowered; {_INSTALL_HINT}")
+
+
+def dump_json(obj: Any) -> str:
+    """JSON text for cost/memory dicts (sorted keys, stable across runs)."""
+    return json.dumps(obj, indent=1, sort_keys=True)
