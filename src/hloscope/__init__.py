@@ -6,20 +6,14 @@
     hs.cost(m).flops, hs.memory(m).peak_bytes
     hs.write_report(m, "report.html")
 """
-from importlib import metadata as _metadata
-
 from hloscope.api import collectives, cost, estimate_time, load, memory, parse, run
 from hloscope.errors import HloscopeError, InterpretError, ParseError, VerifyError
 from hloscope.interpret import RunOptions, register_custom_call
 from hloscope.ir import Computation, Instruction, Module, Opcode, verify
 from hloscope.report import write_report
 from hloscope.text import PrintOptions, to_text
+from hloscope.version import __version__ as __version__
 from hloscope.xla.jax_bridge import JaxModules, from_jax
-
-try:  # the version is the installed distribution's (pyproject.toml), read once
-    __version__ = _metadata.version("hloscope")
-except _metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
 
 __all__ = [
     "Computation",

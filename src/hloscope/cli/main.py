@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hloscope import __version__
 from hloscope.cli.common import (
     COMMANDS,
     EXIT_INPUT,
@@ -19,6 +18,7 @@ from hloscope.cli.common import (
     EXIT_USAGE,
 )
 from hloscope.errors import HloscopeError
+from hloscope.version import __version__
 
 __all__ = ["main", "build_parser"]
 
