@@ -176,8 +176,8 @@ def test_check_c_catches_a_wrong_shape_rule(worker, monkeypatch) -> None:
             for i in c.entry.insts)
 
     seed = _first_seed(transposes)
-    monkeypatch.setitem(shape_inference.SHAPE_RULES, Opcode.TRANSPOSE, lambda inst: inst.operands[0].shape)
-    out = fz.check_case(fz.generate(seed), worker, "c")
+    with shape_inference.SHAPE_RULES.override(Opcode.TRANSPOSE, lambda inst: inst.operands[0].shape):
+        out = fz.check_case(fz.generate(seed), worker, "c")
     assert "inferred-shape" in {f.kind for f in out.failures}
 
 

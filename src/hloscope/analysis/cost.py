@@ -31,6 +31,7 @@ from typing import Any
 from hloscope.analysis.async_ops import async_wrapped_instruction
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import ArrayShape, Computation, Family, Instruction, Module, Opcode, TupleShape
+from hloscope.ir.op_table import OpTable
 from hloscope.ir.shape import Shape
 
 __all__ = [
@@ -121,19 +122,12 @@ def _default_bytes(inst: Instruction) -> int:
 # The registry
 
 CostFn = Callable[[Instruction, "_Analyzer"], Cost]
-COST_RULES: dict[Opcode, CostFn] = {}
+COST_RULES: OpTable[CostFn] = OpTable("cost")
 
 
 def cost_rule(*opcodes: Opcode) -> Callable[[CostFn], CostFn]:
     """Register ``fn(instruction, analyzer) -> Cost`` as the cost rule of ``opcodes``."""
-
-    def register(fn: CostFn) -> CostFn:
-        for op in opcodes:
-            assert op not in COST_RULES, f"two cost rules for {op}"
-            COST_RULES[op] = fn
-        return fn
-
-    return register
+    return COST_RULES.register(*opcodes)
 
 
 # Opcodes that cost only XLA's default bytes (output + operands) and no FLOPs, with why.
@@ -693,8 +687,7 @@ def instruction_cost(inst: Instruction, analyzer: _Analyzer | None = None) -> Co
     return rule(inst, analyzer or _Analyzer())
 
 
-for _op in NO_COST:
-    COST_RULES.setdefault(_op, _default_rule)
+COST_RULES.register(*(op for op in NO_COST if op not in COST_RULES))(_default_rule)
 
 
 @dataclass(frozen=True)

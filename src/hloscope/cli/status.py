@@ -1,7 +1,8 @@
 """Opcode coverage: for every opcode, whether each stage has a rule, or the reason it has none.
 
-Built from the stages' own registries (shape inference, interpreter, cost analysis), so it
-cannot drift from what the code does. ``hloscope status`` prints it.
+Built from the stages' own ``OpTable`` registries (shape inference, interpreter, cost
+analysis), so it cannot drift from what the code does; tests/test_coverage.py checks every table,
+lockstep and dataflow included. ``hloscope status`` prints it.
 """
 from __future__ import annotations
 
@@ -44,20 +45,17 @@ class OpcodeCoverage:
 def opcode_coverage() -> list[OpcodeCoverage]:
     """Coverage of every opcode in the table, in table order."""
     import hloscope.interpret  # noqa: F401  (registers the handlers)
-    from hloscope.analysis.cost import COST_RULES, NO_COST
-    from hloscope.interpret.registry import UNSUPPORTED, implemented_opcodes
-    from hloscope.ir.shape_inference import NOT_INFERABLE, SHAPE_CHECKS, SHAPE_RULES
+    from hloscope.analysis.cost import COST_RULES
+    from hloscope.interpret.registry import HANDLERS
+    from hloscope.ir.shape_inference import SHAPE_CHECKS, SHAPE_RULES
 
-    evaluated = implemented_opcodes()
     out = []
     for op in Opcode:
-        verify = StageCoverage(op in SHAPE_RULES or op in SHAPE_CHECKS,
-                               None if op in SHAPE_RULES else NOT_INFERABLE.get(op))
         out.append(OpcodeCoverage(
             op,
             StageCoverage(True),  # the parser reads every opcode of the table
-            verify,
-            StageCoverage(op in evaluated, None if op in evaluated else UNSUPPORTED.get(op)),
-            StageCoverage(op in COST_RULES, None if op in COST_RULES else NO_COST.get(op)),
+            StageCoverage(op in SHAPE_RULES or op in SHAPE_CHECKS, SHAPE_RULES.reason(op)),
+            StageCoverage(op in HANDLERS, HANDLERS.reason(op)),
+            StageCoverage(op in COST_RULES, COST_RULES.reason(op)),
         ))
     return out

@@ -54,6 +54,7 @@ from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_h
 from hloscope.interpret.values import TOKEN, Value, constant_value
 from hloscope.ir import Computation, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
+from hloscope.ir.op_table import OpTable
 
 __all__ = ["Diverged", "LockstepContext", "applies", "run_lockstep", "stack_values", "unstack_value"]
 
@@ -198,15 +199,9 @@ class LockstepContext(EvalContext):
 
 # --- handler resolution ------------------------------------------------------------------------
 
-STACKED: dict[Opcode, Handler] = {}
-
-
-def _stacked(*opcodes: Opcode) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        for op in opcodes:
-            STACKED[op] = fn
-        return fn
-    return register
+STACKED: OpTable[Handler] = OpTable(
+    "lockstep", fallback="the interpreter's handler, elementwise on the stacked operands or once per device")
+_stacked = STACKED.register
 
 
 def per_device(handler: Handler) -> Handler:

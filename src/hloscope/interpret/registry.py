@@ -17,13 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 from hloscope.ir import Opcode
+from hloscope.ir.op_table import OpTable
 
 __all__ = ["Handler", "HANDLERS", "UNSUPPORTED", "evaluates", "handler_for", "implemented_opcodes",
            "is_generator_handler"]
 
 Handler = Callable[[Any, Any, list[Any]], Any]
-
-HANDLERS: dict[Opcode, Handler] = {}
 
 UNSUPPORTED: dict[Opcode, str] = {
     Opcode.INFEED: "infeed reads from the host at run time; hloscope has no host stream to read",
@@ -48,17 +47,13 @@ UNSUPPORTED: dict[Opcode, str] = {
 }
 
 
-def evaluates(*opcodes: Opcode) -> Callable[[Handler], Handler]:
-    """Register the decorated function as the handler of ``opcodes`` (one owner per opcode)."""
+HANDLERS: OpTable[Handler] = OpTable("interpreter", unsupported=UNSUPPORTED)
 
-    def register(fn: Handler) -> Handler:
-        for op in opcodes:
-            if op in HANDLERS and HANDLERS[op] is not fn:
-                raise RuntimeError(f"{op} already evaluated by {HANDLERS[op].__qualname__}")
-            HANDLERS[op] = fn
-        return fn
 
-    return register
+def evaluates(*opcodes: Opcode, replace: bool = False) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of ``opcodes`` (one owner per opcode,
+    Note [One rule for duplicates] in hloscope.ir.op_table)."""
+    return HANDLERS.register(*opcodes, replace=replace)
 
 
 def handler_for(opcode: Opcode) -> Handler | None:

@@ -31,6 +31,7 @@ from hloscope.ir.buffer_verifier import buffer_problems
 from hloscope.ir.computation import Computation
 from hloscope.ir.instruction import CALLED_COMPUTATION_ATTRS, Instruction
 from hloscope.ir.module import Module
+from hloscope.ir.op_table import OpTable
 from hloscope.ir.opcode import Opcode
 from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 from hloscope.ir.shape_inference import (
@@ -364,15 +365,9 @@ def _leaf_types(shapes: Iterable[Shape]) -> list[str]:
 
 
 # --- per-opcode signature checks of called computations ----------------------------------------
-_CALL_CHECKS: dict[Opcode, Callable[[_Verifier, Instruction], None]] = {}
-
-
-def _calls(*opcodes: Opcode) -> Callable[[Callable[[_Verifier, Instruction], None]], Any]:
-    def register(fn: Callable[[_Verifier, Instruction], None]) -> Any:
-        for op in opcodes:
-            _CALL_CHECKS[op] = fn
-        return fn
-    return register
+_CALL_CHECKS: OpTable[Callable[[_Verifier, Instruction], None]] = OpTable(
+    "verifier call signatures", fallback="calls no computation, or its callee's signature is free")
+_calls = _CALL_CHECKS.register
 
 
 @_calls(Opcode.WHILE)

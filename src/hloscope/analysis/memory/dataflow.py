@@ -7,8 +7,8 @@ live at the same address. Fusion bodies hold no values (their instructions never
 computations called by ``to_apply``/``comparator``/... are *embedded*: their values get
 thread-local allocations and no live range.
 
-How each opcode moves values is a registry keyed by opcode (``_RULES``); opcodes without an
-entry define a fresh value at every shape index.
+How each opcode moves values is a registry keyed by opcode (``DATAFLOW_RULES``, an
+``OpTable``); opcodes without an entry define a fresh value at every shape index.
 
 Note [Aliasing through while]
 -----------------------------
@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 from hloscope.ir import Opcode
 from hloscope.ir.buffer_assignment import HloPosition, HloUse, ShapeIndex
+from hloscope.ir.op_table import OpTable
 from hloscope.ir.opcode import Family
 
 __all__ = ["Value", "Buffer", "Dataflow", "analyze_dataflow", "instruction_post_order",
@@ -182,7 +183,7 @@ class _Builder:
             if inst.opcode is Opcode.PARAMETER and params is not None:
                 self.sets[inst] = params[inst.attrs["parameter_number"]]
                 continue
-            rule = _RULES.get(inst.opcode)
+            rule = DATAFLOW_RULES.get(inst.opcode)
             self.sets[inst] = rule(self, inst) if rule else self.define_all(inst, embedded)
             if inst.opcode is Opcode.FUSION:
                 self._embedded_in_fusion(inst)
@@ -205,16 +206,9 @@ class _Builder:
 
 # --- the registry: how each opcode defines or forwards values ---------------------------------
 _Rule = Callable[[_Builder, object], ValueSets]
-_RULES: dict[Opcode, _Rule] = {}
-
-
-def _rule(*opcodes: Opcode) -> Callable[[_Rule], _Rule]:
-    def register(fn: _Rule) -> _Rule:
-        for op in opcodes:
-            _RULES[op] = fn
-        return fn
-
-    return register
+DATAFLOW_RULES: OpTable[_Rule] = OpTable(
+    "dataflow", fallback="defines a fresh value at every index of its shape (define_all)")
+_rule = DATAFLOW_RULES.register
 
 
 def _sub(sets: ValueSets, prefix: ShapeIndex, new_prefix: ShapeIndex = ()) -> ValueSets:

@@ -36,14 +36,12 @@ from hloscope.errors import HloscopeError
 from hloscope.ir.attributes import RawAttribute
 from hloscope.ir.dtypes import PRIMITIVE_TYPES
 from hloscope.ir.instruction import Instruction
+from hloscope.ir.op_table import OpTable
 from hloscope.ir.opcode import Opcode
 from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 
 Rule = Callable[[Instruction], Shape]
 Check = Callable[[Instruction], None]
-
-SHAPE_RULES: dict[Opcode, Rule] = {}
-SHAPE_CHECKS: dict[Opcode, Check] = {}
 
 NOT_INFERABLE: dict[Opcode, str] = {
     Opcode.PARAMETER: "a parameter's shape is declared; the verifier checks it against call sites",
@@ -64,32 +62,26 @@ NOT_INFERABLE: dict[Opcode, str] = {
 }
 
 
+SHAPE_RULES: OpTable[Rule] = OpTable("shape rules", unsupported=NOT_INFERABLE)
+SHAPE_CHECKS: OpTable[Check] = OpTable(
+    "shape checks", fallback="only opcodes in NOT_INFERABLE get a partial check; the rest have a rule")
+
+
 class ShapeInferenceError(HloscopeError):
     """An instruction's operands or attributes admit no result shape; the message says why."""
 
 
 def shape_rule(*opcodes: Opcode) -> Callable[[Rule], Rule]:
     """Register the decorated function as the shape rule of ``opcodes``."""
-
-    def register(fn: Rule) -> Rule:
-        for op in opcodes:
-            assert op not in SHAPE_RULES and op not in NOT_INFERABLE, op
-            SHAPE_RULES[op] = fn
-        return fn
-
-    return register
+    return SHAPE_RULES.register(*opcodes)
 
 
 def shape_check(*opcodes: Opcode) -> Callable[[Check], Check]:
     """Register a consistency check for opcodes in ``NOT_INFERABLE``."""
-
-    def register(fn: Check) -> Check:
-        for op in opcodes:
-            assert op in NOT_INFERABLE, op
-            SHAPE_CHECKS[op] = fn
-        return fn
-
-    return register
+    for op in opcodes:
+        if op not in NOT_INFERABLE:
+            raise ValueError(f"{op.text} has a shape rule; a shape check is only for NOT_INFERABLE opcodes")
+    return SHAPE_CHECKS.register(*opcodes)
 
 
 def same_shape(a: Shape, b: Shape) -> bool:
