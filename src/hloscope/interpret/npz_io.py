@@ -65,7 +65,8 @@ def _encode(array: np.ndarray) -> tuple[np.ndarray, str | None]:
         return array, None
     storage = _SPECIAL[name][1]
     # Sub-byte types already occupy one byte per element in ml_dtypes, so a view suffices.
-    return np.ascontiguousarray(array).view(storage), name
+    # ascontiguousarray makes a 0-d array 1-d: the reshape gives a scalar its shape () back.
+    return np.ascontiguousarray(array).view(storage).reshape(array.shape), name
 
 
 def _decode(array: np.ndarray, name: str) -> np.ndarray:
