@@ -567,3 +567,14 @@ def test_schema_equals_jaxlib_descriptor() -> None:
     xla = reachable(index(theirs.values()), roots)
     assert sorted(set(ours) ^ set(xla)) == []
     assert [n for n in ours if ours[n] != xla[n]] == []
+
+
+def test_dialect_names_in_hlo_text_do_not_make_it_mlir() -> None:
+    # FileCheck comments and attributes name mhlo./stablehlo.; only an MLIR op statement counts.
+    hlo = ("// RUN: hlo-opt %s | FileCheck %s\n// CHECK: mhlo.sharding\n// CHECK: stablehlo.add\n"
+           "ENTRY e {\n  p = f32[2] parameter(0), frontend_attributes={mhlo.sharding=\"{replicated}\"}\n"
+           "  ROOT c = f32[2] custom-call(p), custom_call_target=\"mhlo.foo\"\n}\n")
+    assert detect_format(hlo.encode()).format is Format.HLO_TEXT
+    assert detect_format(b"%0 = stablehlo.add %a, %b : tensor<2xf32>\n").format is Format.MLIR_TEXT
+    assert detect_format(b'// c\n%0:2 = "mhlo.while"(%a) ({\n').format is Format.MLIR_TEXT
+    assert detect_format(b"  stablehlo.return %x : tensor<f32>\n").format is Format.MLIR_TEXT

@@ -203,12 +203,24 @@ def _detect_text(text: str) -> DetectedFormat:
     lead = leading_text(text)
     if lead.startswith("HloModule"):
         return DetectedFormat(Format.HLO_TEXT, "starts with 'HloModule'")
-    if _MLIR_START.match(lead) or "stablehlo." in text or "mhlo." in text:
+    if _MLIR_START.match(lead) or _MLIR_OP.search(_code_lines(text)):
         return DetectedFormat(Format.MLIR_TEXT, "MLIR text (module/func.func, stablehlo./mhlo. ops)")
     if _is_pbtxt(text):
         return DetectedFormat(Format.HLO_MODULE_PROTO_TEXT, "protobuf text format fields")
     # Anything else goes to the HLO parser, whose error points at the first bad token.
     return DetectedFormat(Format.HLO_TEXT, "text that is not MLIR or protobuf text")
+
+
+# An MLIR operation statement: ``%0 = stablehlo.add %a, %b``, ``%1:2 = "mhlo.while"(...)`` or
+# ``stablehlo.return %x``. Dialect names elsewhere are not ops: HLO text names them in attributes
+# (``frontend_attributes={mhlo.sharding=...}``, ``custom_call_target="mhlo.x"``) and in comments
+# (FileCheck lines of XLA's tests), so a mere substring says nothing about the format.
+_MLIR_OP = re.compile(r'(?m)^[ \t]*(?:%[^=\n]*?[ \t]=[ \t]*)?"?(?:stablehlo|mhlo|chlo)\.[a-z_.]+"?[ \t(]')
+
+
+def _code_lines(text: str) -> str:
+    """``text`` without its ``//`` comment lines (both HLO text and MLIR comment that way)."""
+    return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//"))
 
 
 def _is_pbtxt(text: str) -> bool:
