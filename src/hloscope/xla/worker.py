@@ -68,7 +68,9 @@ def run_on_xla(text: str, inputs: list[Any], *, replicas: int, partitions: int, 
             raise MissingDependencyError(proc.stderr.strip())
         if proc.returncode != 0:
             last = proc.stderr.strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-            raise HloscopeError(f"XLA:CPU could not run the module: {last[0]}")
+            # A signal (XLA's CHECK failures abort) is a crash, not a refusal of the module.
+            killed = f" (killed by signal {-proc.returncode})" if proc.returncode < 0 else ""
+            raise HloscopeError(f"XLA:CPU could not run the module{killed}: {last[0]}")
         report = json.loads((work / "rewrite.json").read_text())
         return XlaRun(device_values(load_npz(work / "outputs.npz"), "out", n), report["rewrite"],
                       report["custom_calls"])

@@ -1,0 +1,450 @@
+"""Run every module of XLA's own test suite on hloscope and on XLA:CPU with the same random
+inputs, and sort each into one kind, so that the next family of differences shows up by itself.
+
+The modules are those ``tools/xla_corpus.py extract`` writes (``OUT/modules/*.hlo`` with
+``OUT/index.jsonl``). For each module, in this order:
+
+1. hloscope parses it; when it cannot, XLA's parser is asked (a module both refuse is a
+   template or a deliberately invalid test string: ``xla-refuses``);
+2. a module with elided constants (``{...}``) is ``skipped``: XLA fills them with garbage;
+3. random inputs are drawn (``hloscope.interpret.inputs.random_inputs``, per device when the
+   header asks for several) and XLA:CPU runs the module in its own child process
+   (``hloscope.xla.worker.run_on_xla``); a module XLA:CPU cannot compile or run is
+   ``xla-refuses``, one that kills XLA's process ``xla-crash``;
+4. hloscope runs it on the same inputs and every output leaf is compared (integers and preds
+   bit-exact, floats within a per-dtype tolerance, NaN where NaN).
+
+Kinds (``KINDS``): match, differs, hloscope-error, xla-refuses, xla-crash, timeout, skipped.
+
+Everything of one module happens in a worker process (this script's ``_worker``), started with
+a memory limit (``--memory-gb``, an address-space limit that XLA's own child inherits) and
+watched by the parent, which kills it when one phase takes longer than ``--timeout`` seconds
+and restarts it for the next module. Results go to a JSON-lines file outside the repository
+(``--results``, default ``OUT/sweep.jsonl``), one line per module as it finishes; a second run
+skips the modules already there (resumable), and ``--only KIND`` runs again just the modules
+of that kind (the newest line of a module wins). ``summary`` counts the kinds and groups the
+differing and failing modules by cause. Usage (the machine is shared: be nice)::
+
+    nice -n 10 python tools/xla_sweep.py run /work/xla_hlo [--limit N] [--timeout 60]
+    nice -n 10 python tools/xla_sweep.py run /work/xla_hlo --only differs
+    python tools/xla_sweep.py summary /work/xla_hlo [--show KIND] [--examples 3]
+
+XLA's texts stay outside the repository (Apache-2.0); nothing here copies them.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import random
+import re
+import resource
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+KINDS = {
+    "match": "both ran; every output equal within tolerance",
+    "differs": "both ran; an output differs",
+    "hloscope-error": "XLA runs it; hloscope cannot parse or run it (or its process died)",
+    "xla-refuses": "XLA cannot parse, compile or run it (templates, invalid tests, GPU-only ops)",
+    "xla-crash": "XLA:CPU killed its process",
+    "timeout": "one side took longer than the time limit",
+    "skipped": "not comparable (elided constants) or too large to draw inputs for",
+}
+
+# Float tolerance per dtype name: rtol = atol. XLA:CPU's transcendental kernels are polynomial
+# approximations a few ulps off, and it may reorder reductions; the low-precision types get
+# about one ulp of their own format.
+TOLERANCE = {"float64": 1e-9, "complex128": 1e-9, "float32": 1e-4, "complex64": 1e-4,
+             "float16": 1e-2, "bfloat16": 4e-2}
+LOW_FLOAT_TOLERANCE = 0.25  # fp8 and narrower
+# Inputs larger than this are not drawn (benchmarks at LLM scale): the two sides would need
+# several times that, over the worker's memory limit.
+MAX_INPUT_BYTES = 512 * 2**20
+
+
+
+# --- the worker: one module at a time ----------------------------------------------------------
+
+
+def _phase(name: str) -> None:
+    sys.stdout.write(json.dumps({"phase": name}) + "\n")
+    sys.stdout.flush()
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:300] if text else ''}"
+
+
+def _leaves(value: Any, path: str = "out") -> list[tuple[str, Any]]:
+    if isinstance(value, tuple | list):
+        return [leaf for k, v in enumerate(value) for leaf in _leaves(v, f"{path}.{k}")]
+    return [(path, value)]
+
+
+def _tolerance(dtype: Any) -> float | None:
+    import numpy as np
+
+    name = np.dtype(dtype).name
+    if name in TOLERANCE:
+        return TOLERANCE[name]
+    if name.startswith("float") or "e4m3" in name or "e5m2" in name or "e2m1" in name or "e3m2" in name \
+            or "e2m3" in name or "e8m0" in name:
+        return LOW_FLOAT_TOLERANCE
+    return None
+
+
+def compare_leaf(ours: Any, theirs: Any) -> str | None:
+    """None when equal; else one line saying how they differ."""
+    import numpy as np
+
+    a, b = np.asarray(ours), np.asarray(theirs)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return f"shape/dtype {a.dtype}{list(a.shape)} vs XLA {b.dtype}{list(b.shape)}"
+    tol = _tolerance(a.dtype)
+    if tol is None:  # integers, preds, tokens: bit-exact
+        bad = a != b
+        if not bad.any():
+            return None
+        return f"{int(bad.sum())}/{a.size} elements differ (exact {a.dtype})"
+    cast = np.complex128 if a.dtype.kind == "c" else np.float64
+    fa, fb = a.astype(cast), b.astype(cast)
+    nan_a, nan_b = np.isnan(fa), np.isnan(fb)
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = np.isclose(fa, fb, rtol=tol, atol=tol) | (nan_a & nan_b) | (fa == fb)
+    if close.all():
+        return None
+    diff = np.where(close, 0.0, np.abs(np.nan_to_num(fa - fb, nan=np.inf)))
+    return (f"{int((~close).sum())}/{a.size} elements differ ({a.dtype}), max |diff| "
+            f"{float(diff.max()):.3g}, NaN {int(nan_a.sum())} vs XLA {int(nan_b.sum())}")
+
+
+def _leaf_producers(module: Any) -> list[str]:
+    """The opcode that produces each leaf of the entry's result, in leaf order."""
+    from hloscope.ir.shape import TupleShape
+
+    def walk(inst: Any) -> list[str]:
+        if inst.opcode.name == "TUPLE":
+            return [p for o in inst.operands for p in walk(o)]
+        if isinstance(inst.shape, TupleShape):
+            return [inst.opcode.text] * len(_leaves(_zeros_like(inst.shape)))
+        return [inst.opcode.text]
+
+    return walk(module.entry.root)
+
+
+def _zeros_like(shape: Any) -> Any:
+    from hloscope.ir.shape import TupleShape
+
+    if isinstance(shape, TupleShape):
+        return tuple(_zeros_like(e) for e in shape.elements)
+    return 0
+
+
+def check_module(text: str, *, seed: int, timeout: float) -> dict[str, Any]:
+    """One module through both sides; the result row (without the index fields)."""
+    import hloscope as hs
+    from hloscope.errors import HloscopeError, MissingDependencyError, ParseError
+    from hloscope.interpret.inputs import random_inputs
+    from hloscope.interpret.run import default_grid
+    from hloscope.ir.literal import Literal
+    from hloscope.xla import client as xla
+    from hloscope.xla.worker import run_on_xla
+
+    _phase("hloscope-parse")
+    try:
+        m = hs.parse(text, "module.hlo")
+    except Exception as e:  # noqa: BLE001 - ParseError or a crash: either way ask XLA next
+        _phase("xla-parse")
+        try:
+            xla.parse_hlo_text(text)
+        except ParseError as xe:
+            return {"kind": "xla-refuses", "stage": "parse", "detail": _first_line(xe)}
+        return {"kind": "hloscope-error", "stage": "parse", "detail": _first_line(e)}
+    # XLA's parser first, in this process (a crash here is the parent's xla-crash): half the
+    # corpus is templates hloscope reads leniently, and they need no XLA child process.
+    _phase("xla-parse")
+    try:
+        xla.parse_hlo_text(text)
+    except ParseError as xe:
+        return {"kind": "xla-refuses", "stage": "parse", "detail": _first_line(xe)}
+    if any(isinstance(i.attrs.get("literal"), Literal) and i.attrs["literal"].elided for i in m.instructions()):
+        return {"kind": "skipped", "detail": "elided constants"}
+    ops = sorted({i.opcode.text for i in m.instructions()} - {"parameter", "constant", "tuple",
+                                                                "get-tuple-element", "ROOT"})
+    replicas, partitions = default_grid(m)
+    n = replicas * partitions
+    per_device = n > 1
+    size = sum(p.shape.byte_size() for p in m.entry.parameters)
+    if size * (n if per_device else 1) > MAX_INPUT_BYTES:
+        return {"kind": "skipped", "detail": f"inputs of {size / 2**30:.1f} GiB", "ops": ops}
+    try:
+        inputs = random_inputs(m, seed, num_devices=n, per_device=per_device)
+    except Exception as e:  # noqa: BLE001
+        return {"kind": "hloscope-error", "stage": "inputs", "detail": _first_line(e), "ops": ops}
+    _phase("xla")
+    try:
+        theirs = run_on_xla(text, inputs, replicas=replicas, partitions=partitions,
+                            per_device=per_device, timeout=timeout).outputs
+    except MissingDependencyError:
+        raise
+    except HloscopeError as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if "did not finish within" in msg:
+            return {"kind": "timeout", "stage": "xla", "ops": ops}
+        if "(killed by signal" in msg:
+            return {"kind": "xla-crash", "stage": "xla", "detail": msg[:300], "ops": ops}
+        return {"kind": "xla-refuses", "stage": "compile", "detail": msg[:300], "ops": ops}
+    _phase("hloscope")
+    t0 = time.perf_counter()
+    try:
+        ours = hs.run(m, inputs, replicas=replicas, partitions=partitions,
+                      options=hs.RunOptions(seed=seed))
+    except Exception as e:  # noqa: BLE001 - the point is to find these
+        return {"kind": "hloscope-error", "stage": "run", "detail": _first_line(e), "ops": ops}
+    seconds = time.perf_counter() - t0
+    mine, ref = _leaves(ours), _leaves(theirs)
+    if len(mine) != len(ref):
+        return {"kind": "differs", "detail": f"{len(mine)} output leaves vs XLA {len(ref)}", "ops": ops,
+                "producer": "(structure)"}
+    producers = _leaf_producers(m) if n == 1 else _leaf_producers(m) * n
+    for k, ((path, a), (_, b)) in enumerate(zip(mine, ref)):
+        why = compare_leaf(a, b)
+        if why is not None:
+            producer = producers[k] if k < len(producers) else "?"
+            return {"kind": "differs", "leaf": path, "producer": producer, "detail": why, "ops": ops,
+                    "seconds": round(seconds, 3)}
+    return {"kind": "match", "ops": ops, "seconds": round(seconds, 3)}
+
+
+def _worker(seed: int, timeout: float) -> None:
+    """Child process: one module path per stdin line; phase lines, then one result line."""
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    for line in sys.stdin:
+        try:
+            result = check_module(Path(line.strip()).read_text(), seed=seed, timeout=timeout)
+        except MemoryError:
+            result = {"kind": "hloscope-error", "stage": "run", "detail": "MemoryError: over the memory limit"}
+        sys.stdout.write(json.dumps({"result": result}) + "\n")
+        sys.stdout.flush()
+
+
+# --- the parent: a watched worker, restarted when it dies or is killed ------------------------
+
+
+class Worker:
+    """This script's ``_worker`` in its own session (so XLA's child dies with it when killed),
+    with an address-space limit of ``memory_gb``."""
+
+    def __init__(self, *, seed: int, timeout: float, memory_gb: float) -> None:
+        self.seed, self.timeout, self.memory = seed, timeout, int(memory_gb * 2**30)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.pending = b""
+
+    def _limit(self) -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
+        src = str(Path(__file__).resolve().parents[1] / "src")
+        env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+        return subprocess.Popen([sys.executable, __file__, "_worker", "--seed", str(self.seed),
+                                 "--timeout", str(self.timeout)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env=env, start_new_session=True, preexec_fn=self._limit)
+
+    def _readline(self, seconds: float) -> str | None:
+        """The next line; None after ``seconds`` without one, "" when the worker died."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + seconds
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while b"\n" not in self.pending:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    return None
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    return ""
+                self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line.decode()
+
+    def stop(self) -> int | None:
+        """Kill the worker and everything it started; its exit status."""
+        if self.proc is None:
+            return None
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        code = self.proc.wait()
+        self.proc, self.pending = None, b""
+        return code
+
+    def check(self, path: Path) -> dict[str, Any]:
+        if self.proc is None:
+            self.proc = self._start()
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{path}\n".encode())
+        self.proc.stdin.flush()
+        phase = "start"
+        # A fresh worker imports jax first; XLA's phase has run_on_xla's own limit inside.
+        limits = {"start": 60.0, "hloscope-parse": self.timeout, "xla-parse": self.timeout,
+                  "xla": self.timeout + 30.0, "hloscope": self.timeout}
+        while True:
+            line = self._readline(limits.get(phase, self.timeout))
+            if line is None:
+                self.stop()
+                side = "xla" if phase.startswith("xla") else "hloscope"
+                return {"kind": "timeout", "stage": side if phase != "start" else "start"}
+            if not line:
+                code = self.stop()
+                how = f"signal {-code}" if code is not None and code < 0 else f"exit {code}"
+                if phase.startswith("xla"):
+                    return {"kind": "xla-crash", "stage": phase, "detail": f"the process died ({how})"}
+                return {"kind": "hloscope-error", "stage": phase, "detail": f"the process died ({how})"}
+            msg = json.loads(line)
+            if "result" in msg:
+                return msg["result"]
+            phase = msg["phase"]
+
+
+def read_results(path: Path) -> dict[str, dict[str, Any]]:
+    """The newest row of every module in a results file."""
+    rows: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        with open(path) as f:
+            for line in f:
+                if line.strip():
+                    row = json.loads(line)
+                    rows[row["file"]] = row
+    return rows
+
+
+def run(out: Path, results: Path, *, only: str | None, limit: int | None, timeout: float,
+        memory_gb: float, seed: int, match: str | None, shuffle: int | None = None) -> None:
+    with open(out / "index.jsonl") as f:
+        index = [json.loads(line) for line in f]
+    done = read_results(results)
+    if only:
+        todo = [row for row in index if done.get(row["file"], {}).get("kind") == only]
+    else:
+        todo = [row for row in index if row["file"] not in done]
+    if match:
+        todo = [row for row in todo if re.search(match, row["source"])]
+    if shuffle is not None:  # a partial run then samples the whole corpus
+        random.Random(shuffle).shuffle(todo)
+    if limit:
+        todo = todo[:limit]
+    print(f"{len(todo)} modules to check ({len(done)} already in {results})", file=sys.stderr)
+    worker = Worker(seed=seed, timeout=timeout, memory_gb=memory_gb)
+    tally: collections.Counter[str] = collections.Counter()
+    t0 = time.monotonic()
+    try:
+        with open(results, "a") as f:
+            for k, row in enumerate(todo):
+                s = time.monotonic()
+                result = worker.check(out / "modules" / row["file"])
+                result["wall"] = round(time.monotonic() - s, 2)
+                f.write(json.dumps({**row, **result}) + "\n")
+                f.flush()
+                tally[result["kind"]] += 1
+                if (k + 1) % 50 == 0:
+                    rate = (k + 1) / (time.monotonic() - t0)
+                    print(f"  {k + 1}/{len(todo)} ({rate:.2f}/s): " + ", ".join(
+                        f"{kind} {c}" for kind, c in tally.most_common()), file=sys.stderr)
+    finally:
+        worker.stop()
+
+
+# --- summary --------------------------------------------------------------------------------
+
+
+def cause(row: dict[str, Any]) -> str:
+    """A short key that groups modules failing for one reason."""
+    kind = row["kind"]
+    if kind == "differs":
+        detail = row.get("detail", "")
+        what = "shape/dtype" if detail.startswith("shape/dtype") else \
+            "exact" if "(exact" in detail else "float"
+        return f"{row.get('producer', '?')} ({what})"
+    detail = row.get("detail", "") or row.get("stage", "")
+    detail = re.sub(r"%?[\w.\-]*\d[\w.\-]*", "#", detail)  # names and numbers
+    detail = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", detail)
+    detail = re.sub(r"\[[^\]]*\]|\{[^}]*\}", "[…]", detail)
+    return f"{row.get('stage', '')}: {detail[:110]}"
+
+
+def summarize(rows: list[dict[str, Any]], *, show: str | None, examples: int, top: int) -> str:
+    tally = collections.Counter(r["kind"] for r in rows)
+    lines = [f"{len(rows)} modules checked"]
+    for kind in KINDS:
+        if tally[kind]:
+            lines.append(f"  {tally[kind]:6d}  {kind:<15} {KINDS[kind]}")
+    compared = tally["match"] + tally["differs"]
+    if compared:
+        lines.append(f"  hloscope equals XLA:CPU on {tally['match']} of the {compared} modules both ran "
+                     f"({100 * tally['match'] / compared:.1f}%); hloscope fails on {tally['hloscope-error']} "
+                     f"that XLA runs")
+    for kind in ([show] if show else ["differs", "hloscope-error", "xla-crash", "timeout"]):
+        group: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+        for r in rows:
+            if r["kind"] == kind:
+                group[cause(r)].append(r)
+        if not group:
+            continue
+        lines.append(f"\n{kind} by cause ({sum(map(len, group.values()))} modules, {len(group)} causes):")
+        for key, members in sorted(group.items(), key=lambda kv: -len(kv[1]))[:top]:
+            lines.append(f"  {len(members):5d}  {key}")
+            for r in members[:examples]:
+                lines.append(f"           {r['file']}  {r['source']}  {r.get('detail', '')[:160]}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    rn = sub.add_parser("run", help="check the modules not yet in the results file")
+    sm = sub.add_parser("summary", help="counts per kind, and the failing modules by cause")
+    for p in (rn, sm):
+        p.add_argument("out", type=Path, help="the folder tools/xla_corpus.py extract wrote")
+        p.add_argument("--results", type=Path, help="JSON-lines results (default OUT/sweep.jsonl)")
+    rn.add_argument("--only", metavar="KIND", choices=sorted(KINDS), help="check again the modules of this kind")
+    rn.add_argument("--match", metavar="REGEX", help="only modules whose XLA source path matches")
+    rn.add_argument("--limit", type=int, help="check at most N modules")
+    rn.add_argument("--timeout", type=float, default=60.0, help="seconds per phase of a module (default 60)")
+    rn.add_argument("--memory-gb", type=float, default=4.0, help="address-space limit of the worker (default 4)")
+    rn.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    rn.add_argument("--shuffle", type=int, metavar="SEED", help="check the modules in a random order")
+    sm.add_argument("--show", metavar="KIND", choices=sorted(KINDS), help="group only this kind")
+    sm.add_argument("--examples", type=int, default=2, help="modules listed per cause")
+    sm.add_argument("--top", type=int, default=40, help="causes listed per kind")
+    wk = sub.add_parser("_worker")
+    wk.add_argument("--seed", type=int, default=0)
+    wk.add_argument("--timeout", type=float, default=60.0)
+    args = ap.parse_args(argv)
+    if args.command == "_worker":
+        _worker(args.seed, args.timeout)
+        return 0
+    results = args.results or args.out / "sweep.jsonl"
+    if args.command == "run":
+        run(args.out, results, only=args.only, limit=args.limit, timeout=args.timeout,
+            memory_gb=args.memory_gb, seed=args.seed, match=args.match, shuffle=args.shuffle)
+    print(summarize(list(read_results(results).values()), show=getattr(args, "show", None),
+                    examples=getattr(args, "examples", 2), top=getattr(args, "top", 40)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
