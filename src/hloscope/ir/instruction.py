@@ -114,6 +114,31 @@ class Instruction:
         assert isinstance(self.shape, ArrayShape), f"{self.name} has tuple shape {self.shape}"
         return self.shape
 
+    # --- users and editing (Note [Editing the IR] in computation.py) ---------------------------
+    @property
+    def users(self) -> list[Instruction]:
+        """Instructions of the same computation that use this one as an operand, each once
+        (empty when the instruction belongs to no computation)."""
+        comp = self.computation
+        return comp.users(self) if comp is not None else []
+
+    def replace_all_uses_with(self, new: Instruction) -> list[Instruction]:
+        """Make every user of this instruction use ``new`` instead (and ``new`` the root if
+        this was the root); returns the users changed. This instruction stays, unused.
+        XLA's ``HloInstruction::ReplaceAllUsesWith``; torch.fx's ``Node.replace_all_uses_with``."""
+        comp = self.computation
+        if comp is None:
+            raise ValueError(f"{self.name} belongs to no computation, so it has no uses to replace")
+        return comp.replace_all_uses_with(self, new)
+
+    def replace_operand_with(self, index: int, new: Instruction) -> None:
+        """Make ``new`` this instruction's operand ``index``, keeping users correct."""
+        comp = self.computation
+        if comp is None:
+            self.operands[index] = new
+        else:
+            comp.replace_operand(self, index, new)
+
     def to_text(self, options: Any = None, **overrides: Any) -> str:
         """This instruction as one line of HLO text (see ``hloscope.text.PrintOptions``)."""
         from hloscope.ir.printer import instruction_to_text

@@ -106,6 +106,37 @@ class Module:
             self._fusion_comps = out
         return self._fusion_comps
 
+    # --- editing (Note [Editing the IR] in computation.py) --------------------------------------
+    def add_computation(self, comp: Computation, *, before: Computation | None = None) -> Computation:
+        """Add ``comp`` (its name must be new in the module) at the end, or just before
+        ``before`` (callees precede their callers in XLA's text); returns it."""
+        if comp.name in self._by_name:
+            raise ValueError(f"module {self.name} already has a computation named {comp.name}")
+        index = len(self.computations) if before is None else self.computations.index(before)
+        self.computations.insert(index, comp)
+        comp.module = self
+        self._by_name[comp.name] = comp
+        self.invalidate_caches()
+        return comp
+
+    def remove_computation(self, comp: Computation) -> None:
+        """Remove ``comp``, which no instruction of the module may call and which is not the
+        entry computation."""
+        if comp is self.entry:
+            raise ValueError(f"cannot remove {comp.name}: it is the entry computation")
+        callers = [i.name for i in self.instructions() if comp in i.called_computations]
+        if callers:
+            raise ValueError(f"cannot remove {comp.name}: it is called by {', '.join(callers)}")
+        self.computations.remove(comp)
+        del self._by_name[comp.name]
+        comp.module = None
+        self.invalidate_caches()
+
+    def invalidate_caches(self) -> None:
+        """Forget what was derived from the instructions (which computations fusions call);
+        computations call this after every edit."""
+        self._fusion_comps = None
+
     def schedule(self) -> dict[str, list[Instruction]] | None:
         """For a scheduled module, each non-fusion computation's instruction sequence."""
         if not self.is_scheduled:
