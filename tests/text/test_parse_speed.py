@@ -179,3 +179,79 @@ def test_metadata_stays_text_until_asked(monkeypatch: pytest.MonkeyPatch) -> Non
     assert first.metadata is not None and first.metadata.text in text
     assert first.metadata.op_type is not None
     assert kv.calls == 1
+
+
+_OPERANDS = ", ".join(f"/*index={i}*/%p{i}" if i % 5 == 0 and i else f"%p{i}" for i in range(12))
+_NEW_FORMS = {
+    # Line comments are whitespace to the lexer: between computations, inside a body, indented.
+    "comment lines": """// a note before the module
+HloModule m
+
+// between computations
+%add (a: f32[], b: f32[]) -> f32[] {
+  // inside a body
+  %a = f32[] parameter(0)
+// at column 0 inside a body
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(f32[] %a, f32[] %b)
+}
+
+ENTRY %e {
+  %x = f32[2] parameter(0)
+  %c = f32[] constant(0)
+    // deeper
+  ROOT %s = f32[] reduce(%x, %c), dimensions={0}, to_apply=%add
+}
+""",
+    # XLA's literal row markers inside a constant.
+    "literal row markers": """HloModule m
+
+ENTRY %e {
+  %c = f32[1,1,2]{2,1,0} constant({ { /*i0=0*/ { /*i1=0*/ {1, 2} } } })
+  %d = f32[2,2] constant({ { /*i0=0*/ {1, 2} }, { /*i0=1*/ {3, 4} } })
+  ROOT %t = (f32[1,1,2]{2,1,0}, f32[2,2]) tuple(%c, %d)
+}
+""",
+    # Wide untyped operand lists: with and without '%', with and without /*index=N*/.
+    "wide operand lists": "HloModule m\n\nENTRY %e {\n"
+    + "".join(f"  %p{i} = f32[] parameter({i})\n" for i in range(12))
+    + "  %t = (f32[], f32[]) tuple(%p0, %p1)\n"
+    + f"  ROOT %u = ({', '.join(['f32[]'] * 12)}) tuple({_OPERANDS})\n}}\n",
+    "wide operand lists, no percent": "HloModule m\n\nENTRY e {\n"
+    + "".join(f"  p{i} = f32[] parameter({i})\n" for i in range(12))
+    + f"  ROOT u = ({', '.join(['f32[]'] * 12)}) tuple({_OPERANDS.replace('%', '')})\n}}\n",
+    "wide operand lists, no index markers": "HloModule m\n\nENTRY e {\n"
+    + "".join(f"  p{i} = f32[] parameter({i})\n" for i in range(7))
+    + f"  ROOT u = ({', '.join(['f32[]'] * 7)}) tuple({', '.join(f'p{i}' for i in range(7))})\n}}\n",
+}
+
+
+@pytest.mark.parametrize("form", sorted(_NEW_FORMS))
+def test_line_path_reads_these_forms_like_the_token_parser(form: str) -> None:
+    text = _NEW_FORMS[form]
+    fast = _line_parse(text)
+    assert fast is not None, "the line path fell back to the token parser"
+    _assert_same(fast, _token_parse(text))
+
+
+@pytest.mark.parametrize("line", [
+    "  %u = (f32[], f32[]) tuple(%p0,%p1)",  # no space after ','
+    "  %u = (f32[], f32[]) tuple(%p0 , %p1)",
+    "  %u = (f32[], f32[]) tuple(%%p0, %p1)",
+    "  %u = (f32[], f32[]) tuple(%p0/*index=1*/%p1)",
+    "  %u = (f32[], f32[]) tuple(%p0, /*index=1*/ /*index=1*/%p1)",
+    "  %u = (f32[], f32[]) tuple(%p0, /*i0=1*/%p1)",
+    "  %u = f32[2] constant(/*i0=0*/{1, 2})",
+    "  %u = f32[2] constant({1, 2} /*i0=0*/)",
+    "  %u = f32[2] constant({1, 2} /*i0=0)",
+    "  /* a block comment */",
+])
+def test_line_path_leaves_near_misses_of_these_forms_to_the_token_parser(line: str) -> None:
+    text = f"HloModule m\n\nENTRY e {{\n  %p0 = f32[] parameter(0)\n  %p1 = f32[] parameter(1)\n{line}\n}}\n"
+    fast = _line_parse(text)
+    try:
+        slow = _token_parse(text)
+    except ParseError:
+        assert fast is None
+        return
+    assert fast is None or _assert_same(fast, slow) is None

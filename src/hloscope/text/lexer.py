@@ -96,14 +96,18 @@ def lex(source: Source) -> TokenStream:
 # parser first tries to read a module in that form with one regex match per line (no tokens),
 # and falls back to the token parser for the whole module on anything else. The patterns below
 # accept a strict subset of the grammar: outside quoted strings they admit no '/' (so no
-# comment can start) except XLA's /*index=N*/ operand markers, no newline, and names only where
-# a delimiter ends them, so every boundary the fast path cuts at is a token boundary of `lex`.
+# comment can start) except XLA's /*index=N*/ operand markers and /*i0=N*/ literal row markers
+# (whole comments), no newline, and names only where a delimiter ends them, so every boundary
+# the fast path cuts at is a token boundary of `lex`. Lines that are only a `//` comment are
+# skipped, as the lexer skips them.
 # Values whose meaning needs the grammar (shapes, attribute values) are decoded by the token
 # parser on just their own text and cached by that text.
 _LF_STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
 _LF_NAME = r"%?[A-Za-z_][A-Za-z0-9_.\-]*+"  # XLA's identifiers: ASCII, no leading digit
 _LF_INDEX = r"/\*index=[0-9]+\*/"
-_LF_ATOM = rf'[^()"/\n]++|{_LF_INDEX}'
+# XLA's literals mark the index of each row of a multi-dimensional array: { /*i0=0*/ {1, 2} }.
+_LF_ROW_INDEX = r"/\*i[0-9]+=[0-9]+\*/"
+_LF_ATOM = rf'[^()"/\n]++|{_LF_INDEX}|{_LF_ROW_INDEX}'
 _LF_P1 = rf"\((?:{_LF_ATOM})*+\)"
 _LF_P2 = rf"\((?:{_LF_ATOM}|{_LF_P1})*+\)"
 _LF_P3 = rf"\((?:{_LF_ATOM}|{_LF_P2})*+\)"
@@ -121,6 +125,8 @@ _LF_PLAIN = rf'(?:[^\s,{{}}()\[\]"/]++|{_LF_SQUARE}|\([^(){{}}\[\]"/\n]*+\))++(?
 
 #: One ``, key=value`` of an instruction's attribute text.
 LINE_ATTRIBUTE_RE = re.compile(rf", ([A-Za-z_][\w.\-]*+)=({_LF_STRING}|{_LF_B4}|{_LF_PLAIN})")
+#: XLA's ``/*index=N*/`` marker before every fifth operand.
+LINE_INDEX_COMMENT = _LF_INDEX
 #: One operand: optional /*index=N*/, optional shape (old syntax), name.
 LINE_OPERAND_RE = re.compile(rf"(?:, )?({_LF_INDEX})?(?:({_LF_SHAPE}) )?({_LF_NAME})")
 #: A name standing alone, and a braced list of names (control predecessors, called computations).

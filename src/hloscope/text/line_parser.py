@@ -26,6 +26,7 @@ from hloscope.text.lexer import (
     LINE_ARRAY_SHAPE_RE,
     LINE_ATTRIBUTE_RE,
     LINE_COMPUTATION_RE,
+    LINE_INDEX_COMMENT,
     LINE_INSTRUCTION_RE,
     LINE_INT_RE,
     LINE_NAME_LIST_RE,
@@ -59,6 +60,7 @@ __all__ = ["LineParser"]
 _COMPUTATION_KINDS = ("computation", "computations", "computation_or_list")
 _BRACKETS_RE = re.compile(r"[^(){}\[\]]+")
 _ONE_BRACKET = str.maketrans("{[}]", "(())")
+_INDEX_COMMENT_SUB = re.compile(LINE_INDEX_COMMENT).sub
 
 
 class _Bail(Exception):
@@ -116,11 +118,20 @@ class LineParser:
         self.saw_signature = False
         self.saw_end_comment = False
         self.index_comments: bool | None = None
+        # Where the line path gave up, when it did: said by benchmarks/parse.py --paths.
+        self.gave_up_at: int | None = None
+        self.gave_up = ""
 
     def parse(self) -> Module | None:
         try:
             return self._module()
-        except Exception:  # noqa: BLE001 - _Bail, a ParseError or anything else: the token parser decides
+        except Exception as e:  # noqa: BLE001 - _Bail, a ParseError or anything else: the token parser decides
+            if self.gave_up_at is None:
+                self.gave_up = f"{type(e).__name__} outside computation bodies"
+            else:
+                lines = self.source.text.split("\n")
+                line = lines[self.gave_up_at] if self.gave_up_at < len(lines) else "(end of input)"
+                self.gave_up = f"line {self.gave_up_at + 1}: {line[:160]!r}"
             return None
 
     # --- pieces decoded by the token parser on their own text, cached by that text ----------
@@ -178,7 +189,7 @@ class LineParser:
         n = len(lines)
         while k < n:
             line = lines[k]
-            if not line or line.isspace():
+            if not line or line.isspace() or line.startswith("//"):
                 off += len(line) + 1
                 k += 1
                 continue
@@ -228,38 +239,42 @@ class LineParser:
         match = LINE_INSTRUCTION_RE.fullmatch
         instruction = self._instruction
         n = len(lines)
-        while True:
-            if k >= n:
-                raise _Bail
-            line = lines[k]
-            m = match(line)
-            if m is not None:
-                inst, operand_names, pred_names, is_root = instruction(m, off)
-                if inst.name in names:
+        try:
+            while True:
+                if k >= n:
                     raise _Bail
-                names[inst.name] = inst
-                instructions.append(inst)
-                pending.append((inst, operand_names))
-                if pred_names is not None:
-                    pending_preds.append((inst, pred_names))
-                if is_root:
-                    if root is not None:
+                line = lines[k]
+                m = match(line)
+                if m is not None:
+                    inst, operand_names, pred_names, is_root = instruction(m, off)
+                    if inst.name in names:
                         raise _Bail
-                    root = inst
-            elif line[:1] == "}":
-                rest = line[1:]
-                if rest:
-                    if not rest.lstrip(" \t").startswith("//"):
-                        raise _Bail
-                    if rest.startswith(" // "):
-                        self.saw_end_comment = True
+                    names[inst.name] = inst
+                    instructions.append(inst)
+                    pending.append((inst, operand_names))
+                    if pred_names is not None:
+                        pending_preds.append((inst, pred_names))
+                    if is_root:
+                        if root is not None:
+                            raise _Bail
+                        root = inst
+                elif line[:1] == "}":
+                    rest = line[1:]
+                    if rest:
+                        if not rest.lstrip(" \t").startswith("//"):
+                            raise _Bail
+                        if rest.startswith(" // "):
+                            self.saw_end_comment = True
+                    off += len(line) + 1
+                    k += 1
+                    break
+                elif line and not line.isspace() and not line.lstrip(" \t").startswith("//"):
+                    raise _Bail  # (a line comment is whitespace to the token parser too)
                 off += len(line) + 1
                 k += 1
-                break
-            elif line and not line.isspace():
-                raise _Bail
-            off += len(line) + 1
-            k += 1
+        except Exception:
+            self.gave_up_at = k  # (for benchmarks/parse.py --paths: the line it could not read)
+            raise
         if not instructions:
             raise _Bail
         for inst, operand_names in pending:
@@ -307,23 +322,21 @@ class LineParser:
             if args:
                 if is_list is None:  # not an operand list (LINE_INSTRUCTION_RE)
                     raise _Bail
-                items = LINE_OPERAND_RE.findall(args)
-                percent = False
-                for _, op_shape, op_name in items:
-                    if op_shape:
-                        self.saw_typed = True
-                        if op_shape not in shapes:
-                            self._shape(op_shape)
-                    else:
-                        self.saw_untyped = True
-                    if op_name[0] == "%":
-                        percent = True
-                        op_name = op_name[1:]
-                    operand_names.append(op_name)
-                if percent:
-                    self.saw_percent = True
-                if self.index_comments is None and len(items) > 5:
-                    self.index_comments = bool(items[5][0])
+                if "[" in args or "(" in args:  # operands written with their shapes (old syntax)
+                    operand_names = self._typed_operands(args)
+                else:
+                    # Names, ", " between them, every fifth perhaps after /*index=N*/ (the form
+                    # LINE_INSTRUCTION_RE checked), cut with string methods: a regex per operand
+                    # was a quarter of the load time of XLA's LLM modules.
+                    self.saw_untyped = True
+                    if self.index_comments is None and args.count(", ") >= 5:
+                        self.index_comments = args.split(", ", 6)[5][0] == "/"
+                    if "/" in args:
+                        args = _INDEX_COMMENT_SUB("", args)
+                    if "%" in args:
+                        self.saw_percent = True
+                        args = args.replace("%", "")
+                    operand_names = args.split(", ")
         if wrapped is not None:
             attrs["async_wrapped_opcode"] = wrapped
         pred_names: list[str] | None = None
@@ -374,6 +387,29 @@ class LineParser:
                 raise _Bail
             attrs["metadata"] = metadata
         return inst, operand_names, pred_names, root_kw is not None
+
+    def _typed_operands(self, args: str) -> list[str]:
+        """The names of an operand list whose operands may be written with their shapes."""
+        shapes = self.shapes
+        items = LINE_OPERAND_RE.findall(args)
+        percent = False
+        operand_names = []
+        for _, op_shape, op_name in items:
+            if op_shape:
+                self.saw_typed = True
+                if op_shape not in shapes:
+                    self._shape(op_shape)
+            else:
+                self.saw_untyped = True
+            if op_name[0] == "%":
+                percent = True
+                op_name = op_name[1:]
+            operand_names.append(op_name)
+        if percent:
+            self.saw_percent = True
+        if self.index_comments is None and len(items) > 5:
+            self.index_comments = bool(items[5][0])
+        return operand_names
 
     def _references(self, kind: str, value: str) -> str | list[str]:
         """The names in a computation reference (``%c`` or ``{%a, %b}``) or control-predecessors."""
