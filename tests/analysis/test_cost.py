@@ -354,6 +354,31 @@ ENTRY e {
   g = b(f32[16]{0}) get-tuple-element(w), index=1
   ROOT u = f32[16]{0} custom-call(g), custom_call_target="Unpin"
 }""",
+    # XLA's HandleRaggedDot drops result dimension 0 (by position, not the group dimension):
+    # [11,7] counts 2 * 7 * 5 FLOPs, [2,11,7] 2 * 11 * 7 * 5.
+    "ragged_dot": """HloModule m
+ENTRY e {
+  a = f32[11,5]{1,0} parameter(0)
+  b = f32[3,5,7]{2,1,0} parameter(1)
+  g = s64[3]{0} parameter(2)
+  ROOT r = f32[11,7]{1,0} ragged-dot(a, b, g), lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}
+}""",
+    "ragged_dot_batched": """HloModule m
+ENTRY e {
+  a = f32[2,11,5]{2,1,0} parameter(0)
+  b = f32[2,3,5,7]{3,2,1,0} parameter(1)
+  g = s64[2,3]{1,0} parameter(2)
+  ROOT r = f32[2,11,7]{2,1,0} ragged-dot(a, b, g), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_contracting_dims={2}, lhs_ragged_dims={1}, rhs_group_dims={1}
+}""",
+    # stochastic-convert is elementwise to XLA (one FLOP per element); rng one transcendental.
+    "stochastic_convert_rng": """HloModule m
+ENTRY e {
+  lo = f32[] parameter(0)
+  hi = f32[] parameter(1)
+  r = f32[25]{0} rng(lo, hi), distribution=rng_uniform
+  bits = u32[25]{0} parameter(2)
+  ROOT s = bf16[25]{0} stochastic-convert(r, bits)
+}""",
     "nested_tuple": """HloModule m
 ENTRY e {
   a = f32[100]{0} parameter(0)
@@ -404,3 +429,14 @@ def test_async_sugar_matches_xla(name: str) -> None:
         assert report.loop_aware == ours
     if ours.flops > 0:  # the costliest row is the wrapped work (the start, or the call's body)
         assert report.top(1)[0].cost.flops == ours.flops
+
+
+def test_ragged_dot_and_stochastic_convert_flops() -> None:
+    # The figures XLA:CPU's HloCostAnalysis gives (jaxlib 0.10), also without jax.
+    def total(name: str) -> Cost:
+        return analyze_cost(hloscope.parse(HANDWRITTEN[name])).total
+
+    assert total("ragged_dot").flops == 2 * 7 * 5
+    assert total("ragged_dot_batched").flops == 2 * 11 * 7 * 5
+    both = total("stochastic_convert_rng")
+    assert (both.flops, both.transcendentals) == (25, 25)

@@ -171,10 +171,8 @@ NO_COST: dict[Opcode, str] = {
     Opcode.BATCH_NORM_INFERENCE: "XLA leaves batch norm uncounted (expanded before codegen)",
     Opcode.BATCH_NORM_GRAD: "XLA leaves batch norm uncounted (expanded before codegen)",
     Opcode.TOPK: "XLA's HloCostAnalysis has no TopK rule (default bytes)",
-    Opcode.RAGGED_DOT: "XLA's CPU cost analysis has no ragged-dot rule",
     Opcode.SCALED_DOT: "XLA's CPU cost analysis has no scaled-dot rule",
     Opcode.SCAN: "not emitted by jax; no XLA rule",
-    Opcode.STOCHASTIC_CONVERT: "no XLA rule (default bytes)",
 }
 
 
@@ -196,7 +194,7 @@ _ELEMENTWISE_FAMILIES = (Family.UNARY, Family.BINARY, Family.TERNARY, Family.COM
 ELEMENTWISE = tuple(
     op for op in Opcode
     if op.family in _ELEMENTWISE_FAMILIES
-) + (Opcode.CONVERT, Opcode.REDUCE_PRECISION, Opcode.BITCAST_CONVERT)
+) + (Opcode.CONVERT, Opcode.REDUCE_PRECISION, Opcode.BITCAST_CONVERT, Opcode.STOCHASTIC_CONVERT)
 
 
 @cost_rule(*ELEMENTWISE)
@@ -270,6 +268,20 @@ def _dot(inst: Instruction, an: _Analyzer) -> Cost:
     assert isinstance(lhs, ArrayShape)
     width = math.prod(lhs.dimensions[d] for d in inst.attrs.get("lhs_contracting_dims", ()))
     return Cost(FMA_FLOPS * elements(inst.shape) * width, 0, _default_bytes(inst))
+
+
+@cost_rule(Opcode.RAGGED_DOT)
+def _ragged_dot(inst: Instruction, an: _Analyzer) -> Cost:
+    # XLA's HandleRaggedDot removes one result dimension per rhs group dimension, but removes
+    # dimensions 0, 1, ... by position, not the group dimensions (the result has none): a
+    # [m, n] result counts 2 * n * k FLOPs. Matched as XLA counts, so totals agree.
+    lhs, out = inst.operands[0].shape, inst.shape
+    assert isinstance(lhs, ArrayShape) and isinstance(out, ArrayShape)
+    width = math.prod(lhs.dimensions[d] for d in inst.attrs.get("lhs_contracting_dims", ()))
+    kept = list(out.dimensions)
+    for i in range(len(inst.attrs.get("rhs_group_dims", ()))):
+        del kept[i]
+    return Cost(FMA_FLOPS * math.prod(kept) * width, 0, _default_bytes(inst))
 
 
 @cost_rule(Opcode.CONVOLUTION)
