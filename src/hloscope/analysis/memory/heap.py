@@ -32,12 +32,17 @@ A closed chunk interval ``[s, e]`` meets ``[a, b]`` exactly when it is busy at `
     by_start   each chunk in every ancestor of leaf s; the canonical nodes of (a, b]
                hold every chunk starting there, each exactly once
 
-The gaps between the found chunks are then swept in offset order as before, so the offsets are
-the scan's, chunk for chunk (``tests/analysis/test_heap.py`` compares the two).
+Each node keeps only the union of its chunks' offsets, as sorted disjoint pieces: the gaps
+depend on nothing else, and chunks packed side by side merge, so a query meets a few pieces
+per node instead of every chunk (Llama 3.1 8B: 17 M chunks found in all, 1.2 M pieces after
+merging). A group's own intervals that overlap or abut are merged first, as the same integer
+times. The gaps between the pieces found are then swept in offset order as before, so the
+offsets are the scan's, chunk for chunk (``tests/analysis/test_heap.py`` compares the two).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from hloscope.analysis.memory.dataflow import Dataflow, Value
@@ -151,7 +156,7 @@ def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], colo
     for r in order:
         members = [r, *coloc.get(r, [])]
         size = max(sizes[m] for m in members)
-        intervals = [(start[m], end.get(m, start[m])) for m in members]
+        intervals = _merged([(start[m], end.get(m, start[m])) for m in members])
         busy: list[tuple[int, int]] = []
         for lo_t, hi_t in intervals:
             placed.overlapping(lo_t, hi_t, busy)
@@ -167,85 +172,120 @@ def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], colo
                 cursor = hi
         if best_off < 0:
             best_off = cursor
-        chunk = (best_off, best_off + -(-size // alignment) * alignment)
+        chunk_end = best_off + -(-size // alignment) * alignment
         for lo_t, hi_t in intervals:
-            placed.add(lo_t, hi_t, chunk)
+            placed.add(lo_t, hi_t, best_off, chunk_end)
         for m in members:
             offsets[m] = best_off
         heap = max(heap, best_off + size)
     return offsets, heap
 
 
-class _PlacedChunks:
-    """Placed chunks by time interval: which chunks meet a closed time interval, each found once.
+def _merged(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The same integer times as closed intervals that neither overlap nor abut.
 
-    See Note [Finding the chunks that meet an interval].
+    A value taking over its operand's chunk starts on the tick after the operand ends, so a
+    group's intervals often chain into one; merging them saves tree work, not changes results.
+    """
+    if len(intervals) == 1:
+        return intervals
+    intervals.sort()
+    out = [intervals[0]]
+    for s, e in intervals[1:]:
+        last_s, last_e = out[-1]
+        if s <= last_e + 1:
+            if e > last_e:
+                out[-1] = (last_s, e)
+        else:
+            out.append((s, e))
+    return out
+
+
+class _PlacedChunks:
+    """Placed chunks by time interval: the offsets busy at some time of a closed time interval.
+
+    See Note [Finding the chunks that meet an interval]. Each tree node keeps the union of its
+    chunks' offset ranges as sorted disjoint pieces (``los[k]`` to ``his[k]``, touching ones
+    merged): the gaps depend only on the union, and packed chunks merge into few pieces.
     """
 
     __slots__ = ("width", "by_start", "covering")
 
     def __init__(self, n: int) -> None:
         self.width = 1 << max(1, n).bit_length()
-        self.by_start: list[list[tuple[int, int]] | None] = [None] * (2 * self.width)
-        self.covering: list[list[tuple[int, int]] | None] = [None] * (2 * self.width)
+        self.by_start: list[tuple[list[int], list[int]] | None] = [None] * (2 * self.width)
+        self.covering: list[tuple[list[int], list[int]] | None] = [None] * (2 * self.width)
 
-    def add(self, lo_t: int, hi_t: int, chunk: tuple[int, int]) -> None:
-        """Record ``chunk`` (offsets ``[lo, hi)``) as busy over the times ``[lo_t, hi_t]``."""
+    def add(self, lo_t: int, hi_t: int, lo: int, hi: int) -> None:
+        """Record offsets ``[lo, hi)`` as busy over the times ``[lo_t, hi_t]``."""
         by_start = self.by_start
         i = lo_t + self.width
         while i:
-            bucket = by_start[i]
-            if bucket is None:
-                by_start[i] = [chunk]
-            else:
-                bucket.append(chunk)
+            _insert(by_start, i, lo, hi)
             i >>= 1
         covering = self.covering
-        lo, hi = lo_t + self.width, hi_t + self.width + 1
-        while lo < hi:
-            if lo & 1:
-                bucket = covering[lo]
-                if bucket is None:
-                    covering[lo] = [chunk]
-                else:
-                    bucket.append(chunk)
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                bucket = covering[hi]
-                if bucket is None:
-                    covering[hi] = [chunk]
-                else:
-                    bucket.append(chunk)
-            lo >>= 1
-            hi >>= 1
+        a, b = lo_t + self.width, hi_t + self.width + 1
+        while a < b:
+            if a & 1:
+                _insert(covering, a, lo, hi)
+                a += 1
+            if b & 1:
+                b -= 1
+                _insert(covering, b, lo, hi)
+            a >>= 1
+            b >>= 1
 
     def overlapping(self, lo_t: int, hi_t: int, out: list[tuple[int, int]]) -> None:
-        """Append to ``out`` every chunk busy at some time of ``[lo_t, hi_t]``, each once."""
+        """Append to ``out`` offset ranges whose union is every offset busy in ``[lo_t, hi_t]``."""
         # Busy at lo_t: the nodes on the path from lo_t's leaf up (one per covering interval).
         covering = self.covering
         i = lo_t + self.width
         while i:
-            bucket = covering[i]
-            if bucket is not None:
-                out.extend(bucket)
+            node = covering[i]
+            if node is not None:
+                out.extend(zip(*node))
             i >>= 1
         # Starting after lo_t and by hi_t: the canonical nodes of (lo_t, hi_t].
         by_start = self.by_start
-        lo, hi = lo_t + 1 + self.width, hi_t + self.width + 1
-        while lo < hi:
-            if lo & 1:
-                bucket = by_start[lo]
-                if bucket is not None:
-                    out.extend(bucket)
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                bucket = by_start[hi]
-                if bucket is not None:
-                    out.extend(bucket)
-            lo >>= 1
-            hi >>= 1
+        a, b = lo_t + 1 + self.width, hi_t + self.width + 1
+        while a < b:
+            if a & 1:
+                node = by_start[a]
+                if node is not None:
+                    out.extend(zip(*node))
+                a += 1
+            if b & 1:
+                b -= 1
+                node = by_start[b]
+                if node is not None:
+                    out.extend(zip(*node))
+            a >>= 1
+            b >>= 1
+
+
+def _insert(tree: list[tuple[list[int], list[int]] | None], i: int, lo: int, hi: int) -> None:
+    """Add ``[lo, hi)`` to node ``i``'s union, merging the pieces it overlaps or touches."""
+    node = tree[i]
+    if node is None:
+        tree[i] = ([lo], [hi])
+        return
+    los, his = node
+    k = bisect_left(his, lo)  # the first piece ending at or after lo
+    j = bisect_right(los, hi, k)  # the first piece starting after hi
+    if k == j:
+        los.insert(k, lo)
+        his.insert(k, hi)
+        return
+    if los[k] < lo:
+        lo = los[k]
+    if his[j - 1] > hi:
+        hi = his[j - 1]
+    if j == k + 1:
+        los[k] = lo
+        his[k] = hi
+    else:
+        los[k:j] = (lo,)
+        his[k:j] = (hi,)
 
 
 def _lower_bound(start: dict[int, int], end: dict[int, int], canonical: dict[int, int],
