@@ -11,7 +11,17 @@ from pathlib import Path
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
-    os.environ["XLA_FLAGS"] = (_flags + " --xla_force_host_platform_device_count=8").strip()
+    _flags = (_flags + " --xla_force_host_platform_device_count=8").strip()
+# Note [The oracle's instruction set]
+#     XLA:CPU compiles for the host's instruction set, and its numbers change with it: on an
+#     AVX-512 host it rounds f64 -> f16 once (elsewhere through f32, twice) and keeps f16
+#     intermediates of a fusion in f32; from AVX2 on, LLVM contracts a*b+c into FMAs. The
+#     interpreter rounds every operation on its own, as XLA:CPU does without FMA and AVX-512, so
+#     the oracle is compiled for AVX (a level every x86-64 host of the last decade has) and the
+#     expected values are the same on every CI machine. The corpus cache is keyed by this level.
+if "xla_cpu_max_isa" not in _flags:
+    _flags = (_flags + " --xla_cpu_max_isa=AVX2").strip()
+os.environ["XLA_FLAGS"] = _flags
 
 SEEDS_DIR = Path(__file__).parent / "data" / "seeds"
 SEED_FILES = {

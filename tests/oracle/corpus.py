@@ -29,6 +29,8 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
     ).strip()
+if "xla_cpu_max_isa" not in os.environ["XLA_FLAGS"]:  # Note [The oracle's instruction set]
+    os.environ["XLA_FLAGS"] += " --xla_cpu_max_isa=AVX2"  # in tests/conftest.py
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
@@ -36,6 +38,7 @@ import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -60,7 +63,10 @@ def default_cache_dir() -> Path:
     """``$HLOSCOPE_ORACLE_CACHE`` or ``<repo>/.cache/oracle/<jax version>``."""
     root = os.environ.get("HLOSCOPE_ORACLE_CACHE")
     base = Path(root) if root else REPO_ROOT / ".cache" / "oracle"
-    return base / jax.__version__
+    # XLA:CPU's numbers depend on the instruction set it compiles for (Note [The oracle's
+    # instruction set] in tests/conftest.py): a cache built for another level is another cache.
+    isa = re.search(r"--xla_cpu_max_isa=(\S+)", os.environ.get("XLA_FLAGS", ""))
+    return base / (jax.__version__ + (f"-{isa.group(1).lower()}" if isa else ""))
 
 
 def source_hash(prog: Program) -> str:

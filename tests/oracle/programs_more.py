@@ -113,7 +113,10 @@ def _pooling_grads(x):
 @program("norm_train_step", lambda: (f32(4, 3, 3, 5, seed=116), 1 + f32(5, seed=117, scale=0.1),
                                      f32(5, seed=118, scale=0.1), np.zeros(5, np.float32),
                                      np.ones(5, np.float32)),
-         "reduce rsqrt")
+         "reduce rsqrt", atol=1e-5)
+# atol: the beta gradient's first element sums 36 terms of order one that cancel to 1e-2, so
+# the oracle's FMA contractions (Note [The oracle's instruction set] in tests/conftest.py) move
+# it by about 1e-6, which the interpreter, rounding each operation, does not reproduce.
 def _norm_train_step(x, gamma, beta, mean_ema, var_ema):
     # Batch norm (statistics over N, H, W) then layer norm and exact GELU, and their gradients.
     def loss(params, x):
