@@ -15,10 +15,11 @@ if "xla_force_host_platform_device_count" not in _flags:
 # Note [The oracle's instruction set]
 #     XLA:CPU compiles for the host's instruction set, and its numbers change with it: on an
 #     AVX-512 host it rounds f64 -> f16 once (elsewhere through f32, twice) and keeps f16
-#     intermediates of a fusion in f32; from AVX2 on, LLVM contracts a*b+c into FMAs. The
-#     interpreter rounds every operation on its own, as XLA:CPU does without FMA and AVX-512, so
-#     the oracle is compiled for AVX (a level every x86-64 host of the last decade has) and the
-#     expected values are the same on every CI machine. The corpus cache is keyed by this level.
+#     intermediates of a fusion in f32 (measured with jaxlib 0.10.2). The interpreter models
+#     XLA:CPU on AVX2 (its complex formulas include AVX2's FMA contractions), so the oracle is
+#     compiled for AVX2, a level every x86-64 CI host of the last decade has, and the expected
+#     values are the same on every machine. The corpus cache is keyed by this level. (On AVX,
+#     without FMA, complex abs differs; with AVX-512, the six programs above.)
 if "xla_cpu_max_isa" not in _flags:
     _flags = (_flags + " --xla_cpu_max_isa=AVX2").strip()
 os.environ["XLA_FLAGS"] = _flags
