@@ -67,7 +67,7 @@ from hloscope.analysis.hardware import CACHED_DOT_BYTES, LARGE_DOT_BYTES, CpuRat
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 
-__all__ = ["ScheduledOp", "TimeEstimate", "estimate_time", "MEMORY_COMPUTE_PARALLELISM", "roofline_seconds"]
+__all__ = ["ScheduledOp", "InstructionTime", "TimeEstimate", "estimate_time", "MEMORY_COMPUTE_PARALLELISM", "roofline_seconds"]
 
 # XLA's GpuPerformanceModelOptions default: compute and memory overlap 95%.
 MEMORY_COMPUTE_PARALLELISM = 0.95
@@ -110,6 +110,29 @@ class ScheduledOp:
         return self.end - self.start
 
 
+@dataclass(frozen=True, slots=True)
+class InstructionTime:
+    """One instruction's estimated seconds per step, over every execution (loop trips included).
+
+    ``bound`` says which term dominates a kernel ("compute", "memory" or "launch"); collectives
+    are "communication" and control flow (while, call, conditional) "control", whose seconds
+    include their bodies'. ``trip_count`` is set for while loops (None when unknown: one trip).
+    """
+
+    name: str
+    computation: str
+    opcode: str
+    seconds: float
+    executions: float
+    bound: str
+    trip_count: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "computation": self.computation, "opcode": self.opcode,
+                "seconds": self.seconds, "executions": self.executions, "bound": self.bound,
+                "trip_count": self.trip_count}
+
+
 @dataclass(frozen=True)
 class TimeEstimate:
     """Estimated seconds of one step of a module on one hardware profile."""
@@ -122,6 +145,8 @@ class TimeEstimate:
     launch_seconds: float
     schedule: tuple[ScheduledOp, ...] = field(repr=False)
     trip_counts: dict[str, int | None] = field(default_factory=dict)
+    # Every instruction that takes time, nested ones included, by name (names are module-unique).
+    per_instruction: dict[str, InstructionTime] = field(default_factory=dict, repr=False)
 
     def to_json(self, *, top: int = 0) -> dict[str, Any]:
         """Totals, and the ``top`` longest scheduled intervals when ``top`` > 0."""
@@ -138,6 +163,8 @@ class TimeEstimate:
             longest = sorted(self.schedule, key=lambda s: s.duration, reverse=True)[:top]
             data["longest"] = [{"instruction": s.instruction, "opcode": s.opcode, "seconds": s.duration,
                                 "stream": s.stream} for s in longest]
+            rows = sorted(self.per_instruction.values(), key=lambda t: t.seconds, reverse=True)[:top]
+            data["per_instruction"] = [t.to_json() for t in rows]
         return data
 
     def to_chrome_trace(self) -> dict[str, Any]:
@@ -251,6 +278,17 @@ class _Simulator:
         self.events: list[ScheduledOp] = []
         self.compute = self.memory = self.comm = self.launch = 0.0
         self.trip_counts: dict[str, int | None] = {}
+        self._bound = "compute"  # the last kernel's dominant term (kernel_seconds sets it)
+        # instruction -> [seconds over all executions, executions, bound]
+        self.charged: dict[Instruction, list[Any]] = {}
+
+    def _charge(self, inst: Instruction, seconds: float, scale: float, bound: str) -> None:
+        row = self.charged.get(inst)
+        if row is None:
+            self.charged[inst] = [seconds * scale, scale, bound]
+        else:
+            row[0] += seconds * scale
+            row[1] += scale
 
     # -- costs of single instructions --------------------------------------------------------
     def _cost_of(self, inst: Instruction) -> Cost:
@@ -273,7 +311,10 @@ class _Simulator:
         self.compute += compute * scale
         self.memory += memory * scale
         self.launch += self.hw.kernel_launch_overhead * scale
-        return roofline_seconds(compute, memory) + self.hw.kernel_launch_overhead
+        launch = self.hw.kernel_launch_overhead
+        self._bound = ("launch" if launch > max(compute, memory) else
+                       "compute" if compute >= memory else "memory")
+        return roofline_seconds(compute, memory) + launch
 
     def collective_seconds(self, inst: Instruction, scale: float) -> float:
         kind = COLLECTIVE_OPCODES[inst.opcode]
@@ -310,11 +351,14 @@ class _Simulator:
                 if wrapped.opcode in COLLECTIVE_OPCODES:
                     begin = max(clock, comm_clock)
                     end = comm_clock = begin + self.collective_seconds(wrapped, scale)
+                    bound = "communication"
                 else:
                     # The start's cost is the wrapped op's; a custom call is costed by meaning.
                     cost = None if wrapped.opcode is Opcode.CUSTOM_CALL else self._cost_of(inst)
                     begin = clock
                     end = clock + self.kernel_seconds(wrapped, scale, cost)
+                    bound = self._bound
+                self._charge(inst, end - begin, scale, bound)
                 pending[inst] = end
                 self._record(record, inst, begin, end, COMMUNICATION)
                 continue
@@ -323,6 +367,7 @@ class _Simulator:
                 begin = max(clock, comm_clock)
                 end = begin + seconds
                 comm_clock = end
+                self._charge(inst, seconds, scale, "communication")
                 if op in _ASYNC_STARTS:
                     pending[inst] = end  # overlaps the work up to its -done
                 else:
@@ -336,16 +381,22 @@ class _Simulator:
                 body = self.run(inst.attrs["body"], 0.0, scale * k, False)
                 cond = self.run(inst.attrs["condition"], 0.0, scale * k, False)
                 end = clock + k * (body + cond)
+                bound = "control"
             elif op in (Opcode.CALL, Opcode.ASYNC_START) and inst.called_computations:
                 end = self.run(inst.called_computations[0], clock, scale, False)
+                bound = "control"
                 if op is Opcode.ASYNC_START:
+                    self._charge(inst, end - clock, scale, bound)
                     pending[inst] = end
                     self._record(record, inst, clock, end, COMMUNICATION)
                     continue
             elif op is Opcode.CONDITIONAL:
                 end = clock + max(self.run(c, 0.0, scale, False) for c in inst.called_computations)
+                bound = "control"
             else:
                 end = clock + self.kernel_seconds(inst, scale)
+                bound = self._bound
+            self._charge(inst, end - clock, scale, bound)
             self._record(record, inst, clock, end, COMPUTE)
             clock = end
         # Outstanding asynchronous work must finish before the computation returns.
@@ -365,5 +416,10 @@ def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostRe
     cost = cost_report if cost_report is not None else analyze_cost(module)
     sim = _Simulator(module, hardware, cost)
     total = sim.run(module.entry, 0.0, 1.0, True)
+    per_instruction = {
+        inst.name: InstructionTime(inst.name, inst.computation.name if inst.computation else "",
+                                   inst.opcode.text, seconds, runs, bound,
+                                   sim.trip_counts.get(inst.name) if inst.opcode is Opcode.WHILE else None)
+        for inst, (seconds, runs, bound) in sim.charged.items()}
     return TimeEstimate(hardware.name, total, sim.compute, sim.memory, sim.comm, sim.launch,
-                        tuple(sim.events), sim.trip_counts)
+                        tuple(sim.events), sim.trip_counts, per_instruction)

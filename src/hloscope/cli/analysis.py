@@ -4,7 +4,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hloscope.cli.common import EXIT_OK, command, console, emit_json, format_bytes, short
+from hloscope.cli.common import (
+    EXIT_OK,
+    command,
+    console,
+    emit_json,
+    format_bytes,
+    format_count,
+    format_seconds,
+    short,
+)
 
 __all__: list[str] = []
 
@@ -61,27 +70,16 @@ def _buffers(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _num(x: float) -> str:
-    """Large counts as engineers read them: 1.23e+09 -> 1.23 G."""
-    for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(x) >= size:
-            return f"{x / size:.2f} {unit}"
-    return f"{x:.0f}"
-
-
-def _seconds(s: float) -> str:
-    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if s >= size:
-            return f"{s / size:.3g} {unit}"
-    return f"{s * 1e9:.3g} ns"
+_num = format_count  # Note [One unit convention] in cli/common.py
+_seconds = format_seconds
 
 
 # --- cost ---------------------------------------------------------------------------------------
 def _configure_cost(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
-    p.add_argument("--per-op", action="store_true", help="list the costliest instructions")
-    p.add_argument("--top", type=int, default=20, help="how many instructions --per-op lists (default 20)")
+    p.add_argument("--per-op", action="store_true", help="list the costliest instructions (20 unless --top says)")
+    p.add_argument("--top", type=int, help="list this many of the costliest instructions (implies --per-op)")
     p.add_argument("--by", choices=("flops", "bytes_accessed", "transcendentals"), default="flops",
                    help="order of the --per-op list (default flops)")
 
@@ -93,7 +91,7 @@ def _cost(args: argparse.Namespace) -> int:
 
     m = load(args.file)
     r = analyze_cost(m)
-    top = args.top if args.per_op else 0
+    top = args.top if args.top is not None else (20 if args.per_op else 0)
     if args.json:
         data = r.to_json(top=0)
         if top:
@@ -109,7 +107,8 @@ def _cost(args: argparse.Namespace) -> int:
     t.add_column("loop-aware", justify="right")
     for label, key in (("FLOPs", "flops"), ("transcendentals", "transcendentals"),
                        ("bytes accessed", "bytes_accessed")):
-        t.add_row(label, _num(getattr(r.total, key)), _num(getattr(r.loop_aware, key)))
+        fmt = format_bytes if key == "bytes_accessed" else _num
+        t.add_row(label, fmt(getattr(r.total, key)), fmt(getattr(r.loop_aware, key)))
     con.print(t)
     if r.trip_counts:
         unknown = [n for n, c in r.trip_counts.items() if c is None]
@@ -123,8 +122,8 @@ def _cost(args: argparse.Namespace) -> int:
         for col in ("instruction", "opcode", "FLOPs", "bytes", "op_name", "source"):
             t.add_column(col, justify="right" if col in ("FLOPs", "bytes") else "left", overflow="fold")
         for ic in r.top(top, key=args.by):
-            t.add_row(ic.name, ic.opcode, _num(ic.cost.flops), _num(ic.cost.bytes_accessed),
-                      short(ic.op_name), ic.source or "")
+            t.add_row(ic.name, ic.opcode, _num(ic.cost.flops), format_bytes(ic.cost.bytes_accessed),
+                      short(ic.op_name), short(ic.source, 60))
         con.print(t)
     return EXIT_OK
 

@@ -39,11 +39,18 @@ def console() -> Any:
 
 
 def short(text: str | None, limit: int = 48) -> str:
-    """One-line, shortened text for a table cell (op_names can span lines)."""
+    """One-line, shortened text for a table cell (op_names can span lines).
+
+    The middle goes, not the end: an op_name's leaf op and a source path's file and line are
+    at the end, and the head says which module or scope it is.
+    """
     if not text:
         return ""
     one = " ".join(text.split())
-    return one if len(one) <= limit else one[: limit - 1] + "…"
+    if len(one) <= limit:
+        return one
+    head = (limit - 1) // 3
+    return one[:head] + "…" + one[len(one) - (limit - 1 - head):]
 
 
 def emit_json(obj: Any) -> None:
@@ -57,9 +64,32 @@ def file_arg(p: argparse.ArgumentParser, optional: bool = False) -> None:
                    help="HLO text file ('-' reads standard input)")
 
 
-def format_bytes(n: int) -> str:
+# Note [One unit convention]
+# ---------------------------
+# Bytes are binary (KiB, MiB, GiB, two decimals), counts decimal (k, M, G, T, two decimals),
+# seconds three significant digits, everywhere: these three functions for the CLI, and their
+# twins at the top of report/assets/report.js for the page (a browser test compares them).
+
+
+def format_bytes(n: float) -> str:
     """``n`` bytes in binary units (KiB, MiB, GiB), two decimals."""
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:.2f} {unit}"
-    return f"{n} B"
+    return f"{n:.0f} B"
+
+
+def format_count(x: float) -> str:
+    """Large counts as engineers read them: 1.23e+09 -> 1.23 G."""
+    for unit, size in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(x) >= size:
+            return f"{x / size:.2f} {unit}"
+    return f"{x:.0f}"
+
+
+def format_seconds(s: float) -> str:
+    """Seconds to three significant digits in s, ms, µs or ns."""
+    for unit, size in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if s >= size:
+            return f"{s / size:.3g} {unit}"
+    return f"{s * 1e9:.3g} ns"

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 from hloscope.cli.common import EXIT_OK, EXIT_USAGE, command, emit_json
 from hloscope.errors import InputError
@@ -29,10 +31,49 @@ def _report(args: argparse.Namespace) -> int:
         from hloscope.examples import default_example_path
 
         path = str(default_example_path())
+    if _is_buffer_assignment_dump(path):
+        raise InputError(f"{path} is an XLA BufferAssignment dump, not an HLO module; "
+                         f"`hloscope buffers {path}` reads it (allocations, the peak and what holds it)")
+    started = time.perf_counter()
+    progress = _Progress(sys.stderr)
+    progress("parse", None)
     module = load(path)
-    out = write_report(module, args.output, hardware=args.hardware, inputs=[path])
-    sys.stdout.write(f"wrote {Path(out).resolve()} ({module.name}, {module.instruction_count} instructions)\n")
+    progress("parse", time.perf_counter() - started)
+    out = write_report(module, args.output, hardware=args.hardware, inputs=[path], progress=progress)
+    sys.stdout.write(f"wrote {Path(out).resolve()} ({module.name}, {module.instruction_count} instructions, "
+                     f"{time.perf_counter() - started:.1f} s)\n")
     return EXIT_OK
+
+
+def _is_buffer_assignment_dump(path: str) -> bool:
+    """Whether ``path`` starts like XLA's ``*buffer-assignment.txt`` (the report reads modules only)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+    except OSError:
+        return False  # load() reports the real problem
+    first = next((ln.strip() for ln in head.splitlines() if ln.strip()), "")
+    return first.startswith("BufferAssignment:") or first.startswith("allocation 0:")
+
+
+class _Progress:
+    """Report steps on the terminal as they start and end, so a big module is not a silent wait.
+
+    On a terminal each step rewrites one status line; otherwise only steps slower than a second
+    are written, one line each, so logs stay short.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+
+    def __call__(self, step: str, seconds: float | None) -> None:
+        if self.tty:
+            text = f"hloscope report: {step}…" if seconds is None else f"hloscope report: {step} {seconds:.1f} s"
+            self.stream.write("\r\033[K" + text + ("\n" if seconds is not None and seconds >= 1 else ""))
+        elif seconds is not None and seconds >= 1:
+            self.stream.write(f"hloscope report: {step} took {seconds:.1f} s\n")
+        self.stream.flush()
 
 
 def _configure_graph(p: argparse.ArgumentParser) -> None:

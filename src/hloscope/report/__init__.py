@@ -23,20 +23,31 @@ if module_summary_html not in HTML_DISPLAY:
 
 
 def report_html(module: Module, *, hardware: Any = None, title: str | None = None,
-                source_path: str | None = None) -> str:
+                source_path: str | None = None, progress: Any = None) -> str:
     """The report page for ``module`` as an HTML string (see ``write_report``)."""
+    import time
+
     from hloscope.report.data import collect_report_data
     from hloscope.report.html import render_html
 
-    return render_html(collect_report_data(module, hardware=hardware, title=title, source_path=source_path))
+    data = collect_report_data(module, hardware=hardware, title=title, source_path=source_path, progress=progress)
+    if progress is not None:
+        progress("page", None)
+    started = time.perf_counter()
+    page = render_html(data)
+    if progress is not None:
+        progress("page", time.perf_counter() - started)
+    return page
 
 
 def write_report(module: Module, path: str | os.PathLike[str], *, hardware: Any = None,
-                 title: str | None = None, inputs: list[str | os.PathLike[str]] | None = None) -> str:
+                 title: str | None = None, inputs: list[str | os.PathLike[str]] | None = None,
+                 progress: Any = None) -> str:
     """Write the HTML report of ``module`` to ``path`` atomically; returns the path written.
 
     Refuses (InputError) to write over the file the module was read from, or over any of
     ``inputs``. ``hardware`` (a HardwareSpec or bundled hardware name) feeds the time estimate.
+    ``progress(step, seconds)`` hears each step start (``seconds=None``) and end.
     """
     from hloscope.fileio import atomic_write_text, check_not_input
 
@@ -46,7 +57,7 @@ def write_report(module: Module, path: str | os.PathLike[str], *, hardware: Any 
     if isinstance(source_name, str) and source_name and not source_name.startswith("<"):
         sources.append(source_name)
     check_not_input(path, sources)
-    text = report_html(module, hardware=hardware, title=title,
+    text = report_html(module, hardware=hardware, title=title, progress=progress,
                        source_path=str(source_name) if isinstance(source_name, str) else None)
     atomic_write_text(path, text)
     return os.fspath(path)

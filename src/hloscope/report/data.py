@@ -21,6 +21,7 @@ name.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import time
@@ -32,7 +33,7 @@ from hloscope.ir.module import Module
 from hloscope.ir.print_options import PrintOptions
 from hloscope.ir.printer import instruction_to_text
 
-__all__ = ["collect_report_data", "INSTRUCTION_COLUMNS", "EXPECTED_FIELDS", "FORMAT_VERSION"]
+__all__ = ["collect_report_data", "implied_hardware", "INSTRUCTION_COLUMNS", "EXPECTED_FIELDS", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 
@@ -69,28 +70,122 @@ _TEXT_OPTIONS = PrintOptions(metadata=False, stack_frames=False)
 
 
 def collect_report_data(module: Module, *, hardware: Any = None, title: str | None = None,
-                        source_path: str | None = None) -> dict[str, Any]:
+                        source_path: str | None = None,
+                        progress: Callable[[str, float | None], None] | None = None) -> dict[str, Any]:
     """Everything the report page shows, as one JSON-ready dict (see Note [Report sections]).
 
     ``hardware`` is passed to the timing estimate (a ``HardwareSpec`` or a bundled name); with
-    none, timing runs with its own default if it has one.
+    none, the profile the module implies is used and the page says so (Note [Implied hardware]).
+    ``progress(step, seconds)`` is called with ``seconds=None`` when a step starts and with its
+    duration when it ends, so a terminal can show what a big module is waiting on.
     """
     started = time.perf_counter()
+    note = progress or (lambda step, seconds: None)
+
+    def step(name: str, run: Callable[[], Any]) -> Any:
+        note(name, None)
+        t = time.perf_counter()
+        out = run()
+        note(name, time.perf_counter() - t)
+        return out
+
     data: dict[str, Any] = {
         "format": FORMAT_VERSION,
         "title": title or module.name,
         "source_path": source_path,
         "module": _module_header(module),
         "columns": list(INSTRUCTION_COLUMNS),
-        "computations": _computations(module),
-        "summary": _section(lambda: _call("hloscope.analysis.summary", "summarize", module)),
-        "cost": _section(lambda: _call("hloscope.analysis.cost", "analyze_cost", module), top=TOP_INSTRUCTIONS),
-        "memory": _section(lambda: _call("hloscope.analysis.memory.report", "analyze_memory", module)),
-        "collectives": _section(lambda: _call("hloscope.analysis.collectives", "analyze_collectives", module)),
-        "timing": _section(lambda: _timing(module, hardware), top=TOP_INSTRUCTIONS),
     }
+    data["computations"] = step("instruction text", lambda: _computations(module))
+    data["summary"] = step("summary", lambda: _section(lambda: _call("hloscope.analysis.summary", "summarize", module)))
+    cost_result: list[Any] = []
+
+    def run_cost() -> Any:
+        cost_result.append(_call("hloscope.analysis.cost", "analyze_cost", module))
+        return cost_result[0]
+
+    data["cost"] = step("cost", lambda: _section(run_cost, top=TOP_INSTRUCTIONS))
+    explain: list[str] = []
+
+    def run_memory() -> Any:
+        r = _call("hloscope.analysis.memory.report", "analyze_memory", module)
+        with contextlib.suppress(Exception):  # the words are optional; the figures are not
+            explain.append(r.explain())
+        return r
+
+    data["memory"] = step("memory", lambda: _section(run_memory))
+    if explain and data["memory"]["data"] is not None:
+        data["memory"]["data"]["explain"] = explain[0]
+    data["collectives"] = step("collectives", lambda: _section(
+        lambda: _call("hloscope.analysis.collectives", "analyze_collectives", module)))
+    implied = None
+    if hardware is None:
+        grid = data["collectives"]["data"] or {}
+        hardware, implied = implied_hardware(module, grid.get("num_replicas"), grid.get("num_partitions"))
+    times: list[Any] = []
+
+    def run_timing() -> Any:
+        times.append(_timing(module, hardware, cost_result[0] if cost_result else None))
+        return times[0]
+
+    data["timing"] = step("time estimate", lambda: _section(run_timing, top=TOP_INSTRUCTIONS))
+    if data["timing"]["data"] is not None:
+        data["timing"]["data"]["implied"] = implied
+        _attach_seconds(data["computations"], times[0])
     data["collect_seconds"] = round(time.perf_counter() - started, 3)
     return data
+
+
+# Note [Implied hardware]
+# -----------------------
+# "Where does the time go" needs a time estimate, and that needs a hardware profile. Without
+# --hardware the report picks the one the dump implies rather than showing no times: cuBLAS,
+# cuDNN or Triton custom calls mean an NVIDIA GPU (the H100 profile), TPU tiled layouts
+# ({...:T(8,128)}) a TPU (v5p), anything else the CPU profile. The page names the choice and
+# why, so nobody mistakes it for a measurement of their own machine.
+_GPU_TARGET_PREFIXES = ("__cublas", "__cudnn", "__triton", "cuda_", "__gpu")
+
+
+def implied_hardware(module: Module, replicas: int | None = None,
+                     partitions: int | None = None) -> tuple[str, str]:
+    """The bundled profile ``module`` implies, and the reason in words (Note [Implied hardware]).
+
+    ``replicas``/``partitions`` are the device grid the collectives analysis found (the header's
+    counts when not given).
+    """
+    targets: set[str] = set()
+    for comp in module.computations:
+        for inst in comp.instructions:
+            target = inst.attrs.get("custom_call_target") if inst.opcode.text == "custom-call" else None
+            if isinstance(target, str):
+                targets.add(target)
+    gpu = sorted(t for t in targets if t.startswith(_GPU_TARGET_PREFIXES))
+    r = replicas or module.replica_count or 1
+    p = partitions or module.num_partitions or 1
+    where = f"{r} replica{'s' if r != 1 else ''} × {p} partition{'s' if p != 1 else ''}"
+    if gpu:
+        return "h100-sxm", f"no --hardware given: H100 SXM assumed from its GPU custom calls ({', '.join(gpu[:3])}); {where}"
+    layout = getattr(module, "entry_computation_layout", None)
+    text = str(layout) if layout is not None else ""
+    if not text:
+        params = [i for i in module.entry.instructions if i.opcode.text == "parameter"][:4]
+        text = " ".join(i.shape.to_text(layout=True) for i in params)
+    tiled = ":T(" in text
+    if tiled:
+        return "tpu-v5p", f"no --hardware given: TPU v5p assumed from its TPU tiled layouts; {where}"
+    return "cpu", f"no --hardware given: the CPU profile assumed (no GPU custom calls or TPU layouts); {where}"
+
+
+def _attach_seconds(computations: list[dict[str, Any]], estimate: Any) -> None:
+    """Each instruction's estimated seconds per step (loop trips included), beside its row."""
+    per = getattr(estimate, "per_instruction", None) or {}
+    for comp in computations:
+        rows = comp["instructions"]
+        comp["seconds"] = [_seconds(per.get(r[0])) for r in rows]
+
+
+def _seconds(t: Any) -> float | None:
+    return None if t is None else float(t.seconds)
 
 
 def _module_header(module: Module) -> dict[str, Any]:
@@ -160,15 +255,12 @@ def _call(module_name: str, function: str, *args: Any, **kwargs: Any) -> Any:
     return fn(*args, **kwargs)
 
 
-def _timing(module: Module, hardware: Any) -> Any:
-    if hardware is None:
-        # A time estimate is only as good as its hardware profile, so none is guessed.
-        raise _Unavailable("no hardware given (write_report(..., hardware='h100-sxm') or --hardware NAME)")
+def _timing(module: Module, hardware: Any, cost: Any) -> Any:
     if isinstance(hardware, str):
         from hloscope.analysis.hardware import load_hardware
 
         hardware = load_hardware(hardware)
-    return _call("hloscope.analysis.timing", "estimate_time", module, hardware)
+    return _call("hloscope.analysis.timing", "estimate_time", module, hardware, cost_report=cost)
 
 
 def _to_json(result: Any, options: dict[str, Any]) -> Any:

@@ -42,26 +42,33 @@
     for (var i = 1; i < arguments.length; i++) if (o[arguments[i]] !== undefined && o[arguments[i]] !== null) return o[arguments[i]];
     return undefined;
   }
+  // Note [One unit convention]: these three mirror hloscope.cli.common's format_bytes,
+  // format_count and format_seconds digit for digit (binary byte units, two decimals; counts in
+  // k/M/G/T; seconds to three significant digits), and a browser test checks they agree.
   function fmtBytes(n) {
     if (n == null || isNaN(n)) return "–";
-    var u = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0; n = Number(n);
-    while (Math.abs(n) >= 1024 && i < u.length - 1) { n /= 1024; i++; }
-    return (i ? n.toFixed(n < 10 ? 2 : 1) : String(Math.round(n))) + " " + u[i];
+    n = Number(n);
+    var u = [["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]];
+    for (var i = 0; i < u.length; i++) if (n >= u[i][1]) return (n / u[i][1]).toFixed(2) + " " + u[i][0];
+    return Math.round(n) + " B";
   }
   function fmtNum(n) {
     if (n == null || isNaN(n)) return "–";
     n = Number(n);
-    var a = Math.abs(n), u = [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    var a = Math.abs(n), u = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
     for (var i = 0; i < u.length; i++) if (a >= u[i][0]) return (n / u[i][0]).toFixed(2) + " " + u[i][1];
-    return String(Math.round(n * 100) / 100);
+    return n.toFixed(0);
   }
+  function g3(x) { return String(parseFloat(x.toPrecision(3))); }
   function fmtTime(s) {
     if (s == null || isNaN(s)) return "–";
     s = Number(s);
-    if (s >= 1) return s.toFixed(3) + " s";
-    if (s >= 1e-3) return (s * 1e3).toFixed(3) + " ms";
-    return (s * 1e6).toFixed(2) + " µs";
+    var u = [["s", 1], ["ms", 1e-3], ["µs", 1e-6]];
+    for (var i = 0; i < u.length; i++) if (s >= u[i][1]) return g3(s / u[i][1]) + " " + u[i][0];
+    return g3(s * 1e9) + " ns";
   }
+  function fmtPct(x) { return x == null || isNaN(x) ? "–" : (100 * x).toFixed(x < 0.1 ? 2 : 1) + "%"; }
+  window.hloscopeFormat = {bytes: fmtBytes, count: fmtNum, seconds: fmtTime};
   function sourceOf(r) {
     var s = pick(r, "source");
     if (s) return String(s);
@@ -107,7 +114,7 @@
   // cols: [{key, label, num, fmt(row) -> string|Node, val(row) -> sortable}]
   function table(cols, rows, opts) {
     opts = opts || {};
-    var t = el("table"), thead = el("thead"), tbody = el("tbody"), hr = el("tr");
+    var t = el("table", opts.id ? {id: opts.id} : null), thead = el("thead"), tbody = el("tbody"), hr = el("tr");
     var state = {col: opts.sortCol == null ? -1 : opts.sortCol, dir: opts.sortDir || -1};
     cols.forEach(function (c, i) {
       var th = el("th", {cls: "sortable" + (c.num ? " num" : ""), text: c.label});
@@ -153,13 +160,21 @@
   }
 
   // ---- header and tabs -------------------------------------------------------------------------
-  var tabs = {};
+  // Note [Shareable links]: the URL hash holds the tab and the selected instruction
+  // ("#memory" or "#graph&i=fusion.9"), so a link to the page reopens the same view.
+  var tabs = {}, currentTab = null, currentInst = null;
+  function setHash() {
+    var h = "#" + currentTab + (currentInst ? "&i=" + encodeURIComponent(currentInst) : "");
+    if (location.hash !== h) history.replaceState(null, "", h);
+  }
   function showTab(name) {
     Object.keys(tabs).forEach(function (k) {
       tabs[k].section.classList.toggle("active", k === name);
       tabs[k].button.classList.toggle("active", k === name);
     });
-    if (tabs[name].onshow) { tabs[name].onshow(); tabs[name].onshow = null; }
+    if (currentTab !== name) { currentTab = name; currentInst = null; }
+    if (tabs[name].onshow) { var f = tabs[name].onshow; tabs[name].onshow = null; f(); }
+    setHash();
   }
   function addTab(name, label, build, lazy) {
     var s = el("section", {cls: "tab", id: "tab-" + name});
@@ -169,32 +184,187 @@
     tabs[name] = {section: s, button: b, onshow: lazy ? function () { build(s); } : null};
     if (!lazy) build(s);
   }
+  function selectInstruction(name) { currentInst = name; setHash(); }
+
+  // ---- estimated time per instruction ----------------------------------------------------------
+  var TIM = section("timing").data;
+  var timeByName = null;  // name -> seconds per step (every execution), from data.py's per-row seconds
+  function secondsOf(name) {
+    if (!TIM) return null;
+    if (!timeByName) {
+      timeByName = {};
+      comps.forEach(function (c) {
+        if (!c.seconds) return;
+        c.instructions.forEach(function (r, i) { if (c.seconds[i] != null) timeByName[r[C.name]] = c.seconds[i]; });
+      });
+    }
+    var v = timeByName[name];
+    return v == null ? null : v;
+  }
+  function shareOf(sec) { return TIM && TIM.total_seconds && sec != null ? sec / TIM.total_seconds : null; }
+  function shareBar(x) {
+    var b = el("span", {cls: "share"}), bar = el("span", {cls: "bar", style: "width:70px"});
+    bar.appendChild(el("i", {style: "width:" + Math.min(100, 100 * (x || 0)).toFixed(1) + "%"}));
+    b.appendChild(bar); b.appendChild(document.createTextNode(" " + fmtPct(x)));
+    return b;
+  }
+  var CONTROL = {"while": 1, "call": 1, "conditional": 1};
+  function bodyOf(name) {  // a while loop's body computation index, from its printed text
+    var at = nameIndex()[name];
+    if (!at) return -1;
+    var r = comps[at[0]].instructions[at[1]], m = /\bbody=%?([\w.\-]+)/.exec(r[C.text]);
+    return m && compIndex[m[1]] != null ? compIndex[m[1]] : (r[C.called].length ? r[C.called][r[C.called].length - 1] : -1);
+  }
+  function compLink(ci, label) {
+    return el("span", {cls: "link mono", text: label || comps[ci].name, on: {click: function () { showComputation(ci, null, true); }}});
+  }
+  function gridOf() {
+    var col = section("collectives").data, m = D.module;
+    return [pick(col, "num_replicas") || m.replica_count || 1, pick(col, "num_partitions") || m.num_partitions || 1];
+  }
+  function flopsLabel(cost) {
+    var sum = section("summary").data || {}, why = [];
+    if (Object.keys(cost.trip_counts || {}).length) why.push("loops × trips");
+    var cc = Object.keys(sum.custom_call_targets || {});
+    if (cc.length && cost.loop_aware && cost.loop_aware.flops !== cost.flops) why.push("custom calls counted");
+    return why.length ? why.join(", ") : "as XLA counts them";
+  }
 
   function header() {
     var m = D.module, sum = section("summary").data, cost = section("cost").data;
-    var mem = section("memory").data, tim = section("timing").data, col = collectiveRows();
+    var mem = section("memory").data, col = collectiveRows(), grid = gridOf();
     document.getElementById("title").textContent = D.title || m.name;
-    var sub = [m.instruction_count + " instructions", m.computation_count + " computations", "entry " + m.entry];
-    if (m.replica_count) sub.push(m.replica_count + " replicas");
-    if (m.num_partitions) sub.push(m.num_partitions + " partitions");
+    var sub = [m.instruction_count + " instructions", m.computation_count + " computations", "entry " + m.entry,
+      grid[0] + " replica" + (grid[0] === 1 ? "" : "s") + " × " + grid[1] + " partition" + (grid[1] === 1 ? "" : "s")];
     if (m.is_scheduled) sub.push("scheduled");
     if (D.source_path) sub.push(D.source_path);
     document.getElementById("subtitle").textContent = sub.join(" · ");
     var figs = document.getElementById("figures");
-    function fig(v, k) { figs.appendChild(el("div", {cls: "figure"}, el("div", {cls: "v", text: v}), el("div", {cls: "k", text: k}))); }
-    fig(String(m.instruction_count), "instructions");
+    function fig(v, k, extra, id) {
+      var f = el("div", {cls: "figure"}, el("div", {cls: "v", text: v}), el("div", {cls: "k", text: k}));
+      if (extra) f.appendChild(el("div", {cls: "kx", text: extra}));
+      if (id) f.id = id;
+      figs.appendChild(f);
+    }
+    if (TIM) fig(fmtTime(TIM.total_seconds), "estimated step time", TIM.hardware + (TIM.implied ? " (implied, see Overview)" : ""), "fig-time");
+    if (cost) {
+      var la = cost.loop_aware || {flops: cost.flops, bytes_accessed: cost.bytes_accessed};
+      fig(fmtNum(la.flops) + "FLOP", "FLOPs per step", flopsLabel(cost) + "; XLA's HloCostAnalysis: " + fmtNum(cost.flops) + "FLOP", "fig-flops");
+      fig(fmtBytes(la.bytes_accessed), "bytes accessed per step", "XLA's count: " + fmtBytes(cost.bytes_accessed));
+    }
+    if (mem) fig(fmtBytes(mem.peak_bytes), "peak memory", "at schedule step " + mem.peak_time, "fig-peak");
     if (sum) fig(fmtBytes(sum.parameter_bytes), "parameters");
-    if (cost) fig(fmtNum(cost.loop_aware ? cost.loop_aware.flops : cost.flops) + "FLOP", cost.loop_aware ? "flops (loop trips)" : "flops");
-    if (cost) fig(fmtBytes(cost.bytes_accessed), "bytes accessed");
-    if (mem) fig(fmtBytes(mem.peak_bytes), "peak memory");
-    if (tim) fig(fmtTime(pick(tim, "total_seconds", "seconds", "time_s")), "estimated time");
-    if (col && col.length) fig(fmtBytes(col.reduce(function (a, r) { return a + (Number(collBytes(r)) || 0); }, 0)), "collective bytes");
+    if (col && col.length) fig(fmtBytes(col.reduce(function (a, r) { return a + (Number(collBytes(r)) || 0) * (Number(r.count) || 1); }, 0)), "collective payload per step");
   }
 
-  // ---- overview --------------------------------------------------------------------------------
+  // ---- overview: where the time goes -----------------------------------------------------------
   function buildOverview(s) {
+    var card = el("div", {cls: "card"}, el("h2", {text: "Where the time goes"}));
+    s.appendChild(card);
+    if (!TIM) { card.appendChild(statusNote(section("timing"), "The time estimate")); return; }
+    card.appendChild(el("p", null, "Estimated step time ", el("b", {text: fmtTime(TIM.total_seconds)}), " on " + TIM.hardware + "."));
+    if (TIM.implied) card.appendChild(el("p", {cls: "note", id: "implied-hardware", text: TIM.implied + ". Pass --hardware NAME for another profile."}));
+    // The four terms are summed per operation; operations overlap, so they can exceed the step.
+    var parts = [["compute", TIM.compute_seconds, "#3b6fd8"], ["memory", TIM.memory_seconds, "#2f9e8f"],
+      ["communication", TIM.communication_seconds, "#d6336c"], ["launch", TIM.launch_seconds, "#e59f2b"]];
+    var sumParts = parts.reduce(function (a, p) { return a + (p[1] || 0); }, 0) || 1;
+    var bar = el("div", {cls: "split", id: "time-split"});
+    var legend = el("div", {cls: "legend"});
+    parts.forEach(function (p) {
+      var w = 100 * (p[1] || 0) / sumParts;
+      bar.appendChild(el("i", {style: "width:" + w.toFixed(2) + "%;background:" + p[2], title: p[0] + " " + fmtTime(p[1])}));
+      legend.appendChild(el("span", {cls: "lg"}, el("i", {style: "background:" + p[2]}), p[0] + " " + fmtTime(p[1]) + " (" + fmtPct(p[1] / sumParts) + ")"));
+    });
+    card.appendChild(bar); card.appendChild(legend);
+    card.appendChild(el("p", {cls: "muted", text: "Each term is summed over the operations (roofline: compute and memory time per kernel, the α-β model per collective, a launch per kernel); operations overlap, so the terms add to " + fmtTime(sumParts) + ", more than the step."}));
+    var rows = (TIM.per_instruction || []).map(function (r) {
+      return {name: r.name, opcode: r.opcode, computation: r.computation, seconds: r.seconds, share: shareOf(r.seconds),
+        runs: r.executions, trip: r.trip_count, bound: r.bound};
+    });
+    var entry = D.module.entry;
+    var g = el("div", {cls: "grid2"});
+    var topLevel = rows.filter(function (r) { return r.computation === entry; }).slice(0, 15);
+    var leaf = rows.filter(function (r) { return !CONTROL[r.opcode]; }).slice(0, 15);
+    g.appendChild(el("div", {cls: "card", id: "top-steps"}, el("h2", {text: "Top steps of the entry computation"}),
+      table(stepCols(false), topLevel, {sortCol: 2})));
+    g.appendChild(el("div", {cls: "card", id: "top-ops"}, el("h2", {text: "Hottest operations (inside loops: all trips)"}),
+      table(stepCols(true), leaf, {sortCol: 2})));
+    s.appendChild(g);
+    s.appendChild(opProfile());
+    s.appendChild(moduleCard());
+  }
+  function whatCell(r) {
+    if (r.opcode === "while") {
+      var b = bodyOf(r.name), box = el("span", {cls: "mono", text: (r.trip != null ? r.trip : "?") + " trips × "});
+      if (b >= 0) box.appendChild(compLink(b, "body")); else box.appendChild(document.createTextNode("body"));
+      return box;
+    }
+    return el("span", {cls: "mono", text: r.opcode});
+  }
+  function stepCols(withWhere) {
+    var cols = [
+      {key: "name", label: "instruction", fmt: function (r) { return instLink(r.name); }},
+      {key: "opcode", label: "what", fmt: whatCell},
+      {key: "seconds", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.seconds); }},
+      {key: "share", label: "share of step", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
+      {key: "bound", label: "bound by", cls: "muted"}];
+    if (withWhere) cols.push({key: "computation", label: "in", cls: "mono wrap", fmt: function (r) { return compIndex[r.computation] != null ? compLink(compIndex[r.computation]) : r.computation; }});
+    return cols;
+  }
+  // XLA's op profile view: time rolled up by op_name prefix (jit(f)/layer_3/attention/dot).
+  function opProfile() {
+    var card = el("div", {cls: "card", id: "op-profile"}, el("h2", {text: "Time by op_name (rolled up as XLA's op profile)"}));
+    var root = {name: "", seconds: 0, count: 0, kids: {}};
+    comps.forEach(function (c) {
+      if (!c.seconds) return;
+      c.instructions.forEach(function (r, i) {
+        var t = c.seconds[i];
+        if (!t || CONTROL[r[C.opcode]]) return;
+        var path = r[C.op_name] ? String(r[C.op_name]).split("/") : ["(no op_name)"], node = root;
+        root.seconds += t; root.count++;
+        path.forEach(function (p) {
+          node = node.kids[p] || (node.kids[p] = {name: p, seconds: 0, count: 0, kids: {}});
+          node.seconds += t; node.count++;
+        });
+      });
+    });
+    var total = TIM.total_seconds || root.seconds || 1;
+    card.appendChild(el("p", {cls: "muted", text: "Operations' times (loop trips included) summed by each prefix of their op_name; click ▸ to open a level. Shares are of the step time (" + fmtTime(TIM.total_seconds) + "), and overlapping operations can make them add to more."}));
+    var tb = el("tbody"), t = el("table", {cls: "tree"}, el("thead", null, el("tr", null, el("th", {text: "op_name"}), el("th", {cls: "num", text: "est. time"}), el("th", {text: "share"}), el("th", {cls: "num", text: "operations"}))), tb);
+    function kidsOf(n) { return Object.keys(n.kids).map(function (k) { return n.kids[k]; }).sort(function (a, b) { return b.seconds - a.seconds; }); }
+    function rowsOf(n, depth, after) {
+      var out = [];
+      kidsOf(n).slice(0, 50).forEach(function (k) {
+        var has = Object.keys(k.kids).length > 0, tr = el("tr", {"data-depth": depth});
+        var tog = el("span", {cls: "tog", text: has ? "▸ " : "  "});
+        var nameCell = el("td", {cls: "mono", style: "padding-left:" + (8 + depth * 16) + "px"}, tog, k.name);
+        tr.appendChild(nameCell);
+        tr.appendChild(el("td", {cls: "num", text: fmtTime(k.seconds)}));
+        tr.appendChild(el("td", null, shareBar(k.seconds / total)));
+        tr.appendChild(el("td", {cls: "num", text: String(k.count)}));
+        var open = null;
+        if (has) tog.addEventListener("click", function () {
+          if (open) { open.forEach(function (x) { x.remove(); }); open = null; tog.textContent = "▸ "; return; }
+          open = []; tog.textContent = "▾ ";
+          var anchor = tr;
+          rowsOf(k, depth + 1).forEach(function (x) { anchor.after(x); anchor = x; open.push(x); });
+        });
+        tog.classList.toggle("link", has);
+        out.push(tr);
+        if (has && depth < 1 && after) setTimeout(function () { tog.click(); }, 0);
+      });
+      return out;
+    }
+    rowsOf(root, 0, true).forEach(function (x) { tb.appendChild(x); });
+    card.appendChild(el("div", {cls: "scroll"}, t));
+    return card;
+  }
+
+  // ---- module: inputs, outputs, opcodes ---------------------------------------------------------
+  function moduleCard() {
+    var s = el("div");
     var sec = section("summary"), sum = sec.data;
-    if (!sum) { s.appendChild(el("div", {cls: "card"}, statusNote(sec, "The summary"))); return; }
+    if (!sum) { s.appendChild(el("div", {cls: "card"}, statusNote(sec, "The summary"))); return s; }
     var g = el("div", {cls: "grid2"});
     function io(title, rows, total) {
       return el("div", {cls: "card"}, el("h2", {text: title + " (" + fmtBytes(total) + ")"}),
@@ -218,36 +388,50 @@
     if (sum.while_loops) chips.appendChild(el("span", {cls: "chip", text: "while loops ×" + sum.while_loops}));
     ["cost", "memory", "collectives", "timing"].forEach(function (k) { var n = statusNote(section(k), k); if (n) chips.appendChild(n); });
     s.appendChild(chips);
+    return s;
   }
 
   // ---- cost ------------------------------------------------------------------------------------
   function buildCost(s) {
-    var sec = section("cost"), cost = sec.data, card = el("div", {cls: "card"}, el("h2", {text: "Costliest instructions"}));
+    var sec = section("cost"), cost = sec.data, card = el("div", {cls: "card"}, el("h2", {text: "Costliest instructions and loops"}));
     s.appendChild(card);
     if (!cost) { card.appendChild(statusNote(sec, "The cost analysis")); return; }
-    var times = {}, tim = section("timing").data;
-    if (tim) (pick(tim, "per_instruction", "longest") || []).forEach(function (r) {
-      var n = pick(r, "name", "instruction"); times[n] = (times[n] || 0) + (Number(pick(r, "seconds", "time_s")) || 0);
+    var rows = {}, list = [];
+    function row(name) {
+      if (!rows[name]) {
+        var at = nameIndex()[name], r = at ? comps[at[0]].instructions[at[1]] : null;
+        rows[name] = {name: name, computation: at ? comps[at[0]].name : "", opcode: r ? r[C.opcode] : "", flops: null, bytes: null,
+          trans: null, time: secondsOf(name), runs: null, trip: null, op_name: r && r[C.op_name] || "", source: r && r[C.source] || ""};
+        rows[name].share = shareOf(rows[name].time);
+        list.push(rows[name]);
+      }
+      return rows[name];
+    }
+    (cost.per_instruction || []).forEach(function (c) {
+      var r = row(c.name); r.flops = c.flops; r.bytes = c.bytes_accessed; r.trans = c.transcendentals;
+      if (c.op_name) r.op_name = c.op_name;
+      if (sourceOf(c)) r.source = sourceOf(c);
     });
-    var rows = (cost.per_instruction || []).map(function (r) {
-      return {name: r.name, computation: r.computation, opcode: r.opcode, flops: r.flops, bytes: r.bytes_accessed,
-        trans: r.transcendentals, time: times[r.name], op_name: r.op_name || "", source: sourceOf(r)};
+    if (TIM) (TIM.per_instruction || []).forEach(function (t) {
+      var r = row(t.name); r.runs = t.executions; r.trip = t.trip_count;
     });
-    var tot = el("p", {cls: "muted", text: "Total " + fmtNum(cost.flops) + "FLOP, " + fmtBytes(cost.bytes_accessed) + " accessed" +
-      (cost.loop_aware ? "; counting loop trips " + fmtNum(cost.loop_aware.flops) + "FLOP, " + fmtBytes(cost.loop_aware.bytes_accessed) : "") +
-      ". Click a header to sort."});
-    card.appendChild(tot);
-    if (!rows.length) { card.appendChild(el("p", {cls: "note", text: "The cost analysis gave no per-instruction rows."})); return; }
+    card.appendChild(el("p", {cls: "muted", text: "Per step: an instruction inside a loop body counts every trip (the runs column), and a while loop's time is trips × (body + condition). " +
+      "XLA's HloCostAnalysis counts " + fmtNum(cost.flops) + "FLOP and " + fmtBytes(cost.bytes_accessed) + " (loop bodies once, custom calls not at all); counting loop trips and custom-call gemms gives " +
+      fmtNum(cost.loop_aware ? cost.loop_aware.flops : cost.flops) + "FLOP. Click a header to sort."}));
+    if (!list.length) { card.appendChild(el("p", {cls: "note", text: "The cost analysis gave no per-instruction rows."})); return; }
     var cols = [
       {key: "name", label: "instruction", fmt: function (r) { return instLink(r.name); }},
-      {key: "opcode", label: "opcode", cls: "mono"},
-      {key: "flops", label: "FLOPs", num: true, fmt: function (r) { return fmtNum(r.flops); }},
-      {key: "bytes", label: "bytes", num: true, fmt: function (r) { return fmtBytes(r.bytes); }},
+      {key: "opcode", label: "what", fmt: function (r) { return r.opcode === "while" ? whatCell(r) : el("span", {cls: "mono", text: r.opcode}); }},
+      {key: "computation", label: "in", cls: "mono wrap", fmt: function (r) { return compIndex[r.computation] != null ? compLink(compIndex[r.computation]) : r.computation; }},
+      {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }},
+      {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
+      {key: "runs", label: "runs", num: true, fmt: function (r) { return r.runs == null ? "" : "×" + fmtNum(r.runs); }},
+      {key: "flops", label: "FLOPs (all runs)", num: true, fmt: function (r) { return fmtNum(r.flops); }},
+      {key: "bytes", label: "bytes (all runs)", num: true, fmt: function (r) { return fmtBytes(r.bytes); }},
       {key: "op_name", label: "op_name", cls: "mono wrap"},
       {key: "source", label: "source", cls: "mono wrap"}];
-    // The time column only when there is a time estimate (it needs a hardware profile).
-    if (tim) cols.splice(4, 0, {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }});
-    card.appendChild(table(cols, rows, {sortCol: 2}));
+    if (!TIM) cols.splice(3, 3);
+    card.appendChild(table(cols, list, {sortCol: TIM ? 3 : 3, id: "cost-table"}));
   }
 
   // ---- memory ----------------------------------------------------------------------------------
@@ -261,42 +445,89 @@
         instruction: pick(p, "instruction", "name") || null};
     });
   }
+  // A buffer is one value: an instruction and, for a tuple-shaped result, its index ({0}, {1,2}).
+  function bufInst(r) { return String(pick(r, "instruction", "name", "value") || ""); }
+  function bufName(r) { var ix = r.index; return bufInst(r) + (ix && ix.length ? "{" + ix.join(",") + "}" : ""); }
+  function instRow(name) { var at = nameIndex()[name]; return at ? comps[at[0]].instructions[at[1]] : null; }
+  var entryRoot = null;
+  function bufKind(r) {
+    var row = instRow(bufInst(r)), op = r.opcode || (row ? row[C.opcode] : "");
+    if (entryRoot == null) { var e = comps[compIndex[D.module.entry]]; entryRoot = e && e.root >= 0 ? e.instructions[e.root][C.name] : ""; }
+    if (op === "parameter") return "argument";
+    if (op === "constant") return "constant";
+    if (bufInst(r) === entryRoot) return "output";
+    return "temporary";
+  }
+  function bufLinks(r) {
+    var name = bufInst(r), box = el("span", {cls: "buf"});
+    box.appendChild(el("span", {cls: "link mono", text: bufName(r), title: "show in the text", on: {click: function () { jumpTo(name); }}}));
+    box.appendChild(el("span", {cls: "link small", text: " graph", title: "show in the graph", on: {click: function () { var at = nameIndex()[name]; if (at) focusInstruction(at[0], at[1]); }}}));
+    return box;
+  }
   function buildMemory(s) {
     var sec = section("memory"), mem = sec.data;
-    var chartCard = el("div", {cls: "card chart"}, el("h2", {text: "Live memory over the schedule"}));
+    var figCard = el("div", {cls: "card"}, el("h2", {text: "Memory"}));
+    s.appendChild(figCard);
+    if (!mem) { figCard.appendChild(statusNote(sec, "The memory analysis")); return; }
+    var chips = el("div", {cls: "memfigs"});
+    [["live-range peak", mem.peak_bytes], ["arguments", mem.argument_bytes], ["outputs", mem.output_bytes],
+      ["aliased", mem.alias_bytes], ["temporaries", mem.temp_bytes], ["constants", mem.constant_bytes],
+      ["total allocated", mem.total_bytes]].forEach(function (f) {
+      if (f[1] == null) return;
+      chips.appendChild(el("div", {cls: "mf"}, el("b", {text: fmtBytes(f[1])}), el("span", {text: f[0]})));
+    });
+    var spaces = mem.other_memory_spaces || {};
+    Object.keys(spaces).forEach(function (k) {
+      chips.appendChild(el("div", {cls: "mf other"}, el("b", {text: fmtBytes(spaces[k])}), el("span", {text: "memory space S(" + k + "), not in the chart"})));
+    });
+    figCard.appendChild(chips);
+    var chartCard = el("div", {cls: "card chart"}, el("h2", {text: "Live memory over the schedule (default memory space)"}));
     s.appendChild(chartCard);
-    if (!mem) { chartCard.appendChild(statusNote(sec, "The memory analysis")); return; }
-    chartCard.appendChild(el("p", {cls: "muted", text: "Peak " + fmtBytes(mem.peak_bytes) + (mem.peak_time != null ? " at time " + mem.peak_time : "") + ". Click the chart to list the buffers live at that point."}));
-    var series = memorySeries(mem), live = el("div");
+    var series = memorySeries(mem), live = el("div", {id: "live-set"});
     var buffers = pick(mem, "buffers", "live_ranges", "values") || [];
-    if (series.length) chartCard.appendChild(memoryChart(series, mem, function (p) { showLive(live, p, buffers); }));
+    var readout = el("div", {cls: "readout mono", id: "memory-readout", text: "Hover the chart to read the bytes live at each step; click to list them."});
+    chartCard.appendChild(readout);
+    if (series.length) chartCard.appendChild(memoryChart(series, mem, readout, function (p) { showLive(live, p, buffers, mem); }));
     else chartCard.appendChild(el("p", {cls: "note", text: "The memory analysis gave no series over time."}));
+    if (mem.buffers_omitted) chartCard.appendChild(el("p", {cls: "note", text: mem.buffers_omitted + " smallest live ranges are not in the page; live sets list the " + buffers.length + " biggest."}));
     chartCard.appendChild(live);
-    var peakCard = el("div", {cls: "card"}, el("h2", {text: "Buffers live at the peak"}));
+    var peakCard = el("div", {cls: "card", id: "peak-buffers"}, el("h2", {text: "Buffers live at the peak (" + fmtBytes(mem.peak_bytes) + " at step " + mem.peak_time + ", " + (mem.peak_buffers || []).length + " buffers)"}));
     peakCard.appendChild(bufferTable(mem.peak_buffers || []));
     s.appendChild(peakCard);
+    if (mem.explain) s.appendChild(el("div", {cls: "card"}, el("h2", {text: "How the figures arise"}), el("pre", {cls: "explain", text: mem.explain})));
   }
   function bufferTable(rows) {
     return table([
-      {key: "name", label: "buffer", fmt: function (r) { return instLink(String(pick(r, "instruction", "name", "value") || "")); }, val: function (r) { return pick(r, "instruction", "name"); }},
+      {key: "name", label: "buffer", fmt: bufLinks, val: bufName},
+      {key: "kind", label: "kind", fmt: bufKind, val: bufKind},
+      {key: "opcode", label: "opcode", cls: "mono", fmt: function (r) { var row = instRow(bufInst(r)); return r.opcode || (row ? row[C.opcode] : ""); }},
       {key: "shape", label: "shape", cls: "mono wrap"},
       {key: "size", label: "size", num: true, fmt: function (r) { return fmtBytes(pick(r, "size", "bytes")); }, val: function (r) { return Number(pick(r, "size", "bytes")); }},
+      {key: "live", label: "live steps", num: true, fmt: function (r) { return r.start != null ? r.start + "–" + r.end : ""; }, val: function (r) { return r.start; }},
       {key: "op_name", label: "op_name", cls: "mono wrap"},
-      {key: "source", label: "source", cls: "mono wrap", fmt: sourceOf}], rows, {sortCol: 2, limit: 200});
+      {key: "source", label: "source", cls: "mono wrap", fmt: sourceOf}], rows, {sortCol: 4, limit: 300});
   }
-  function showLive(box, p, buffers) {
+  function showLive(box, p, buffers, mem) {
     box.textContent = "";
-    box.appendChild(el("h2", {text: "Live at time " + p.time + (p.instruction ? " (" + p.instruction + ")" : "") + ": " + fmtBytes(p.bytes)}));
+    box.appendChild(el("h2", {text: "Live at step " + p.time + (p.instruction ? " (" + p.instruction + ")" : "") + ": " + fmtBytes(p.bytes)}));
     if (!buffers.length) { box.appendChild(el("p", {cls: "note", text: "The memory analysis did not list live ranges, so the buffers at a point cannot be shown."})); return; }
     var rows = buffers.filter(function (b) { return b.start <= p.time && p.time <= b.end; });
+    var sum = rows.reduce(function (a, b) { return a + (Number(pick(b, "bytes", "size")) || 0); }, 0);
+    box.appendChild(el("p", {cls: "muted", text: rows.length + " buffers, " + fmtBytes(sum) + " listed."}));
     box.appendChild(bufferTable(rows));
   }
-  function memoryChart(series, mem, onpick) {
-    var W = 1000, H = 300, L = 70, R = 16, T = 22, B = 28;
-    var svg = sv("svg", {viewBox: "0 0 " + W + " " + H, preserveAspectRatio: "none", id: "memory-chart"});
-    var t0 = series[0].time, t1 = series[series.length - 1].time || 1;
+  function niceStep(span, n) {
+    var raw = span / n, p = Math.pow(10, Math.floor(Math.log10(raw || 1))), m = raw / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+  }
+  function memoryChart(series, mem, readout, onpick) {
+    // Drawn at the card's own pixel size: no stretching, so text keeps its shape.
+    var W = Math.max(600, Math.round((document.querySelector("main").clientWidth || 1200) - 80)), H = 320, L = 78, R = 20, T = 24, B = 34;
+    var svg = sv("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, id: "memory-chart"});
+    var t0 = series[0].time, t1 = series[series.length - 1].time;
+    if (t1 === t0) t1 = t0 + 1;
     var maxB = series.reduce(function (a, p) { return Math.max(a, p.bytes); }, 1);
-    function x(t) { return L + (W - L - R) * (t1 === t0 ? 0.5 : (t - t0) / (t1 - t0)); }
+    function x(t) { return L + (W - L - R) * (t - t0) / (t1 - t0); }
     function y(b) { return T + (H - T - B) * (1 - b / maxB); }
     var ax = sv("g", {"class": "axis"});
     for (var k = 0; k <= 4; k++) {
@@ -304,34 +535,51 @@
       ax.appendChild(sv("line", {x1: L, x2: W - R, y1: y(b), y2: y(b)}));
       ax.appendChild(sv("text", {x: L - 6, y: y(b) + 4, "text-anchor": "end", text: fmtBytes(b)}));
     }
-    ax.appendChild(sv("text", {x: L, y: H - 8, text: String(t0)}));
-    ax.appendChild(sv("text", {x: W - R, y: H - 8, "text-anchor": "end", text: String(t1) + " (schedule time)"}));
+    var step = Math.max(1, niceStep(t1 - t0, 10));
+    for (var t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
+      ax.appendChild(sv("line", {x1: x(t), x2: x(t), y1: H - B, y2: H - B + 4, "class": "tick"}));
+      ax.appendChild(sv("text", {x: x(t), y: H - B + 16, "text-anchor": "middle", text: String(t)}));
+    }
+    ax.appendChild(sv("text", {x: W - R, y: H - 4, "text-anchor": "end", text: "schedule step"}));
     svg.appendChild(ax);
     // A step path: memory holds its value until the next instruction.
     var d = "M" + x(t0) + "," + y(0);
     series.forEach(function (p, i) {
-      d += "L" + x(p.time) + "," + y(p.bytes);
       var nt = i + 1 < series.length ? series[i + 1].time : p.time;
-      d += "L" + x(nt) + "," + y(p.bytes);
+      d += "L" + x(p.time).toFixed(1) + "," + y(p.bytes).toFixed(1) + "L" + x(nt).toFixed(1) + "," + y(p.bytes).toFixed(1);
     });
-    d += "L" + x(t1) + "," + y(0) + "Z";
+    d += "L" + x(series[series.length - 1].time) + "," + y(0) + "Z";
     svg.appendChild(sv("path", {d: d, "class": "area"}));
     var peak = series.reduce(function (a, p) { return p.bytes > a.bytes ? p : a; }, series[0]);
     if (mem.peak_time != null) series.forEach(function (p) { if (p.time === mem.peak_time) peak = p; });
-    svg.appendChild(sv("circle", {cx: x(peak.time), cy: y(peak.bytes), r: 5, "class": "peak"}));
-    svg.appendChild(sv("text", {x: Math.min(x(peak.time) + 8, W - 150), y: y(peak.bytes) - 6 < 14 ? 14 : y(peak.bytes) - 6, "class": "peak-label", text: "peak " + fmtBytes(peak.bytes)}));
+    svg.appendChild(sv("circle", {cx: x(peak.time), cy: y(peak.bytes), r: 5, "class": "peak", "data-bytes": peak.bytes, "data-time": peak.time}));
+    var lx = x(peak.time) + 8, anchor = "start";
+    if (lx > W - 260) { lx = x(peak.time) - 8; anchor = "end"; }
+    svg.appendChild(sv("text", {x: lx, y: Math.max(14, y(peak.bytes) - 6), "text-anchor": anchor, "class": "peak-label",
+      text: "peak " + fmtBytes(peak.bytes) + " at step " + peak.time + (peak.instruction ? " (" + peak.instruction + ")" : "")}));
     var cursor = sv("line", {"class": "cursor", y1: T, y2: H - B, x1: -10, x2: -10});
-    svg.appendChild(cursor);
-    var hit = sv("rect", {x: L, y: T, width: W - L - R, height: H - T - B, "class": "hit"});
-    hit.addEventListener("click", function (ev) {
+    var pin = sv("line", {"class": "cursor pinned", y1: T, y2: H - B, x1: -10, x2: -10});
+    svg.appendChild(cursor); svg.appendChild(pin);
+    var hit = sv("rect", {x: L, y: T, width: W - L - R, height: H - T - B, "class": "hit", "data-t0": t0, "data-t1": t1});
+    function at(ev) {
       var r = svg.getBoundingClientRect(), px = (ev.clientX - r.left) * W / r.width;
-      var t = t0 + (px - L) / (W - L - R) * (t1 - t0), best = series[0];
-      series.forEach(function (p) { if (p.time <= t) best = p; });
-      cursor.setAttribute("x1", x(best.time)); cursor.setAttribute("x2", x(best.time));
-      onpick(best);
+      var tt = t0 + (px - L) / (W - L - R) * (t1 - t0), lo = 0, hi = series.length - 1;
+      while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (series[mid].time <= tt) lo = mid; else hi = mid - 1; }
+      return series[lo];
+    }
+    hit.addEventListener("mousemove", function (ev) {
+      var p = at(ev);
+      cursor.setAttribute("x1", x(p.time)); cursor.setAttribute("x2", x(p.time));
+      readout.textContent = "step " + p.time + " · " + fmtBytes(p.bytes) + " live" + (p.instruction ? " · " + p.instruction : "") +
+        (p.time === peak.time ? " · the peak" : "");
+    });
+    hit.addEventListener("click", function (ev) {
+      var p = at(ev);
+      pin.setAttribute("x1", x(p.time)); pin.setAttribute("x2", x(p.time));
+      onpick(p);
     });
     svg.appendChild(hit);
-    return svg;
+    return el("div", {cls: "chart-wrap"}, svg);
   }
 
   // ---- collectives -----------------------------------------------------------------------------
@@ -346,49 +594,82 @@
     s.appendChild(card);
     if (!rows) { card.appendChild(statusNote(sec, "The collectives analysis")); return; }
     if (!rows.length) { card.appendChild(el("p", {cls: "note", text: "This module has no collectives."})); return; }
-    card.appendChild(table([
+    var grid = gridOf();
+    card.appendChild(el("p", {cls: "muted", text: "On " + grid[0] + " replicas × " + grid[1] + " partitions. Payload and ring bytes are per device and run; est. time covers every run in a step."}));
+    rows = rows.map(function (r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = secondsOf(r.name); o.share = shareOf(o.time); return o; });
+    var cols = [
       {key: "name", label: "instruction", fmt: function (r) { return instLink(String(r.name || "")); }},
       {key: "opcode", label: "opcode", cls: "mono"},
       {key: "group_mode", label: "mode", cls: "mono"},
-      {key: "group_size", label: "group size", num: true},
+      {key: "num_groups", label: "groups", num: true, fmt: function (r) { return r.num_groups == null ? "" : String(r.num_groups); }},
+      {key: "group_size", label: "devices per group", num: true},
       {key: "count", label: "runs", num: true},
       {key: "bytes", label: "payload", num: true, fmt: function (r) { return fmtBytes(collBytes(r)); }, val: function (r) { return Number(collBytes(r)); }},
       {key: "ring_bytes", label: "ring bytes/device", num: true, fmt: function (r) { return fmtBytes(r.ring_bytes); }},
-      {key: "replica_groups", label: "groups", cls: "mono wrap", fmt: function (r) { var g = r.replica_groups; return g == null ? "" : (typeof g === "string" ? g : JSON.stringify(g)); }},
-      {key: "op_name", label: "op_name", cls: "mono wrap"}], rows, {sortCol: 5}));
+      {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }},
+      {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
+      {key: "op_name", label: "op_name", cls: "mono wrap"}];
+    if (!TIM) cols.splice(8, 2);
+    card.appendChild(table(cols, rows, {sortCol: TIM ? 8 : 6, id: "collectives-table"}));
   }
 
   // ---- graph: data ----------------------------------------------------------------------------
   // Mirrors report/graphs.py: fusions are one node; expanded ones inline their body as a cluster.
+  // Instructions whose op_name shares a namespace (its first G.nsDepth parts) form a cluster too;
+  // a collapsed namespace is one node standing for all of them (Model Explorer's layers).
+  function nsOf(r) {
+    var o = r[C.op_name];
+    if (!o || !G.nsDepth) return null;
+    var parts = String(o).split("/");
+    if (parts.length <= G.nsDepth) return null;  // the leaf op itself is no namespace
+    return parts.slice(0, G.nsDepth).join("/");
+  }
   function graphData(ci, keep, expanded) {
-    var rows = comps[ci].instructions, nodes = [], edges = [], outId = {};
+    var rows = comps[ci].instructions, nodes = [], edges = [], outId = {}, groupNode = {};
+    function ownerOf(i) {  // the node id instruction i is drawn as (a collapsed namespace's, or its own)
+      var ns = nsOf(rows[i]);
+      return ns && G.collapsed[ns] ? "ns:" + ns : (outId[i] || String(i));
+    }
     rows.forEach(function (r, i) {
       if (keep && !keep[i]) return;
+      var ns = nsOf(r);
+      if (ns && G.collapsed[ns]) {
+        if (!groupNode[ns]) { groupNode[ns] = {id: "ns:" + ns, ci: ci, ii: i, group: ns, members: 0}; nodes.push(groupNode[ns]); }
+        groupNode[ns].members++;
+        r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), "ns:" + ns, o]); });
+        return;
+      }
       var called = r[C.called], isFusion = r[C.opcode] === "fusion" && called.length && called[0] >= 0;
       if (isFusion && expanded[r[C.name]]) {
         var fc = called[0], inner = comps[fc].instructions, pre = i + "/";
         var params = {};
         inner.forEach(function (q, j) {
-          nodes.push({id: pre + j, ci: fc, ii: j, cluster: r[C.name]});
-          q[C.operands].forEach(function (o) { if (o >= 0) edges.push([pre + o, pre + j]); });
+          nodes.push({id: pre + j, ci: fc, ii: j, cluster: r[C.name], ns: ns});
+          q[C.operands].forEach(function (o) { if (o >= 0) edges.push([pre + o, pre + j, -1]); });
           if (q[C.opcode] === "parameter") { var m = /parameter\((\d+)\)/.exec(q[C.text]); if (m) params[m[1]] = pre + j; }
         });
         r[C.operands].forEach(function (o, k) {
-          if (o >= 0 && (!keep || keep[o]) && params[k] != null) edges.push([outId[o] || String(o), params[k]]);
+          if (o >= 0 && (!keep || keep[o]) && params[k] != null) edges.push([ownerOf(o), params[k], o]);
         });
         outId[i] = pre + comps[fc].root;
         return;
       }
-      nodes.push({id: String(i), ci: ci, ii: i, fusion: isFusion ? called[0] : null});
-      r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([outId[o] || String(o), String(i)]); });
+      nodes.push({id: String(i), ci: ci, ii: i, fusion: isFusion ? called[0] : null, ns: ns});
+      r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), String(i), o]); });
+    });
+    var seen = {};
+    edges = edges.filter(function (e) {
+      var k = e[0] + ">" + e[1];
+      if (e[0] === e[1] || seen[k]) return false;
+      seen[k] = 1; return true;
     });
     return {nodes: nodes, edges: edges};
   }
   function neighbourhood(ci, center, depth, cap) {
-    var rows = comps[ci].instructions, users = usersOf(ci), dist = {}, q = [center], keep = {}, n = 1;
+    var rows = comps[ci].instructions, users = usersOf(ci), dist = {}, q = [center], keep = {}, n = 1, head = 0;
     dist[center] = 0; keep[center] = true;
-    while (q.length) {
-      var i = q.shift();
+    while (head < q.length) {
+      var i = q[head++];
       if (dist[i] >= depth) continue;
       var next = rows[i][C.operands].concat(users[i]);
       for (var k = 0; k < next.length; k++) {
@@ -401,8 +682,9 @@
     return keep;
   }
 
-  // ---- graph: layout (longest-path layers, barycenter ordering) ---------------------------------
+  // ---- graph: layout (longest-path layers, barycenter ordering, clusters kept together) --------
   var NW = 168, NH = 38, GX = 22, GY = 46;
+  function clusterKey(n) { return n.cluster ? "f:" + n.cluster : (n.ns ? "n:" + n.ns : null); }
   function layout(g) {
     var idx = {}, preds = g.nodes.map(function () { return []; }), succs = g.nodes.map(function () { return []; });
     g.nodes.forEach(function (n, i) { idx[n.id] = i; });
@@ -416,9 +698,21 @@
     g.nodes.forEach(function (n, i) { preds[i].forEach(function (p) { if (p < i) layer[i] = Math.max(layer[i], layer[p] + 1); }); });
     var layers = [];
     layer.forEach(function (l, i) { (layers[l] = layers[l] || []).push(i); });
+    for (var li = 0; li < layers.length; li++) layers[li] = layers[li] || [];
     var pos = {};
-    function setPos() { layers.forEach(function (ls) { ls.forEach(function (v, k) { pos[v] = k; }); }); }
-    setPos();
+    layers.forEach(function (ls) { ls.forEach(function (v, k) { pos[v] = k; }); });
+    // Members of one cluster (an expanded fusion or a namespace) sit side by side in each
+    // layer, so the cluster's outline covers them and nothing else.
+    function group(ls) {
+      var sum = {}, cnt = {};
+      ls.forEach(function (v) { var k = clusterKey(g.nodes[v]); if (k) { sum[k] = (sum[k] || 0) + pos[v]; cnt[k] = (cnt[k] || 0) + 1; } });
+      ls.sort(function (a, b) {
+        var ka = clusterKey(g.nodes[a]), kb = clusterKey(g.nodes[b]);
+        var xa = ka ? sum[ka] / cnt[ka] : pos[a], xb = kb ? sum[kb] / cnt[kb] : pos[b];
+        return xa - xb || (ka === kb ? pos[a] - pos[b] : (ka || "") < (kb || "") ? -1 : 1);
+      });
+      ls.forEach(function (v, k) { pos[v] = k; });
+    }
     function sweep(nb) {
       return function (ls) {
         var bc = {};
@@ -429,9 +723,11 @@
         });
         ls.sort(function (a, b) { return bc[a] - bc[b]; });
         ls.forEach(function (v, k) { pos[v] = k; });
+        group(ls);
       };
     }
-    for (var it = 0; it < 4; it++) {
+    var big = g.nodes.length > 600;
+    for (var it = 0; it < (big ? 2 : 4); it++) {
       layers.slice(1).forEach(sweep(preds));
       layers.slice(0, -1).reverse().forEach(sweep(succs));
     }
@@ -441,11 +737,11 @@
       var off = (width - ls.length * (NW + GX)) / 2;
       ls.forEach(function (v, k) { xy[v] = [off + k * (NW + GX), l * (NH + GY)]; });
     });
-    return {xy: xy, idx: idx, width: width, height: layers.length * (NH + GY)};
+    return {xy: xy, idx: idx, width: width, height: layers.length * (NH + GY), layer: layer};
   }
 
   // ---- graph: view -----------------------------------------------------------------------------
-  var G = {ci: 0, center: null, depth: 3, expanded: {}, selected: null, view: null};
+  var G = {ci: 0, center: null, depth: 3, expanded: {}, selected: null, view: null, nsDepth: 0, collapsed: {}, overlay: "family"};
   var FAMILY_FILL = {"linear algebra": "#ffe1c4", "collective": "#f9d2e2", "control flow": "#e2d8f8", "reduction": "#d5ecd6",
     "source": "#e8eef7", "custom": "#fff0bf", "indexing": "#d7eef2", "elementwise binary": "#f3f5f9", "elementwise unary": "#f3f5f9"};
 
@@ -460,33 +756,70 @@
       sel.appendChild(el("option", {value: i, text: (c.is_entry ? "ENTRY " : c.is_fusion ? "fused: " : "") + c.name + " (" + c.instructions.length + ")"}));
     });
     sel.addEventListener("change", function () { showComputation(Number(sel.value), null); });
-    var search = el("input", {type: "text", id: "graph-search", placeholder: "search instructions by name…", size: 28});
+    var search = el("input", {type: "text", id: "graph-search", placeholder: "search name, opcode, op_name, shape, target…", size: 34});
     var results = el("div", {cls: "search-results", id: "search-results"});
-    search.addEventListener("input", function () { runSearch(search.value, results); });
+    var timer = null;
+    search.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(function () { runSearch(search.value, results); }, 120); });
+    search.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter") { clearTimeout(timer); runSearch(search.value, results); var first = results.querySelector(".hit"); if (first) first.click(); }
+    });
     var depth = el("input", {type: "number", min: 1, max: 12, value: G.depth, id: "graph-depth"});
     depth.addEventListener("change", function () { G.depth = Math.max(1, Number(depth.value) || 3); if (G.center != null) draw(); });
+    var ns = el("select", {id: "graph-namespace", title: "group instructions by the first parts of their op_name"});
+    [["no grouping", 0], ["op_name level 1", 1], ["level 2", 2], ["level 3", 3], ["level 4", 4]].forEach(function (o) { ns.appendChild(el("option", {value: o[1], text: o[0]})); });
+    ns.addEventListener("change", function () { G.nsDepth = Number(ns.value); G.collapsed = {}; draw(); });
+    var collapseAll = el("button", {cls: "btn", id: "graph-collapse-all", text: "collapse all", on: {click: function () {
+      if (!G.nsDepth) { G.nsDepth = 1; ns.value = "1"; }
+      G.lastNs.forEach(function (k) { G.collapsed[k] = true; }); draw(); }}});
+    var overlay = el("select", {id: "graph-overlay"});
+    [["colour: kind of op", "family"], ["colour: est. time", "time"], ["colour: bytes accessed", "bytes"], ["colour: live at the peak", "peak"]].forEach(function (o) { overlay.appendChild(el("option", {value: o[1], text: o[0]})); });
+    overlay.addEventListener("change", function () { G.overlay = overlay.value; draw(true); });
     var whole = el("button", {cls: "btn", text: "whole computation", on: {click: function () { G.center = null; draw(); }}});
-    var fit = el("button", {cls: "btn", text: "fit", on: {click: function () { fitView(); }}});
+    var fit = el("button", {cls: "btn", id: "graph-fit", text: "fit", on: {click: function () { fitView(); }}});
     bar.appendChild(el("label", {text: "computation"})); bar.appendChild(sel); bar.appendChild(search);
-    bar.appendChild(el("label", {text: "depth"})); bar.appendChild(depth); bar.appendChild(whole); bar.appendChild(fit);
+    bar.appendChild(el("label", {text: "depth"})); bar.appendChild(depth); bar.appendChild(ns); bar.appendChild(collapseAll);
+    bar.appendChild(overlay); bar.appendChild(whole); bar.appendChild(fit);
     card.appendChild(bar);
     var notice = el("p", {cls: "muted", id: "graph-notice"});
     card.appendChild(notice);
     var svg = sv("svg", {id: "graph-svg"});
-    var side = el("div", {cls: "card details", id: "graph-details"}, el("p", {cls: "muted", text: "Click a node to see it here; double-click a fusion to expand it."}));
+    var side = el("div", {cls: "card details", id: "graph-details"}, el("p", {cls: "muted", text: "Click a node to see it here; double-click a fusion to expand it, a namespace box's title to collapse it."}));
     var wrap = el("div", {cls: "graph-wrap"}, svg, el("div", null, results, side));
     card.appendChild(wrap);
     s.appendChild(card);
-    G.svg = svg; G.select = sel; G.notice = notice; G.side = side;
+    G.svg = svg; G.select = sel; G.notice = notice; G.side = side; G.lastNs = [];
     panZoom(svg);
-    showComputation(comps.findIndex(function (c) { return c.is_entry; }), null);
+    if (G.pending) { var p = G.pending; G.pending = null; focusInstruction(p[0], p[1]); }
+    else showComputation(comps.findIndex(function (c) { return c.is_entry; }), null);
   }
-  function showComputation(ci, center) {
-    G.ci = ci; G.center = center; G.expanded = {}; G.selected = center;
-    if (G.select) G.select.value = ci;
-    draw();
+  function showComputation(ci, center, switchTab) {
+    if (switchTab && !G.svg) { G.pending = null; showTab("graph"); }
+    else if (switchTab) showTab("graph");
+    G.ci = ci; G.center = center; G.expanded = {}; G.selected = center; G.collapsed = {};
+    if (G.select) { G.select.value = ci; draw(); }
   }
-  function draw() {
+  function overlayFill(n, r) {
+    if (n.group) return "#ece6fb";
+    var ov = G.overlay;
+    if (ov === "family") return FAMILY_FILL[r[C.family]] || "#f3f5f9";
+    var v = null;
+    if (ov === "time") v = n.ci === G.ci && comps[n.ci].seconds ? comps[n.ci].seconds[n.ii] : null;
+    else if (ov === "bytes") v = bytesByName()[r[C.name]];
+    else if (ov === "peak") return peakSet()[r[C.name]] ? "#f7b3c8" : "#f3f5f9";
+    if (v == null || !G.ovMax) return "#f3f5f9";
+    var f = Math.sqrt(Math.max(0, v) / G.ovMax);  // square root: small values stay visible
+    return "hsl(" + (210 - 200 * f).toFixed(0) + ",80%," + (95 - 35 * f).toFixed(0) + "%)";
+  }
+  var bytesCache = null, peakCache = null;
+  function bytesByName() {
+    if (!bytesCache) { bytesCache = {}; var c = section("cost").data; ((c && c.per_instruction) || []).forEach(function (r) { bytesCache[r.name] = r.bytes_accessed; }); }
+    return bytesCache;
+  }
+  function peakSet() {
+    if (!peakCache) { peakCache = {}; var m = section("memory").data; ((m && m.peak_buffers) || []).forEach(function (b) { peakCache[bufInst(b)] = 1; }); }
+    return peakCache;
+  }
+  function draw(keepView) {
     var ci = G.ci, rows = comps[ci].instructions, keep = null, msg = "";
     if (G.center != null) {
       keep = neighbourhood(ci, G.center, G.depth, MAX_GRAPH_NODES);
@@ -500,22 +833,42 @@
     } else msg = rows.length + " instructions. Double-click a fusion (dashed) to expand it.";
     G.notice.textContent = msg;
     var g = graphData(ci, keep, G.expanded);
+    G.ovMax = 0;
+    g.nodes.forEach(function (n) {
+      var r = comps[n.ci].instructions[n.ii], v = G.overlay === "time" ? (n.ci === ci && comps[ci].seconds ? comps[ci].seconds[n.ii] : 0) : G.overlay === "bytes" ? bytesByName()[r[C.name]] : 0;
+      if (v > G.ovMax) G.ovMax = v;
+    });
     var L = layout(g), svg = G.svg;
     svg.textContent = "";
     var root = sv("g", {id: "graph-root"});
-    // Clusters (expanded fusions) behind everything.
-    var boxes = {};
+    // Cluster outlines: one box per layer the cluster occupies (its members are adjacent there),
+    // stretched over the gaps between layers so the boxes join.
+    var spans = {}, nsSeen = {};
     g.nodes.forEach(function (n, i) {
-      if (!n.cluster) return;
-      var p = L.xy[i], b = boxes[n.cluster] || (boxes[n.cluster] = [1e9, 1e9, -1e9, -1e9]);
-      b[0] = Math.min(b[0], p[0]); b[1] = Math.min(b[1], p[1]); b[2] = Math.max(b[2], p[0] + NW); b[3] = Math.max(b[3], p[1] + NH);
+      if (n.ns) nsSeen[n.ns] = 1;
+      var keys = [];
+      if (n.cluster) keys.push("f:" + n.cluster);
+      if (n.ns) keys.push("n:" + n.ns);
+      keys.forEach(function (k) {
+        var p = L.xy[i], l = L.layer[i], sp = spans[k] || (spans[k] = {});
+        var b = sp[l] || (sp[l] = [1e9, -1e9]);
+        b[0] = Math.min(b[0], p[0]); b[1] = Math.max(b[1], p[0] + NW);
+      });
     });
-    Object.keys(boxes).forEach(function (k) {
-      var b = boxes[k];
-      root.appendChild(sv("rect", {"class": "gcluster", x: b[0] - 10, y: b[1] - 18, width: b[2] - b[0] + 20, height: b[3] - b[1] + 28}));
-      root.appendChild(sv("text", {x: b[0] - 4, y: b[1] - 5, "font-size": 10, fill: "#7b61c9", text: k}));
+    G.lastNs = Object.keys(nsSeen);
+    Object.keys(spans).forEach(function (k) {
+      var isNs = k.charAt(0) === "n", pad = isNs ? 6 : 10, top = null, box = sv("g", {"class": isNs ? "gns" : "gfus", "data-cluster": k.slice(2)});
+      Object.keys(spans[k]).map(Number).sort(function (a, b) { return a - b; }).forEach(function (l) {
+        var b = spans[k][l], y = l * (NH + GY);
+        if (top == null) top = [b[0], y];
+        box.appendChild(sv("rect", {"class": isNs ? "gnscluster" : "gcluster", x: b[0] - pad, y: y - GY / 2 + 2, width: b[1] - b[0] + 2 * pad, height: NH + GY - 4, rx: 0}));
+      });
+      var label = sv("text", {x: top[0] - pad + 4, y: top[1] - GY / 2 + 15, "class": isNs ? "gnslabel" : "gfuslabel", text: (isNs ? "▾ " : "") + clip(k.slice(2), 40)});
+      if (isNs) label.addEventListener("click", function (ev) { ev.stopPropagation(); G.collapsed[k.slice(2)] = true; draw(true); });
+      box.appendChild(label);
+      root.appendChild(box);
     });
-    var edgeEls = [];
+    var edgeEls = [], labels = g.nodes.length <= 120;
     g.edges.forEach(function (e) {
       var a = L.idx[e[0]], b = L.idx[e[1]];
       if (a == null || b == null) return;
@@ -523,46 +876,79 @@
       var path = sv("path", {"class": "gedge", d: "M" + x1 + "," + y1 + "C" + x1 + "," + my + " " + x2 + "," + my + " " + x2 + "," + y2});
       path.__ends = [a, b];
       edgeEls.push(path); root.appendChild(path);
+      if (labels && e[2] >= 0 && y2 - y1 > 10) {
+        var shp = rows[e[2]] ? rows[e[2]][C.shape] : "";
+        root.appendChild(sv("text", {"class": "elabel", x: (x1 + x2) / 2 + 4, y: my + 3, text: clip(shp, 24)}));
+      }
     });
+    var nodeEls = {};
     g.nodes.forEach(function (n, i) {
       var r = comps[n.ci].instructions[n.ii], p = L.xy[i];
-      var cls = "gnode" + (n.fusion != null ? " fusion" : "") + (n.ci === ci && n.ii === G.center ? " center" : "") + (n.ci === ci && n.ii === G.selected ? " selected" : "");
-      var gn = sv("g", {"class": cls, transform: "translate(" + p[0] + "," + p[1] + ")", "data-name": r[C.name]});
-      gn.appendChild(sv("title", {text: r[C.name] + " = " + r[C.shape] + " " + r[C.opcode] + (r[C.op_name] ? "\n" + r[C.op_name] : "")}));
-      gn.appendChild(sv("rect", {width: NW, height: NH, rx: 7, fill: FAMILY_FILL[r[C.family]] || "#f3f5f9"}));
-      gn.appendChild(sv("text", {x: 8, y: 15, text: clip(r[C.name], 25)}));
-      gn.appendChild(sv("text", {x: 8, y: 29, "class": "op", text: clip(r[C.opcode] + " " + r[C.shape], 30)}));
+      var cls = "gnode" + (n.fusion != null ? " fusion" : "") + (n.group ? " group" : "") + (n.ci === ci && n.ii === G.center && !n.group ? " center" : "") + (n.ci === ci && n.ii === G.selected && !n.group ? " selected" : "");
+      var gn = sv("g", {"class": cls, transform: "translate(" + p[0] + "," + p[1] + ")", "data-name": n.group ? "ns:" + n.group : r[C.name]});
+      if (n.cluster) gn.setAttribute("data-cluster", n.cluster);
+      if (n.ns) gn.setAttribute("data-ns", n.ns);
+      if (n.group) {
+        gn.appendChild(sv("title", {text: n.group + "\n" + n.members + " instructions (double-click to expand)"}));
+        gn.appendChild(sv("rect", {width: NW, height: NH, rx: 7, fill: overlayFill(n, r)}));
+        gn.appendChild(sv("text", {x: 8, y: 15, text: "▸ " + clip(n.group.split("/").pop(), 23)}));
+        gn.appendChild(sv("text", {x: 8, y: 29, "class": "op", text: n.members + " instructions"}));
+      } else {
+        gn.appendChild(sv("title", {text: r[C.name] + " = " + r[C.shape] + " " + r[C.opcode] + (r[C.op_name] ? "\n" + r[C.op_name] : "")}));
+        gn.appendChild(sv("rect", {width: NW, height: NH, rx: 7, fill: overlayFill(n, r)}));
+        gn.appendChild(sv("text", {x: 8, y: 15, text: clip(r[C.name], 25)}));
+        gn.appendChild(sv("text", {x: 8, y: 29, "class": "op", text: clip(r[C.opcode] + " " + r[C.shape], 30)}));
+      }
       gn.addEventListener("click", function (ev) {
         ev.stopPropagation();
         edgeEls.forEach(function (pth) { pth.classList.toggle("hot", pth.__ends[0] === i || pth.__ends[1] === i); });
         Array.prototype.forEach.call(root.querySelectorAll(".gnode.selected"), function (x) { x.classList.remove("selected"); });
         gn.classList.add("selected");
+        if (n.group) return;
         if (n.ci === ci) G.selected = n.ii;
         details(n.ci, n.ii);
+        selectInstruction(r[C.name]);
       });
       gn.addEventListener("dblclick", function (ev) {
         ev.stopPropagation();
-        if (n.fusion != null) { G.expanded[r[C.name]] = true; draw(); }
-        else if (n.cluster) { delete G.expanded[n.cluster]; draw(); }
+        if (n.group) { delete G.collapsed[n.group]; draw(true); }
+        else if (n.fusion != null) { G.expanded[r[C.name]] = true; draw(true); }
+        else if (n.cluster) { delete G.expanded[n.cluster]; draw(true); }
       });
+      if (n.ci === ci && !n.group) nodeEls[n.ii] = p;
       root.appendChild(gn);
     });
     svg.appendChild(root);
     G.view = {w: Math.max(L.width, 200), h: Math.max(L.height, 100)};
-    fitView();
+    G.nodeXY = nodeEls;
+    if (keepView && G.vb) return;
+    if (G.selected != null && nodeEls[G.selected]) centerOn(G.selected);
+    else fitView(0.6);
   }
   function clip(s, n) { s = String(s); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
-  function fitView() {
+  function svgSize() { var r = G.svg.getBoundingClientRect(); return [r.width || 900, r.height || 600]; }
+  // The "fit" button fits the whole graph however big; a first view keeps text readable
+  // (at least minScale) and shows the top, where the parameters are.
+  function fitView(minScale) {
     if (!G.view) return;
-    var pad = 30, w = G.view.w + 2 * pad, h = G.view.h + 2 * pad;
-    var r = G.svg.getBoundingClientRect(), sw = r.width || 900, sh = r.height || 600;
-    // Fit the whole graph, but never shrink text below ~60%: past that, show the top and let
-    // the reader pan and zoom.
-    var scale = Math.min(1.2, Math.max(0.6, Math.min(sw / w, sh / h)));
-    var vw = sw / scale, vh = sh / scale;
-    setViewBox([-pad + (w - vw) / 2, -pad, vw, vh]);
+    var pad = 30, w = G.view.w + 2 * pad, h = G.view.h + 2 * pad, sz = svgSize();
+    var scale = Math.min(1.2, sz[0] / w, sz[1] / h);
+    if (minScale && scale < minScale) {
+      scale = Math.min(1.2, Math.max(minScale, sz[0] / w));
+      var vw0 = sz[0] / scale;
+      return setViewBox([-pad + (w - vw0) / 2, -pad, vw0, sz[1] / scale]);
+    }
+    var vw = sz[0] / scale, vh = sz[1] / scale;
+    setViewBox([-pad + (w - vw) / 2, -pad + (h - vh) / 2, vw, vh]);
   }
-  function setViewBox(vb) { G.vb = vb; G.svg.setAttribute("viewBox", vb.join(" ")); }
+  // Bring node ii (of the drawn computation) to the middle at a readable zoom.
+  function centerOn(ii) {
+    var p = G.nodeXY && G.nodeXY[ii];
+    if (!p) return fitView();
+    var sz = svgSize(), scale = 1, vw = sz[0] / scale, vh = sz[1] / scale;
+    setViewBox([p[0] + NW / 2 - vw / 2, p[1] + NH / 2 - vh / 2, vw, vh]);
+  }
+  function setViewBox(vb) { G.vb = vb; G.svg.setAttribute("viewBox", vb.map(function (v) { return v.toFixed(1); }).join(" ")); }
   function panZoom(svg) {
     var drag = null;
     svg.addEventListener("wheel", function (ev) {
@@ -586,12 +972,14 @@
     var dl = el("dl");
     function row(k, v) { if (v == null || v === "") return; dl.appendChild(el("dt", {text: k})); dl.appendChild(v instanceof Node ? el("dd", null, v) : el("dd", {cls: "mono", text: String(v)})); }
     row("opcode", r[C.opcode]); row("shape", r[C.shape]); row("computation", comps[ci].name);
+    var sec = comps[ci].seconds ? comps[ci].seconds[ii] : null;
+    if (sec != null) row("est. time (per step)", fmtTime(sec) + " (" + fmtPct(shareOf(sec)) + " of the step)");
     row("op_name", r[C.op_name]); row("source", r[C.source]);
     var ops = el("div"); r[C.operands].forEach(function (o) { if (o >= 0) { ops.appendChild(link(ci, o)); ops.appendChild(document.createTextNode(" ")); } });
     row("operands", ops.childNodes.length ? ops : null);
     var us = el("div"); usersOf(ci)[ii].forEach(function (u) { us.appendChild(link(ci, u)); us.appendChild(document.createTextNode(" ")); });
     row("users", us.childNodes.length ? us : null);
-    var cl = el("div"); r[C.called].forEach(function (t) { if (t >= 0) cl.appendChild(el("div", null, el("span", {cls: "link mono", text: comps[t].name, on: {click: function () { showComputation(t, null); }}}))); });
+    var cl = el("div"); r[C.called].forEach(function (t) { if (t >= 0) cl.appendChild(el("div", null, compLink(t))); });
     row("calls", cl.childNodes.length ? cl : null);
     box.appendChild(dl);
     var acts = el("div", {cls: "toolbar"});
@@ -603,29 +991,57 @@
     return el("span", {cls: "link mono", text: comps[ci].instructions[ii][C.name], on: {click: function () { focusInstruction(ci, ii); }}});
   }
   function focusInstruction(ci, ii) {
+    if (!G.svg) { G.pending = [ci, ii]; showTab("graph"); return; }
     showTab("graph");
     // Small computations stay whole with the node selected; big ones (or an open
     // neighbourhood view) re-centre on the node.
     var big = comps[ci].instructions.length > MAX_GRAPH_NODES;
-    if (ci !== G.ci) G.expanded = {};
+    if (ci !== G.ci) { G.expanded = {}; G.collapsed = {}; }
+    var ns = nsOf(comps[ci].instructions[ii]);
+    if (ns) delete G.collapsed[ns];
     G.ci = ci; G.select.value = ci;
     G.center = big || G.center != null ? ii : null;
     G.selected = ii;
     draw();
     details(ci, ii);
+    selectInstruction(comps[ci].instructions[ii][C.name]);
+  }
+  // Search runs over one lower-case line per instruction: name, opcode, shape, op_name and a
+  // custom call's target, so "dot", "bf16[4096", "attention" or "cublas" all find something.
+  var haystack = null;
+  function searchIndex() {
+    if (haystack) return haystack;
+    haystack = [];
+    comps.forEach(function (c, ci) {
+      c.instructions.forEach(function (r, ii) {
+        var t = /custom_call_target="([^"]*)"/.exec(r[C.text]);
+        haystack.push([ci, ii, (r[C.name] + "\u0001" + r[C.opcode] + "\u0001" + r[C.shape] + "\u0001" + (r[C.op_name] || "") + "\u0001" + (t ? t[1] : "")).toLowerCase()]);
+      });
+    });
+    return haystack;
   }
   function runSearch(q, box) {
     box.textContent = "";
     q = q.trim().toLowerCase();
     if (q.length < 2) return;
-    var idx = nameIndex(), hits = [];
-    for (var name in idx) { if (name.toLowerCase().indexOf(q) >= 0) { hits.push(name); if (hits.length >= 60) break; } }
+    var hs = searchIndex(), hits = [], more = 0, exact = [];
+    for (var k = 0; k < hs.length; k++) {
+      var at = hs[k][2].indexOf(q);
+      if (at < 0) continue;
+      // Exact names first, then entry and non-fusion computations, in instruction order.
+      var r = comps[hs[k][0]].instructions[hs[k][1]];
+      if (r[C.name].toLowerCase() === q || r[C.opcode] === q) exact.push(hs[k]);
+      else if (hits.length < 80) hits.push(hs[k]); else more++;
+    }
+    hits = exact.concat(hits);
+    if (hits.length > 80) { more += hits.length - 80; hits = hits.slice(0, 80); }
     if (!hits.length) { box.appendChild(el("div", {cls: "muted", text: "no instruction matches"})); return; }
-    hits.forEach(function (name) {
-      var at = idx[name];
-      box.appendChild(el("div", {cls: "hit mono", "data-name": name, on: {click: function () { focusInstruction(at[0], at[1]); }}},
-        name, el("span", {cls: "muted", text: "  " + comps[at[0]].name})));
+    hits.forEach(function (h) {
+      var r = comps[h[0]].instructions[h[1]];
+      box.appendChild(el("div", {cls: "hit mono", "data-name": r[C.name], on: {click: function () { focusInstruction(h[0], h[1]); }}},
+        r[C.name], el("span", {cls: "muted", text: "  " + r[C.opcode] + " " + clip(r[C.shape], 28) + "  " + comps[h[0]].name})));
     });
+    if (more) box.appendChild(el("div", {cls: "muted", text: "… " + more + " more; type more to narrow"}));
   }
   function jumpTo(name) {
     var at = nameIndex()[name];
@@ -633,7 +1049,10 @@
   }
 
   // ---- instruction text ------------------------------------------------------------------------
-  var T = {};
+  // Note [Virtual text]: an LLM-scale entry computation has 30,000+ lines; building them all
+  // froze the browser for seconds. Lines have one fixed height, so the view keeps a spacer of the
+  // full height and builds only the ~60 lines in sight, again on each scroll.
+  var T = {}, LH = 19;
   function buildText(s) {
     var card = el("div", {cls: "card"}), bar = el("div", {cls: "toolbar"});
     var sel = el("select", {id: "text-computation"});
@@ -642,62 +1061,84 @@
     bar.appendChild(el("label", {text: "computation"})); bar.appendChild(sel);
     bar.appendChild(el("span", {cls: "muted", text: "Click an operand to jump to it; users are listed at the end of each line."}));
     card.appendChild(bar);
-    var code = el("div", {cls: "code", id: "text-code"});
+    var code = el("div", {cls: "code", id: "text-code"}), spacer = el("div", {cls: "spacer"});
+    code.appendChild(spacer);
+    code.addEventListener("scroll", function () { if (!T.raf) T.raf = requestAnimationFrame(function () { T.raf = 0; paintText(); }); });
     card.appendChild(code); s.appendChild(card);
-    T.sel = sel; T.code = code;
-    if (T.pending) { renderText(T.pending[0], T.pending[1]); T.pending = null; }
+    T.sel = sel; T.code = code; T.spacer = spacer;
+    if (T.pending) { var p = T.pending; T.pending = null; renderText(p[0], p[1]); }
     else renderText(comps.findIndex(function (c) { return c.is_entry; }), null);
   }
   function renderText(ci, hl) {
-    T.sel.value = ci; T.code.textContent = ""; T.ci = ci;
-    var rows = comps[ci].instructions, users = usersOf(ci), frag = document.createDocumentFragment(), names = {};
-    rows.forEach(function (r, i) { names[r[C.name]] = i; });
-    rows.forEach(function (r, i) {
-      var line = el("div", {cls: "line" + (i === hl ? " hl" : ""), id: "L" + ci + "_" + i});
-      // Link operand names inside the printed line: split on name-like tokens, link known ones.
-      var text = r[C.text], re = /%?[A-Za-z_][\w.\-]*/g, last = 0, m, first = true;
-      while ((m = re.exec(text))) {
-        var nm = m[0].charAt(0) === "%" ? m[0].slice(1) : m[0];
-        if (!(nm in names)) continue;
-        line.appendChild(document.createTextNode(text.slice(last, m.index)));
-        if (first && nm === r[C.name]) line.appendChild(el("span", {cls: "nm", text: m[0]}));
-        else line.appendChild(textLink(ci, names[nm], m[0]));
-        first = false; last = m.index + m[0].length;
-      }
-      line.appendChild(document.createTextNode(text.slice(last)));
-      if (users[i].length) {
-        var u = el("span", {cls: "users", text: "users: "});
-        users[i].slice(0, 8).forEach(function (j) { u.appendChild(textLink(ci, j, rows[j][C.name])); u.appendChild(document.createTextNode(" ")); });
-        if (users[i].length > 8) u.appendChild(document.createTextNode("+" + (users[i].length - 8)));
-        line.appendChild(u);
-      }
-      frag.appendChild(line);
-    });
-    T.code.appendChild(frag);
-    if (hl != null) { var target = document.getElementById("L" + ci + "_" + hl); if (target) target.scrollIntoView({block: "center"}); }
+    T.sel.value = ci; T.ci = ci; T.hl = hl; T.painted = {};
+    var rows = comps[ci].instructions;
+    T.names = {};
+    rows.forEach(function (r, i) { T.names[r[C.name]] = i; });
+    T.spacer.textContent = "";
+    T.spacer.style.height = (rows.length * LH + 16) + "px";
+    if (hl != null) T.code.scrollTop = Math.max(0, hl * LH - T.code.clientHeight / 2);
+    else T.code.scrollTop = 0;
+    paintText();
+  }
+  function paintText() {
+    var rows = comps[T.ci].instructions, top = T.code.scrollTop, h = T.code.clientHeight || 640;
+    var first = Math.max(0, Math.floor(top / LH) - 10), last = Math.min(rows.length, Math.ceil((top + h) / LH) + 10);
+    var keep = {};
+    for (var i = first; i < last; i++) keep[i] = 1;
+    Object.keys(T.painted).forEach(function (k) { if (!keep[k]) { T.painted[k].remove(); delete T.painted[k]; } });
+    for (var j = first; j < last; j++) if (!T.painted[j]) { var ln = textLine(T.ci, j); T.painted[j] = ln; T.spacer.appendChild(ln); }
+  }
+  function textLine(ci, i) {
+    var rows = comps[ci].instructions, r = rows[i], users = usersOf(ci), names = T.names;
+    var line = el("div", {cls: "line" + (i === T.hl ? " hl" : ""), id: "L" + ci + "_" + i, style: "top:" + (8 + i * LH) + "px"});
+    // Link operand names inside the printed line: split on name-like tokens, link known ones.
+    var text = r[C.text], re = /%?[A-Za-z_][\w.\-]*/g, last = 0, m, first = true;
+    while ((m = re.exec(text))) {
+      var nm = m[0].charAt(0) === "%" ? m[0].slice(1) : m[0];
+      if (!(nm in names)) continue;
+      line.appendChild(document.createTextNode(text.slice(last, m.index)));
+      if (first && nm === r[C.name]) line.appendChild(el("span", {cls: "nm", text: m[0]}));
+      else line.appendChild(textLink(ci, names[nm], m[0]));
+      first = false; last = m.index + m[0].length;
+    }
+    line.appendChild(document.createTextNode(text.slice(last)));
+    if (users[i].length) {
+      var u = el("span", {cls: "users", text: "users: "});
+      users[i].slice(0, 8).forEach(function (j) { u.appendChild(textLink(ci, j, rows[j][C.name])); u.appendChild(document.createTextNode(" ")); });
+      if (users[i].length > 8) u.appendChild(document.createTextNode("+" + (users[i].length - 8)));
+      line.appendChild(u);
+    }
+    return line;
   }
   function textLink(ci, j, label) {
     return el("span", {cls: "link", text: label, on: {click: function () { showText(ci, j); }}});
   }
   function showText(ci, ii) {
-    if (!T.code) { T.pending = [ci, ii]; showTab("text"); return; }
+    if (!T.code) { T.pending = [ci, ii]; showTab("text"); selectInstruction(comps[ci].instructions[ii][C.name]); return; }
     showTab("text");
-    if (T.ci !== ci) renderText(ci, ii);
-    else {
-      Array.prototype.forEach.call(T.code.querySelectorAll(".line.hl"), function (x) { x.classList.remove("hl"); });
-      var target = document.getElementById("L" + ci + "_" + ii);
-      if (target) { target.classList.add("hl"); target.scrollIntoView({block: "center"}); }
-    }
+    selectInstruction(comps[ci].instructions[ii][C.name]);
+    if (T.ci !== ci) { renderText(ci, ii); return; }
+    Object.keys(T.painted).forEach(function (k) { T.painted[k].classList.toggle("hl", Number(k) === ii); });
+    T.hl = ii;
+    T.code.scrollTop = Math.max(0, ii * LH - T.code.clientHeight / 2);
+    paintText();
   }
 
   // ---- start -----------------------------------------------------------------------------------
   header();
   addTab("overview", "Overview", buildOverview);
-  addTab("cost", "Cost", buildCost);
-  addTab("memory", "Memory", buildMemory);
-  addTab("collectives", "Collectives", buildCollectives);
+  addTab("cost", "Cost", buildCost, true);
+  addTab("memory", "Memory", buildMemory, true);
+  addTab("collectives", "Collectives", buildCollectives, true);
   addTab("graph", "Graph", buildGraph, true);
   addTab("text", "Text", buildText, true);
-  showTab(location.hash && tabs[location.hash.slice(1)] ? location.hash.slice(1) : "overview");
+  (function restore() {  // Note [Shareable links]
+    var h = location.hash.slice(1).split("&"), tab = tabs[h[0]] ? h[0] : "overview", inst = null;
+    h.slice(1).forEach(function (kv) { if (kv.slice(0, 2) === "i=") inst = decodeURIComponent(kv.slice(2)); });
+    var at = inst ? nameIndex()[inst] : null;
+    if (at && tab === "graph") focusInstruction(at[0], at[1]);
+    else if (at && tab === "text") showText(at[0], at[1]);
+    else { showTab(tab); if (inst) selectInstruction(inst); }
+  })();
   document.body.setAttribute("data-ready", "1");
 })();

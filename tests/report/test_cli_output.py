@@ -1,0 +1,70 @@
+"""What the CLI prints next to the page: one unit convention, lists that appear when asked for,
+op_names cut where they lose least, and a dump that is not a module named as such."""
+from __future__ import annotations
+
+import json
+import re
+
+import hloscope
+from hloscope.analysis.cost import analyze_cost
+from hloscope.cli.common import format_bytes, short
+from hloscope.cli.main import main
+from hloscope.report.data import collect_report_data, implied_hardware
+from tests.conftest import SEED_FILES
+
+
+def test_report_on_a_buffer_assignment_dump_points_to_buffers(tmp_path, capsys):
+    out = tmp_path / "r.html"
+    assert main(["report", str(SEED_FILES["002"]), "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "BufferAssignment dump" in err and "hloscope buffers" in err
+    assert "expected '{'" not in err and not out.exists()
+
+
+def test_cost_top_alone_lists_instructions(capsys):
+    assert main(["cost", str(SEED_FILES["000"]), "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "Costliest instructions" in out
+    assert main(["cost", str(SEED_FILES["000"])]) == 0
+    assert "Costliest instructions" not in capsys.readouterr().out
+
+
+def test_cli_json_and_page_give_one_bytes_figure(capsys):
+    """Seed 003's bytes accessed: binary units in the CLI, the same figure in JSON and the page."""
+    m = hloscope.load(SEED_FILES["003"])
+    figure = analyze_cost(m).bytes_accessed
+    assert main(["cost", str(SEED_FILES["003"])]) == 0
+    out = capsys.readouterr().out
+    assert format_bytes(figure) in out and format_bytes(figure).endswith("GiB")
+    assert not re.search(r"\d G\b", out.split("bytes accessed", 1)[1].splitlines()[0])
+    assert main(["cost", str(SEED_FILES["003"]), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["bytes_accessed"] == figure
+    assert collect_report_data(m)["cost"]["data"]["bytes_accessed"] == figure
+
+
+def test_short_keeps_the_leaf_op():
+    op_name = "pmap(_multi_device_update_fn)/jit(main)/scan/while/body/transpose(jvp(layer_7))/dot_general"
+    cut = short(op_name, 48)
+    assert len(cut) == 48 and cut.endswith("dot_general") and cut.startswith("pmap(") and "…" in cut
+    assert short("short one") == "short one"
+
+
+def test_implied_hardware_names_its_reason():
+    gpu = implied_hardware(hloscope.load(SEED_FILES["000"]))
+    assert gpu[0] == "h100-sxm" and "__cublas$gemm" in gpu[1]
+    tpu = implied_hardware(hloscope.load(SEED_FILES["004"]))
+    assert tpu[0] == "tpu-v5p" and "4 replicas" in tpu[1]
+    cpu = implied_hardware(hloscope.parse("HloModule m\nENTRY e { ROOT p = f32[4] parameter(0) }"))
+    assert cpu[0] == "cpu"
+
+
+def test_loops_carry_their_time_into_the_page_data():
+    """Every instruction's estimated seconds ride along its row; a loop's include its trips."""
+    data = collect_report_data(hloscope.load(SEED_FILES["003"]), hardware="h100-sxm")
+    rows = {r["name"]: r for r in data["timing"]["data"]["per_instruction"]}
+    loops = [r for r in rows.values() if r["opcode"] == "while"]
+    assert len(loops) == 18 and all(r["trip_count"] == 64 and r["seconds"] > 1e-3 for r in loops)
+    entry = next(c for c in data["computations"] if c["is_entry"])
+    seconds = dict(zip((r[0] for r in entry["instructions"]), entry["seconds"]))
+    assert all(seconds[r["name"]] == r["seconds"] for r in loops)
+    assert rows["custom-call.93"]["executions"] == 64
