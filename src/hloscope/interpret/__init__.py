@@ -10,6 +10,7 @@ custom_calls.py, collective_handlers.py) with the registry.
 from hloscope.interpret import collective_handlers as _collective_handlers  # noqa: F401  (registers handlers)
 from hloscope.interpret import control_flow as _control_flow  # noqa: F401
 from hloscope.interpret import custom_calls as _custom_calls  # noqa: F401
+from hloscope.interpret import expanded_ops as _expanded_ops  # noqa: F401
 from hloscope.interpret import handlers as _handlers  # noqa: F401
 from hloscope.interpret.custom_calls import custom_call_targets, register_custom_call
 from hloscope.interpret.evaluator import EvaluationInterrupted, Hooks, Progress, RunOptions

@@ -165,7 +165,10 @@ def _unpackable(comp: Computation, slot_of: dict[int, int]) -> dict[int, list[tu
     out = {}
     for inst in comp.instructions:
         us = users.get(id(inst), [])
-        if (inst.shape is not None and inst.shape.is_tuple and us and inst is not comp.root
+        # A get-tuple-element of an unpacked tuple gets its value bound, never run as a step,
+        # so its own readers must run (a nested tuple (t0.0).1 into a fusion).
+        bound = inst.opcode is Opcode.GET_TUPLE_ELEMENT and slot_of[id(inst.operands[0])] in out
+        if (inst.shape is not None and inst.shape.is_tuple and us and inst is not comp.root and not bound
                 and all(u.opcode is Opcode.GET_TUPLE_ELEMENT for u in us)):
             out[slot_of[id(inst)]] = [(slot_of[id(u)], u.attrs["index"]) for u in us]
     return out
@@ -379,7 +382,10 @@ def located_error(e: Exception, inst: Instruction) -> HloscopeError:
         e.args = (f"{e.args[0] if e.args else e}\n  called from {inst.name} in computation {comp}",)
         return e
     cls = type(e) if isinstance(e, InterpretError) else InterpretError
-    cause = str(e) if isinstance(e, HloscopeError) else f"{type(e).__name__}: {e}"
+    # A Python exception here is hloscope's own fault, not the module's: say so.
+    cause = str(e) if isinstance(e, HloscopeError) else (
+        f"internal error in hloscope's {inst.opcode.text} evaluation, please report it with this "
+        f"module ({type(e).__name__}: {e})")
     message = f"evaluating {inst.name} ({inst.opcode.text}) in computation {comp}: {cause}"
     return cls(_inst_text(inst, message), instruction=inst, computation=comp)
 

@@ -195,7 +195,7 @@ def rng(distribution: str, a: Array, b: Array, shape: tuple[int, ...], dtype: An
     """
     dtype = np.dtype(dtype)
     if distribution == "rng_uniform":
-        if dtype.kind in "iu":
+        if dtype.kind in "iub":  # pred too: [false, true) holds only false
             lo = np.broadcast_to(np.asarray(a, np.int64), shape)
             hi = np.broadcast_to(np.asarray(b, np.int64), shape)
             return generator.integers(lo, np.maximum(hi, lo + 1), size=shape).astype(dtype)
@@ -203,6 +203,8 @@ def rng(distribution: str, a: Array, b: Array, shape: tuple[int, ...], dtype: An
         hi = np.asarray(b, np.float64)
         return (lo + (hi - lo) * generator.random(size=shape)).astype(dtype)
     if distribution == "rng_normal":
-        return generator.normal(np.asarray(a, np.float64), np.asarray(b, np.float64),
-                                size=shape).astype(dtype)
+        # mu + sigma * z: a negative sigma is allowed (XLA draws from the mirrored normal, the
+        # same distribution), where numpy's normal(loc, scale) refuses scale < 0.
+        z = generator.standard_normal(size=shape)
+        return (np.asarray(a, np.float64) + np.asarray(b, np.float64) * z).astype(dtype)
     raise ValueError(f"unknown rng distribution {distribution!r}")

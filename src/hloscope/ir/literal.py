@@ -98,6 +98,13 @@ def _decode_array(text: str, shape: ArrayShape) -> np.ndarray:
         out = np.empty(n, pt.dtype)
         out.real, out.imag = real, imag
         return out.reshape(dims)
+    if len(tokens) == 1 and n > 1 and "{" not in body:
+        # XLA's parser takes a bare scalar for an array shape (s8[10] constant(1)) and sets the
+        # first element only: the rest are zero, as XLA:CPU gives (checked in tests/ir).
+        first = _decode_array(body, ArrayShape(shape.element_type))
+        out = np.zeros(dims, first.dtype)
+        out.reshape(-1)[0] = first
+        return out
     if len(tokens) != n:
         raise LiteralError(f"expected {n} values for {shape}, found {len(tokens)}")
     if pt.kind == "pred":
