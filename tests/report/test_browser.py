@@ -308,6 +308,7 @@ def test_collapsing_a_namespace_hides_its_nodes(browser, pages):
     page, problems, _, _ = open_page(browser, pages["000"])
     page.click("nav button[data-tab=graph]")
     page.select_option("#graph-namespace", "1")
+    page.click("#graph-fit")
     label = page.locator("#graph-svg g.gns text.gnslabel").first
     ns = page.locator("#graph-svg g.gns").first.get_attribute("data-cluster")
     members = page.locator(f"#graph-svg g.gnode[data-ns='{ns}']").count()

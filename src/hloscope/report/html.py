@@ -1,7 +1,8 @@
 """Render report data (``report/data.py``) as one self-contained HTML page: no network, opens from disk.
 
-The page is a fixed shell plus three inlined parts: the stylesheet and script from ``assets/``
-and the data as a ``<script type="application/json">`` block. The script builds everything else
+The page is a fixed shell plus inlined parts: the stylesheet and script from ``assets/`` (with
+the vendored dagre layout library ahead of the script, see ``assets/VENDORED.md``) and the data
+as a ``<script type="application/json">`` block. The script builds everything else
 in the browser.
 
 Note [Escaping untrusted text]
@@ -39,6 +40,13 @@ def _asset(name: str) -> str:
     return text
 
 
+@cache
+def _vendored_dagre() -> str:
+    """dagre (MIT, assets/VENDORED.md) with its licence as a comment, defining the global ``dagre``."""
+    licence = _asset("dagre.LICENSE.txt").replace("*/", "* /")
+    return "/*! dagre 3.1.3 (@dagrejs/dagre), vendored unmodified.\n" + licence + "*/\n" + _asset("dagre.min.js")
+
+
 _SHELL = """<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -64,6 +72,7 @@ _SHELL = """<!DOCTYPE html>
 <footer>Made by hloscope. Everything on this page is in this one file; it makes no network requests.</footer>
 <script type="application/json" id="hloscope-data">{data}</script>
 <script>
+{dagre}
 {js}
 </script>
 </body>
@@ -79,6 +88,7 @@ def render_html(data: dict[str, Any]) -> str:
     return _SHELL.format(
         title=html.escape(title),
         css=_asset("report.css"),
+        dagre=_vendored_dagre(),
         js=_asset("report.js"),
         data=json_for_script(data),
     )

@@ -740,6 +740,51 @@
     return {xy: xy, idx: idx, width: width, height: layers.length * (NH + GY), layer: layer};
   }
 
+  // Note [Graph layout]: dagre (vendored, assets/VENDORED.md) lays out what is drawn: layers,
+  // crossing reduction, edges routed around nodes, and each cluster (an expanded fusion or an
+  // op_name namespace) as one compound box holding its members and nothing else. Past
+  // DAGRE_MAX_NODES its run time grows too long to keep clicks instant, so the hand layout
+  // above (clusters kept adjacent per layer) takes over.
+  var DAGRE_MAX_NODES = 450;
+  function layoutDagre(g, labels) {
+    var gr = new dagre.graphlib.Graph({compound: true});
+    gr.setGraph({rankdir: "TB", nodesep: 16, ranksep: labels ? 44 : 34, edgesep: 8, marginx: 16, marginy: 16});
+    gr.setDefaultEdgeLabel(function () { return {}; });
+    var idx = {}, clusters = {};
+    g.nodes.forEach(function (n, i) {
+      idx[n.id] = i;
+      gr.setNode(n.id, {width: NW, height: NH});
+      var k = clusterKey(n);
+      if (k) {
+        if (!clusters[k]) { clusters[k] = 1; gr.setNode("c:" + k, {paddingTop: 18}); }
+        gr.setParent(n.id, "c:" + k);
+      }
+    });
+    var shown = [];
+    g.edges.forEach(function (e, k) {
+      if (idx[e[0]] == null || idx[e[1]] == null || e[0] === e[1]) return;
+      gr.setEdge(e[0], e[1], labels && e[2] >= 0 ? {width: 96, height: 12, labelpos: "c", k: k} : {k: k});
+      shown.push(k);
+    });
+    dagre.layout(gr);
+    var xy = g.nodes.map(function (n) { var q = gr.node(n.id); return [q.x - NW / 2, q.y - NH / 2]; });
+    var boxes = {};
+    Object.keys(clusters).forEach(function (k) { var q = gr.node("c:" + k); boxes[k] = [q.x - q.width / 2, q.y - q.height / 2, q.width, q.height]; });
+    var routes = {};
+    gr.edges().forEach(function (ed) { var q = gr.edge(ed); routes[q.k] = {points: q.points, lx: q.x, ly: q.y}; });
+    var G0 = gr.graph();
+    return {xy: xy, idx: idx, width: G0.width, height: G0.height, boxes: boxes, routes: routes};
+  }
+  function curve(pts) {  // a smooth path through dagre's bend points
+    var d = "M" + pts[0].x.toFixed(1) + "," + pts[0].y.toFixed(1);
+    if (pts.length === 2) return d + "L" + pts[1].x.toFixed(1) + "," + pts[1].y.toFixed(1);
+    for (var i = 1; i < pts.length - 1; i++) {
+      var mx = (pts[i].x + pts[i + 1].x) / 2, my = (pts[i].y + pts[i + 1].y) / 2;
+      d += "Q" + pts[i].x.toFixed(1) + "," + pts[i].y.toFixed(1) + " " + (i === pts.length - 2 ? pts[i + 1].x.toFixed(1) + "," + pts[i + 1].y.toFixed(1) : mx.toFixed(1) + "," + my.toFixed(1));
+    }
+    return d;
+  }
+
   // ---- graph: view -----------------------------------------------------------------------------
   var G = {ci: 0, center: null, depth: 3, expanded: {}, selected: null, view: null, nsDepth: 0, collapsed: {}, overlay: "family"};
   var FAMILY_FILL = {"linear algebra": "#ffe1c4", "collective": "#f9d2e2", "control flow": "#e2d8f8", "reduction": "#d5ecd6",
@@ -838,14 +883,30 @@
       var r = comps[n.ci].instructions[n.ii], v = G.overlay === "time" ? (n.ci === ci && comps[ci].seconds ? comps[ci].seconds[n.ii] : 0) : G.overlay === "bytes" ? bytesByName()[r[C.name]] : 0;
       if (v > G.ovMax) G.ovMax = v;
     });
-    var L = layout(g), svg = G.svg;
+    var labels = g.nodes.length <= 120;
+    var useDagre = typeof dagre !== "undefined" && g.nodes.length <= DAGRE_MAX_NODES;
+    var L = useDagre ? layoutDagre(g, labels) : layout(g), svg = G.svg;
     svg.textContent = "";
     var root = sv("g", {id: "graph-root"});
-    // Cluster outlines: one box per layer the cluster occupies (its members are adjacent there),
+    var nsSeen = {};
+    g.nodes.forEach(function (n) { if (n.ns) nsSeen[n.ns] = 1; });
+    G.lastNs = Object.keys(nsSeen);
+    function clusterLabel(k, x, y, box) {
+      var isNs = k.charAt(0) === "n";
+      var label = sv("text", {x: x, y: y, "class": isNs ? "gnslabel" : "gfuslabel", text: (isNs ? "▾ " : "") + clip(k.slice(2), 40)});
+      if (isNs) label.addEventListener("click", function (ev) { ev.stopPropagation(); G.collapsed[k.slice(2)] = true; draw(true); });
+      box.appendChild(label);
+    }
+    if (L.boxes) Object.keys(L.boxes).sort(function (a, b) { return L.boxes[b][2] * L.boxes[b][3] - L.boxes[a][2] * L.boxes[a][3]; }).forEach(function (k) {
+      var b = L.boxes[k], isNs = k.charAt(0) === "n", box = sv("g", {"class": isNs ? "gns" : "gfus", "data-cluster": k.slice(2)});
+      box.appendChild(sv("rect", {"class": isNs ? "gnscluster" : "gcluster", x: b[0], y: b[1], width: b[2], height: b[3]}));
+      clusterLabel(k, b[0] + 6, b[1] + 13, box);
+      root.appendChild(box);
+    });
+    // Hand layout: one box per layer the cluster occupies (its members are adjacent there),
     // stretched over the gaps between layers so the boxes join.
-    var spans = {}, nsSeen = {};
-    g.nodes.forEach(function (n, i) {
-      if (n.ns) nsSeen[n.ns] = 1;
+    var spans = {};
+    if (!L.boxes) g.nodes.forEach(function (n, i) {
       var keys = [];
       if (n.cluster) keys.push("f:" + n.cluster);
       if (n.ns) keys.push("n:" + n.ns);
@@ -855,7 +916,6 @@
         b[0] = Math.min(b[0], p[0]); b[1] = Math.max(b[1], p[0] + NW);
       });
     });
-    G.lastNs = Object.keys(nsSeen);
     Object.keys(spans).forEach(function (k) {
       var isNs = k.charAt(0) === "n", pad = isNs ? 6 : 10, top = null, box = sv("g", {"class": isNs ? "gns" : "gfus", "data-cluster": k.slice(2)});
       Object.keys(spans[k]).map(Number).sort(function (a, b) { return a - b; }).forEach(function (l) {
@@ -863,22 +923,26 @@
         if (top == null) top = [b[0], y];
         box.appendChild(sv("rect", {"class": isNs ? "gnscluster" : "gcluster", x: b[0] - pad, y: y - GY / 2 + 2, width: b[1] - b[0] + 2 * pad, height: NH + GY - 4, rx: 0}));
       });
-      var label = sv("text", {x: top[0] - pad + 4, y: top[1] - GY / 2 + 15, "class": isNs ? "gnslabel" : "gfuslabel", text: (isNs ? "▾ " : "") + clip(k.slice(2), 40)});
-      if (isNs) label.addEventListener("click", function (ev) { ev.stopPropagation(); G.collapsed[k.slice(2)] = true; draw(true); });
-      box.appendChild(label);
+      clusterLabel(k, top[0] - pad + 4, top[1] - GY / 2 + 15, box);
       root.appendChild(box);
     });
-    var edgeEls = [], labels = g.nodes.length <= 120;
-    g.edges.forEach(function (e) {
+    var edgeEls = [];
+    g.edges.forEach(function (e, k) {
       var a = L.idx[e[0]], b = L.idx[e[1]];
       if (a == null || b == null) return;
-      var p = L.xy[a], q = L.xy[b], x1 = p[0] + NW / 2, y1 = p[1] + NH, x2 = q[0] + NW / 2, y2 = q[1], my = (y1 + y2) / 2;
-      var path = sv("path", {"class": "gedge", d: "M" + x1 + "," + y1 + "C" + x1 + "," + my + " " + x2 + "," + my + " " + x2 + "," + y2});
+      var route = L.routes && L.routes[k], d, lx, ly;
+      if (route) { d = curve(route.points); lx = route.lx; ly = route.ly; }
+      else {
+        var p = L.xy[a], q = L.xy[b], x1 = p[0] + NW / 2, y1 = p[1] + NH, x2 = q[0] + NW / 2, y2 = q[1], my = (y1 + y2) / 2;
+        d = "M" + x1 + "," + y1 + "C" + x1 + "," + my + " " + x2 + "," + my + " " + x2 + "," + y2;
+        lx = (x1 + x2) / 2; ly = my;
+      }
+      var path = sv("path", {"class": "gedge", d: d, "marker-end": "url(#arrow)"});
       path.__ends = [a, b];
       edgeEls.push(path); root.appendChild(path);
-      if (labels && e[2] >= 0 && y2 - y1 > 10) {
+      if (labels && e[2] >= 0 && lx != null) {
         var shp = rows[e[2]] ? rows[e[2]][C.shape] : "";
-        root.appendChild(sv("text", {"class": "elabel", x: (x1 + x2) / 2 + 4, y: my + 3, text: clip(shp, 24)}));
+        root.appendChild(sv("text", {"class": "elabel", x: lx, y: ly + 3, "text-anchor": "middle", text: clip(shp, 22)}));
       }
     });
     var nodeEls = {};
@@ -918,6 +982,9 @@
       if (n.ci === ci && !n.group) nodeEls[n.ii] = p;
       root.appendChild(gn);
     });
+    var defs = sv("defs"), mk = sv("marker", {id: "arrow", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto"});
+    mk.appendChild(sv("path", {d: "M0,0L8,4L0,8z", fill: "#a3acbf"}));
+    defs.appendChild(mk); svg.appendChild(defs);
     svg.appendChild(root);
     G.view = {w: Math.max(L.width, 200), h: Math.max(L.height, 100)};
     G.nodeXY = nodeEls;
