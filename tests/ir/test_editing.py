@@ -145,6 +145,17 @@ ENTRY e {
     b2 = e.add_instruction(Instruction("b2", Opcode.ABS, F32, [e.instruction("p")]))
     e.replace_instruction(b, b2)
     assert b2.control_predecessors == [a2]
+    c = e.add_instruction(Instruction("c", Opcode.ABS, F32, [e.instruction("p")],
+                                      {"control-predecessors": [b2]}))
+    e.remove_instruction(c)  # unused: removing it drops its control edge from b2
+    e.replace_instruction(b2, Instruction("b3", Opcode.ABS, F32, [e.instruction("p")]))
+    d = e.add_instruction(Instruction("d", Opcode.ABS, F32, [e.instruction("p")],
+                                      {"control-predecessors": [a2]}))
+    e.remove_instruction(d)
+    assert "control-predecessors" not in d.attrs and e.instruction("b3").control_predecessors == [a2]
+    a2.replace_all_uses_with(e.instruction("p"))
+    e.remove_instruction(a2)  # a control predecessor of b3: the edge goes with it
+    assert e.instruction("b3").control_predecessors == []
 
 
 def test_printed_after_edits() -> None:

@@ -46,7 +46,7 @@ class Computation:
     """
 
     __slots__ = ("name", "instructions", "root", "parameters", "is_entry", "attrs", "module", "span",
-                 "_users", "_users_key", "_by_name", "_has_control")
+                 "_users", "_users_key", "_by_name", "_control_successors")
 
     def __init__(
         self,
@@ -72,7 +72,7 @@ class Computation:
             inst.computation = self
         self._users: dict[Instruction, list[Instruction]] | None = None
         self._users_key = -1
-        self._has_control = False
+        self._control_successors: dict[Instruction, list[Instruction]] = {}
         self._by_name: dict[str, Instruction] | None = None
 
     def __iter__(self) -> Iterator[Instruction]:
@@ -97,10 +97,10 @@ class Computation:
         key = id(self.instructions) ^ len(self.instructions)
         if self._users is None or self._users_key != key:
             users: dict[Instruction, list[Instruction]] = {i: [] for i in self.instructions}
-            self._has_control = False
+            self._control_successors = {}
             for inst in self.instructions:
                 if "control-predecessors" in inst.attrs:
-                    self._has_control = True
+                    self._add_control_edges(inst)
                 seen = set()
                 for op in inst.operands:
                     if id(op) not in seen:
@@ -141,6 +141,7 @@ class Computation:
         users[inst] = []
         for op in _unique(inst.operands):
             users[op].append(inst)
+        self._add_control_edges(inst)
         if inst.opcode is Opcode.PARAMETER:
             self.parameters.append(inst)
             self.parameters.sort(key=lambda p: p.attrs["parameter_number"])
@@ -226,6 +227,7 @@ class Computation:
             users[new] = []
             for op in _unique(new.operands):
                 users[op].append(new)
+            self._add_control_edges(new)
             self.replace_all_uses_with(old, new)
             self._move_control_deps(old, new)
             self.instructions[position] = new  # in place: no shift of the list
@@ -248,38 +250,41 @@ class Computation:
         except ValueError:
             raise ValueError(f"{inst.name} is not an instruction of {self.name}") from None
 
-    def _control_successors(self, inst: Instruction) -> list[Instruction]:
-        # Control edges are rare; only computations that have any pay for the scan.
-        return [i for i in self.instructions
-                if any(p is inst for p in i.attrs.get("control-predecessors", ()))]
+    # Control edges: ``attrs["control-predecessors"]`` lists an instruction's predecessors; the
+    # successors are kept in a map built with the user map, so edits never scan for them.
+    def _add_control_edges(self, inst: Instruction) -> None:
+        for pred in inst.attrs.get("control-predecessors", ()):
+            self._control_successors.setdefault(pred, []).append(inst)
 
     def _drop_control_deps(self, inst: Instruction) -> None:
-        inst.attrs.pop("control-predecessors", None)
-        if self._has_control_edges():
-            for succ in self._control_successors(inst):
-                preds = [p for p in succ.attrs["control-predecessors"] if p is not inst]
-                if preds:
-                    succ.attrs["control-predecessors"] = preds
-                else:
-                    del succ.attrs["control-predecessors"]
+        successors = self._control_successors
+        for pred in inst.attrs.pop("control-predecessors", ()):
+            if inst in successors.get(pred, ()):
+                successors[pred].remove(inst)
+        for succ in successors.pop(inst, ()):
+            preds = [p for p in succ.attrs.get("control-predecessors", ()) if p is not inst]
+            if preds:
+                succ.attrs["control-predecessors"] = preds
+            else:
+                succ.attrs.pop("control-predecessors", None)
 
     def _move_control_deps(self, old: Instruction, new: Instruction) -> None:
-        if not self._has_control_edges():
-            return
+        successors = self._control_successors
         preds = old.attrs.pop("control-predecessors", None)
         if preds:
-            self._has_control = True
             mine = new.attrs.setdefault("control-predecessors", [])
-            mine.extend(p for p in preds if p not in mine and p is not new)
-        for succ in self._control_successors(old):
+            for pred in preds:
+                if old in successors.get(pred, ()):
+                    successors[pred].remove(old)
+                if pred is not new and pred not in mine:
+                    mine.append(pred)
+                    successors.setdefault(pred, []).append(new)
+        for succ in successors.pop(old, ()):
             succ.attrs["control-predecessors"] = list(dict.fromkeys(
                 new if p is old else p for p in succ.attrs["control-predecessors"]))
+            if succ not in successors.setdefault(new, []):
+                successors[new].append(succ)
 
-    def _has_control_edges(self) -> bool:
-        # Found by the pass that builds the user map; control edges are rare, so computations
-        # without any never scan for control successors.
-        self._user_map()
-        return self._has_control
 
     @property
     def is_fusion_computation(self) -> bool:

@@ -12,7 +12,7 @@ from hloscope.ir.dtypes import PRIMITIVE_TYPES, PrimitiveType
 from hloscope.ir.layout import COMBINE_DIMENSION, Layout
 
 __all__ = ["Shape", "ArrayShape", "TupleShape", "ShapeIndex", "UNBOUNDED", "POINTER_SIZE",
-           "with_default_layouts", "filled_layouts"]
+           "with_default_layouts", "without_layouts", "filled_layouts"]
 
 # XLA's Shape::kUnboundedSize: a dynamic dimension with no bound, printed as "?".
 UNBOUNDED = -1
@@ -155,6 +155,14 @@ def subshape(shape: Shape, index: ShapeIndex) -> Shape:
             raise IndexError(f"shape index {index} goes inside non-tuple {shape}")
         shape = shape.elements[i]
     return shape
+
+
+def without_layouts(shape: Shape) -> Shape:
+    """``shape`` with every layout dropped (recursively); the same object when it has none."""
+    if isinstance(shape, TupleShape):
+        elements = tuple(without_layouts(e) for e in shape.elements)
+        return shape if all(a is b for a, b in zip(elements, shape.elements, strict=True)) else TupleShape(elements)
+    return shape.with_layout(None) if shape.layout is not None else shape
 
 
 def with_default_layouts(shape: Shape) -> Shape:

@@ -2,78 +2,76 @@
 
 Part of the rewrite of ``hloscope.xla.rewrite`` (Note [GPU custom calls on XLA:CPU] there):
 ``expand_custom_call`` turns one custom-call instruction whose target is in ``EXPANSIONS`` into
-lines of XLA's canonical text (layouts dropped) that compute the same value with ops every
-backend has. The instruction comes from ``hloscope.parse`` of the same canonical text, so each
-expansion reads its operands and backend_config through hloscope's IR, and the gemm's JSON
-through the interpreter's own reader (``hloscope.ir.backend_configs.gemm_spec``): the interpreter and this
-rewrite cannot disagree on what a gemm computes.
+new instructions (no layouts) that compute the same value with ops every backend has; the
+rewrite pass puts them in the custom call's place with ``Computation.replace_instruction``.
+Each expansion reads its operands and backend_config through hloscope's IR, and the gemm's
+JSON through the interpreter's own reader (``hloscope.ir.backend_configs.gemm_spec``): the
+interpreter and this rewrite cannot disagree on what a gemm computes.
 
-This module needs no jax; it only writes text.
+This module needs no jax; it only builds IR.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from hloscope.errors import HloscopeError
-from hloscope.ir import ArrayShape, Instruction, TupleShape, type_name_of
+from hloscope.ir import ArrayShape, Instruction, Literal, Opcode, Shape, TupleShape, type_name_of
 from hloscope.ir.backend_configs import gemm_spec
+from hloscope.ir.shape import without_layouts
 
 __all__ = ["EXPANSIONS", "Expansion", "expand_custom_call", "expandable_target"]
 
 
-class _Lines:
-    """Emits the definitions replacing one instruction ``%name``: helper values are named
-    ``%name.hloscope_<k>`` (XLA names never contain ``hloscope_``), the last one ``%name``."""
+class _Builder:
+    """Builds the instructions replacing one custom call ``name``: helper values are named
+    ``name.hloscope_<k>`` (XLA names never contain ``hloscope_``), the last one ``name``
+    itself. Shapes carry no layouts (Note [Recompiling optimized HLO] in rewrite.py)."""
 
-    def __init__(self, indent: str, name: str) -> None:
-        self.indent = indent
+    def __init__(self, name: str) -> None:
         self.name = name
-        self.lines: list[str] = []
-        self._constants: dict[tuple[str, str, tuple[int, ...]], str] = {}
+        self.instructions: list[Instruction] = []
+        self._constants: dict[tuple[str, str, tuple[int, ...]], Instruction] = {}
 
-    def emit(self, shape: str, expression: str) -> str:
-        ref = f"%{self.name}.hloscope_{len(self.lines)}"
-        self.lines.append(f"{self.indent}{ref} = {shape} {expression}")
-        return ref
+    def emit(self, shape: Shape, opcode: Opcode, *operands: Instruction, **attrs: Any) -> Instruction:
+        inst = Instruction(f"{self.name}.hloscope_{len(self.instructions)}", opcode, shape,
+                           list(operands), dict(attrs))
+        self.instructions.append(inst)
+        return inst
 
-    def constant(self, element_type: str, literal: str, dims: tuple[int, ...]) -> str:
+    def constant(self, element_type: str, literal: str, dims: tuple[int, ...]) -> Instruction:
         """A ``dims``-shaped array of ``literal`` (one constant and one broadcast, reused)."""
         key = (element_type, literal, dims)
         if key not in self._constants:
-            scalar = self.emit(f"{element_type}[]", f"constant({literal})")
-            self._constants[key] = (scalar if not dims else
-                                    self.emit(_shape(element_type, dims), f"broadcast({scalar}), dimensions={{}}"))
+            scalar = self.emit(ArrayShape(element_type), Opcode.CONSTANT, literal=Literal(literal))
+            self._constants[key] = (scalar if not dims else self.emit(
+                ArrayShape(element_type, dims), Opcode.BROADCAST, scalar, dimensions=()))
         return self._constants[key]
 
-    def finish(self, root: str, shape: str, expression: str) -> list[str]:
-        """The last line, defining ``%name`` itself (``root`` is ``"ROOT "`` or empty)."""
-        self.lines.append(f"{self.indent}{root}%{self.name} = {shape} {expression}")
-        return self.lines
+    def finish(self, shape: Shape, opcode: Opcode, *operands: Instruction) -> list[Instruction]:
+        """The last instruction, named ``name`` itself."""
+        self.instructions.append(Instruction(self.name, opcode, shape, list(operands)))
+        return self.instructions
 
-    def finish_as(self, root: str, ref: str) -> list[str]:
-        """Name the value ``ref``, which the last line defines, ``%name``."""
-        head = f"{self.indent}{ref} = "
-        if not self.lines or not self.lines[-1].startswith(head):
-            raise AssertionError(f"{ref} is not the last value of %{self.name}")
-        self.lines[-1] = f"{self.indent}{root}%{self.name} = " + self.lines[-1][len(head):]
-        return self.lines
-
-
-def _shape(element_type: str, dims: tuple[int, ...]) -> str:
-    return f"{element_type}[{','.join(map(str, dims))}]"
+    def finish_as(self, inst: Instruction) -> list[Instruction]:
+        """Name ``inst``, which must be the last instruction emitted, ``name``."""
+        if not self.instructions or self.instructions[-1] is not inst:
+            raise AssertionError(f"{inst.name} is not the last value of {self.name}")
+        inst.name = self.name
+        return self.instructions
 
 
-def _braces(xs: list[int] | tuple[int, ...]) -> str:
-    return "{" + ",".join(map(str, xs)) + "}"
+def _shape(element_type: str, dims: tuple[int, ...]) -> ArrayShape:
+    return ArrayShape(element_type, tuple(dims))
 
 
-def _convert(out: _Lines, ref: str, shape: ArrayShape, element_type: str) -> str:
+def _convert(out: _Builder, ref: Instruction, element_type: str) -> Instruction:
+    shape = ref.array_shape
     if shape.element_type == element_type:
         return ref
-    return out.emit(_shape(element_type, shape.dimensions), f"convert({ref})")
+    return out.emit(_shape(element_type, shape.dimensions), Opcode.CONVERT, ref)
 
 
 def _literal(value: complex | float, element_type: str) -> str:
@@ -83,10 +81,11 @@ def _literal(value: complex | float, element_type: str) -> str:
     return repr(float(np.real(value)))
 
 
-def _broadcast_to(out: _Lines, ref: str, shape: ArrayShape, dims: tuple[int, ...]) -> str:
+def _broadcast_to(out: _Builder, ref: Instruction, dims: tuple[int, ...]) -> Instruction:
     """``ref`` broadcast to ``dims`` the numpy way (trailing dimensions aligned, size-1
     dimensions stretched), as jax broadcasts the operands of its GPU kernels. HLO's
     ``broadcast`` cannot stretch a dimension, so size-1 dimensions are reshaped away first."""
+    shape = ref.array_shape
     if shape.dimensions == dims:
         return ref
     offset = len(dims) - shape.rank
@@ -95,8 +94,8 @@ def _broadcast_to(out: _Lines, ref: str, shape: ArrayShape, dims: tuple[int, ...
     kept = [offset + i for i, d in enumerate(shape.dimensions) if d == dims[offset + i]]
     t = shape.element_type
     if len(kept) != shape.rank:
-        ref = out.emit(_shape(t, tuple(dims[i] for i in kept)), f"reshape({ref})")
-    return out.emit(_shape(t, dims), f"broadcast({ref}), dimensions={_braces(kept)}")
+        ref = out.emit(_shape(t, tuple(dims[i] for i in kept)), Opcode.RESHAPE, ref)
+    return out.emit(_shape(t, dims), Opcode.BROADCAST, ref, dimensions=tuple(kept))
 
 
 def _result_shapes(inst: Instruction) -> tuple[ArrayShape, ...]:
@@ -107,7 +106,7 @@ def _result_shapes(inst: Instruction) -> tuple[ArrayShape, ...]:
 # --- cuBLAS gemm ----------------------------------------------------------------------------
 
 
-def _gemm(out: _Lines, root: str, inst: Instruction) -> list[str]:
+def _gemm(out: _Builder, inst: Instruction) -> list[Instruction]:
     """``alpha * dot(lhs, rhs) + beta * c (+ bias) (relu)`` in the gemm's compute type (f32
     for narrow floats, as cuBLAS and the interpreter accumulate), rounded once to the result
     type; a tuple result gets zero workspace buffers. Same steps, same order and same
@@ -116,45 +115,42 @@ def _gemm(out: _Lines, root: str, inst: Instruction) -> list[str]:
     compute = type_name_of(spec.compute)
     operands = list(inst.operands)
     lhs, rhs = operands[0], operands[1]
-    a = _convert(out, f"%{lhs.name}", lhs.array_shape, compute)
-    b = _convert(out, f"%{rhs.name}", rhs.array_shape, compute)
+    a = _convert(out, lhs, compute)
+    b = _convert(out, rhs, compute)
     ld, rd = lhs.array_shape.dimensions, rhs.array_shape.dimensions
     free_l = [d for d in range(len(ld)) if d not in spec.lb and d not in spec.lc]
     free_r = [d for d in range(len(rd)) if d not in spec.rb and d not in spec.rc]
     dims = tuple([ld[d] for d in spec.lb] + [ld[d] for d in free_l] + [rd[d] for d in free_r])
-    # Default precision: XLA:CPU computes an f32 dot in f32, as the interpreter's BLAS call does.
-    r = out.emit(_shape(compute, dims),
-                 f"dot({a}, {b}), lhs_batch_dims={_braces(spec.lb)}, lhs_contracting_dims={_braces(spec.lc)}, "
-                 f"rhs_batch_dims={_braces(spec.rb)}, rhs_contracting_dims={_braces(spec.rc)}")
     full = _shape(compute, dims)
+    # Default precision: XLA:CPU computes an f32 dot in f32, as the interpreter's BLAS call does.
+    r = out.emit(full, Opcode.DOT, a, b, lhs_batch_dims=tuple(spec.lb),
+                 lhs_contracting_dims=tuple(spec.lc), rhs_batch_dims=tuple(spec.rb),
+                 rhs_contracting_dims=tuple(spec.rc))
     if spec.alpha != 1:
-        r = out.emit(full, f"multiply({r}, {out.constant(compute, _literal(spec.alpha, compute), dims)})")
+        r = out.emit(full, Opcode.MULTIPLY, r, out.constant(compute, _literal(spec.alpha, compute), dims))
     rest = operands[2:]
     if spec.beta != 0:
-        c = rest.pop(0)
-        cref = _convert(out, f"%{c.name}", c.array_shape, compute)
+        c = _convert(out, rest.pop(0), compute)
         if c.array_shape.dimensions != dims:
-            cref = out.emit(full, f"reshape({cref})")
+            c = out.emit(full, Opcode.RESHAPE, c)
         if spec.beta != 1:
-            cref = out.emit(full, f"multiply({cref}, {out.constant(compute, _literal(spec.beta, compute), dims)})")
-        r = out.emit(full, f"add({r}, {cref})")
+            c = out.emit(full, Opcode.MULTIPLY, c, out.constant(compute, _literal(spec.beta, compute), dims))
+        r = out.emit(full, Opcode.ADD, r, c)
     if spec.bias:  # a vector along the last dimension
-        bias = rest.pop(0)
-        bref = _convert(out, f"%{bias.name}", bias.array_shape, compute)
-        bref = out.emit(full, f"broadcast({bref}), dimensions={{{len(dims) - 1}}}")
-        r = out.emit(full, f"add({r}, {bref})")
+        bias = _convert(out, rest.pop(0), compute)
+        bias = out.emit(full, Opcode.BROADCAST, bias, dimensions=(len(dims) - 1,))
+        r = out.emit(full, Opcode.ADD, r, bias)
     if spec.relu:
-        r = out.emit(full, f"maximum({r}, {out.constant(compute, '0', dims)})")
+        r = out.emit(full, Opcode.MAXIMUM, r, out.constant(compute, "0", dims))
     result, *workspaces = _result_shapes(inst)
-    final = result.to_text(layout=False)
     if compute != result.element_type:
-        r = out.emit(_shape(result.element_type, dims), f"convert({r})")
+        r = out.emit(_shape(result.element_type, dims), Opcode.CONVERT, r)
     if dims != result.dimensions:
-        r = out.emit(final, f"reshape({r})")
+        r = out.emit(without_layouts(result), Opcode.RESHAPE, r)
     if not workspaces:
-        return out.finish_as(root, r)
+        return out.finish_as(r)
     leaves = [r] + [out.constant(w.element_type, "0", w.dimensions) for w in workspaces]
-    return out.finish(root, inst.shape.to_text(layout=False), f"tuple({', '.join(leaves)})")
+    return out.finish(without_layouts(inst.shape), Opcode.TUPLE, *leaves)
 
 
 # --- jax's threefry kernel ------------------------------------------------------------------
@@ -163,7 +159,7 @@ _THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _THREEFRY_PARITY = 0x1BD11BDA
 
 
-def _threefry(out: _Lines, root: str, inst: Instruction) -> list[str]:
+def _threefry(out: _Builder, inst: Instruction) -> list[Instruction]:
     """Threefry-2x32 with 20 rounds, unrolled into u32 add/xor/shift/or: the same schedule as
     ``rng.threefry2x32`` (and jax's ``_threefry2x32_lowering``), so the bits are the same.
     Operands (key0, key1, x0, x1) are broadcast to the result shape as jax broadcasts them."""
@@ -171,25 +167,26 @@ def _threefry(out: _Lines, root: str, inst: Instruction) -> list[str]:
     dims = y_shape.dimensions
     t = y_shape.element_type
     shape = _shape(t, dims)
-    k0, k1, x0, x1 = (_broadcast_to(out, f"%{o.name}", o.array_shape, dims) for o in list(inst.operands)[:4])
+    k0, k1, x0, x1 = (_broadcast_to(out, o, dims) for o in list(inst.operands)[:4])
 
-    def const(v: int) -> str:
+    def const(v: int) -> Instruction:
         return out.constant(t, str(v), dims)
 
-    def op(name: str, a: str, b: str) -> str:
-        return out.emit(shape, f"{name}({a}, {b})")
+    def op(opcode: Opcode, a: Instruction, b: Instruction) -> Instruction:
+        return out.emit(shape, opcode, a, b)
 
-    k2 = op("xor", op("xor", k0, k1), const(_THREEFRY_PARITY))
+    k2 = op(Opcode.XOR, op(Opcode.XOR, k0, k1), const(_THREEFRY_PARITY))
     schedule = ((k1, k2), (k2, k0), (k0, k1), (k1, k2), (k2, k0))
-    y0, y1 = op("add", x0, k0), op("add", x1, k1)
+    y0, y1 = op(Opcode.ADD, x0, k0), op(Opcode.ADD, x1, k1)
     for i, (a, b) in enumerate(schedule):
         for r in _THREEFRY_ROTATIONS[i % 2]:
-            y0 = op("add", y0, y1)
-            rotated = op("or", op("shift-left", y1, const(r)), op("shift-right-logical", y1, const(32 - r)))
-            y1 = op("xor", rotated, y0)
-        y0 = op("add", y0, a)
-        y1 = op("add", op("add", y1, b), const(i + 1))
-    return out.finish(root, inst.shape.to_text(layout=False), f"tuple({y0}, {y1})")
+            y0 = op(Opcode.ADD, y0, y1)
+            rotated = op(Opcode.OR, op(Opcode.SHIFT_LEFT, y1, const(r)),
+                         op(Opcode.SHIFT_RIGHT_LOGICAL, y1, const(32 - r)))
+            y1 = op(Opcode.XOR, rotated, y0)
+        y0 = op(Opcode.ADD, y0, a)
+        y1 = op(Opcode.ADD, op(Opcode.ADD, y1, b), const(i + 1))
+    return out.finish(without_layouts(inst.shape), Opcode.TUPLE, y0, y1)
 
 
 # --- the table ------------------------------------------------------------------------------
@@ -199,7 +196,7 @@ class Expansion(NamedTuple):
     """How one custom-call target is written in standard HLO; ``how`` completes
     "<count> <target> calls ...", e.g. "as dot"."""
 
-    expand: Callable[[_Lines, str, Instruction], list[str]]
+    expand: Callable[[_Builder, Instruction], list[Instruction]]
     how: str
 
 
@@ -217,12 +214,13 @@ def expandable_target(target: str) -> bool:
     return target in EXPANSIONS
 
 
-def expand_custom_call(inst: Instruction, *, indent: str = "  ", root: bool = False) -> list[str]:
-    """Canonical HLO lines (no layouts) defining ``%<inst.name>`` with the value of the custom
-    call ``inst``; helper instructions come first. Raises ``HloscopeError`` for a target not in
-    ``EXPANSIONS`` or a configuration the expansion cannot express."""
+def expand_custom_call(inst: Instruction) -> list[Instruction]:
+    """New instructions (in no computation yet, operands among ``inst``'s) computing the value
+    of the custom call ``inst``: helpers first, the last one named ``inst.name`` with the same
+    value. Raises ``HloscopeError`` for a target not in ``EXPANSIONS`` or a configuration the
+    expansion cannot express."""
     target = inst.custom_call_target or ""
     expansion = EXPANSIONS.get(target)
     if expansion is None:
         raise HloscopeError(f"no standard-HLO form is known for custom call {target!r} ({inst.name})")
-    return expansion.expand(_Lines(indent, inst.name), "ROOT " if root else "", inst)
+    return expansion.expand(_Builder(inst.name), inst)

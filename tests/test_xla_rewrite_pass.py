@@ -1,0 +1,72 @@
+"""The XLA:CPU rewrite as a pass over hloscope's IR (hloscope/xla/rewrite.py); needs no jax.
+The end-to-end checks against XLA:CPU are in tests/test_xla_gpu_rewrite.py."""
+from __future__ import annotations
+
+from hloscope.ir import Opcode
+from hloscope.text import parse_module
+from hloscope.xla.rewrite import needs_rewrite, recompilable_text
+
+OPTIMIZED = """HloModule m, is_scheduled=true, entry_computation_layout={(f16[16,32]{1,0}, f16[32,16]{1,0})->f16[16,16]{0,1}}
+
+%fused (lhs: f16[16,32], rhs: f16[32,16]) -> f16[16,16] {
+  %lhs = f16[16,32]{1,0} parameter(0)
+  %rhs = f16[32,16]{1,0} parameter(1)
+  ROOT %dot = f16[16,16]{1,0} dot(%lhs, %rhs), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+ENTRY %e (lhs.1: f16[16,32], rhs.1: f16[32,16]) -> f16[16,16] {
+  %lhs.1 = f16[16,32]{1,0} parameter(0)
+  %rhs.1 = f16[32,16]{1,0} parameter(1)
+  %gemm = f16[16,16]{1,0} fusion(%lhs.1, %rhs.1), kind=kCustom, calls=%fused, backend_config={
+      fusion_backend_config:{kind:"__triton_nested_gemm_fusion"}}
+  ROOT %bc = f16[16,16]{0,1} bitcast(%gemm)
+}
+"""
+
+
+def test_fusions_become_calls_and_bitcasts_move_values() -> None:
+    assert needs_rewrite(OPTIMIZED)
+    rewrite = recompilable_text(OPTIMIZED)
+    assert (rewrite.fusions, rewrite.bitcasts) == (1, 1)
+    m = parse_module(rewrite.text)
+    assert "is_scheduled" not in m.attrs and "entry_computation_layout" not in m.attrs
+    e = m.entry
+    assert [i.opcode for i in e.instructions] == [
+        Opcode.PARAMETER, Opcode.PARAMETER, Opcode.CALL, Opcode.TRANSPOSE, Opcode.RESHAPE, Opcode.TRANSPOSE]
+    call = e.instruction("gemm")
+    assert call.attrs["to_apply"].name == "fused" and "kind" not in call.attrs
+    # {1,0} -> {0,1}: physical order of the operand is (0, 1), of the result (1, 0).
+    assert e.root.name == "bc" and e.root.attrs["dimensions"] == (1, 0)
+    assert all(i.shape.layout is None for c in m.computations for i in c.instructions)
+
+
+PARTITIONED = """HloModule p, num_partitions=4
+
+ENTRY %e (x: f32[8]) -> (f32[8], u32[], u32[]) {
+  %x = f32[8]{0} parameter(0), sharding={replicated}
+  %ar = f32[8]{0} all-reduce(%x), channel_id=1, replica_groups={{0,1},{2,3}}, to_apply=%add
+  %pid = u32[] partition-id()
+  %rid = u32[] replica-id()
+  ROOT %t = (f32[8]{0}, u32[], u32[]) tuple(%ar, %pid, %rid)
+}
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+"""
+
+
+def test_partitions_become_replicas() -> None:
+    rewrite = recompilable_text(PARTITIONED, partitions_as_replicas=4)
+    m = parse_module(rewrite.text)
+    assert m.replica_count == 4 and m.num_partitions is None
+    e = m.entry
+    ar = e.instruction("ar")
+    # cross_replica_and_partition with one replica: one group of all four devices.
+    assert "channel_id" not in ar.attrs and ar.attrs["replica_groups"].expanded() == [[0, 1, 2, 3]]
+    assert e.instruction("pid").opcode is Opcode.REPLICA_ID
+    assert e.instruction("rid").opcode is Opcode.CONSTANT
+    assert "sharding" not in e.instruction("x").attrs
+    assert [o.name for o in e.root.operands] == ["ar", "pid", "rid"]
