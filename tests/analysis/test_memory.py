@@ -168,9 +168,10 @@ def test_figures_match_xla(compiled_programs, capsys):
         ok_total = r.total_bytes == ba.total_bytes and r.allocation_count == ba.allocation_count
         ok_io = (r.argument_bytes, r.output_bytes, r.alias_bytes) == (
             stats.argument_size_in_bytes, stats.output_size_in_bytes, stats.alias_size_in_bytes)
-        ours = sorted((b.instruction, b.index, b.bytes) for b in r.peak_buffers)
+        # XLA's own live-range peak, kept apart from the report's (Note [One peak]).
+        ours = sorted((e.instruction, e.index, e.bytes) for e in r.buffer_assignment.peak.entries)
         theirs = sorted((e.instruction, e.index, e.bytes) for e in ba.peak.entries)
-        ok_peak = ours == theirs and r.peak_time == ba.peak.time
+        ok_peak = ours == theirs and r.xla_peak_time == r.buffer_assignment.peak.time == ba.peak.time
         # The bound counts what must be live at once; the old hull-based count broke it on
         # layernorm, mlp_step, conv_net and attention (item 5 of the memory issue).
         ok_bound = r.temp_lower_bound <= r.temp_bytes
@@ -178,7 +179,7 @@ def test_figures_match_xla(compiled_programs, capsys):
         ok_offsets = _temp_offsets(r.buffer_assignment) == _temp_offsets(ba)
         ok = ok_total and ok_temp and ok_io and ok_peak and ok_bound and ok_offsets
         rows.append(f"{name:18} total {ba.total_bytes:>9} {r.total_bytes:>9}  temp {xla_temp:>8} {r.temp_bytes:>8}"
-                    f"  peak@{ba.peak.time}/{r.peak_time} {ba.peak.bytes:>9} {r.peak_bytes:>9}"
+                    f"  peak@{ba.peak.time}/{r.xla_peak_time} {ba.peak.bytes:>9} {r.xla_peak_bytes:>9}"
                     f"  args {stats.argument_size_in_bytes}/{r.argument_bytes} out {stats.output_size_in_bytes}/{r.output_bytes}"
                     f"  bound {r.temp_lower_bound}{'' if ok_offsets else ' offsets'} {'' if ok else 'MISMATCH'}")
         if not ok:
@@ -218,13 +219,15 @@ def test_timeline_and_buffers(compiled_programs):
     j = r.to_json()
     timeline, buffers = j["timeline"], j["buffers"]
     assert [p["time"] for p in timeline] == list(range(r.schedule_end_time))
-    # XLA picks its peak step charging values differently (Note [The live-range peak]), so
-    # another step may hold a few more bytes by the values' own sizes.
-    assert timeline[r.peak_time]["bytes"] == r.peak_bytes <= max(p["bytes"] for p in timeline)
+    assert timeline[r.peak_time]["bytes"] == r.peak_bytes == max(p["bytes"] for p in timeline)
     assert all(p["instruction"] for p in timeline)
-    # A step's bytes are the buffers spanning it.
-    for p in timeline[:: max(1, len(timeline) // 7)]:
-        assert p["bytes"] == sum(b["bytes"] for b in buffers if b["start"] <= p["time"] <= b["end"])
+    # A step's bytes are the buffers spanning it, each buffer once at its largest value.
+    size: dict[int, int] = {}
+    for b in buffers:
+        size[b["buffer"]] = max(size.get(b["buffer"], 0), b["bytes"])
+    for p in timeline:
+        assert p["bytes"] == sum(size[k] for k in {b["buffer"] for b in buffers
+                                                   if b["start"] <= p["time"] <= b["end"]})
     assert set(buffers[0]) >= {"name", "shape", "bytes", "start", "end", "op_name", "source"}
     assert any(b["source"] for b in buffers) and j["buffers_omitted"] == 0
     few = r.to_json(max_buffers=3)
@@ -263,14 +266,19 @@ def test_seeds(seed):
 # 25 MB, almost all of it through the spatial order. Fields: total, arguments, outputs, alias, temps,
 # constants, thread-local, live-range peak and its time, temp lower bound, allocations, and
 # temps per other memory space.
+# The peaks were re-recorded when the peak became the maximum of the report's own curve, per
+# memory space (Note [One peak]); XLA's own peak stayed what it was: 15045936 at 32, 37892 at
+# 28, 1119062460 at 1244 and 297795588 at 11. Seed 004's temps fell by 58720192 bytes when
+# copy-start{1} became its operand's value, as in XLA's dataflow, not a copy of it.
 SEED_FIGURES = {
-    "000": (22402668, 7492872, 7454808, 0, 7454896, 8, 84, 15045936, 32, 7454840, 39, {}),
-    "001": (42132, 17412, 5148, 5124, 24640, 20, 36, 37892, 28, 20544, 21, {}),
+    "000": (22402668, 7492872, 7454808, 0, 7454896, 8, 84, 22402440, 33, 7454840, 39, {}),
+    "001": (42132, 17412, 5148, 5124, 24640, 20, 36, 42052, 25, 20544, 21, {}),
     "003": (1144240484, 452674604, 452662916, 452662272, 691563296, 152, 1788, 1119062460, 1244,
             666392728, 579, {}),
-    "004": (358613236, 192937988, 16777224, 0, 58720408, 0, 12, 297795588, 11, 58720320, 13,
+    "004": (299893044, 192937988, 16777224, 0, 216, 0, 12, 209715224, 12, 68, 13,
             {1: 90177536, 2: 68}),
 }
+XLA_PEAKS = {"000": (15045936, 32), "001": (37892, 28), "003": (1119062460, 1244), "004": (297795588, 11)}
 
 
 @pytest.mark.parametrize("seed", MODULE_SEEDS)
@@ -287,6 +295,7 @@ def test_seed_figures_unchanged(seed):
            r.constant_bytes, r.thread_local_bytes, r.peak_bytes, r.peak_time, r.temp_lower_bound,
            r.allocation_count, r.other_memory_spaces)
     assert got == SEED_FIGURES[seed]
+    assert (r.xla_peak_bytes, r.xla_peak_time) == XLA_PEAKS[seed]
 
 
 def test_or_tree_matches_a_scan():

@@ -296,7 +296,10 @@ def _memory(args: argparse.Namespace) -> int:
         atomic_write_text(args.dump, format_buffer_assignment(r.buffer_assignment))
     if args.json:
         data = r.to_json()
-        data["peak_buffers"] = data["peak_buffers"][: max(args.top, 0)] if args.top else data["peak_buffers"]
+        if args.top:
+            data["peak_buffers"] = data["peak_buffers"][: max(args.top, 0)]
+            for space in data["memory_spaces"].values():
+                space["peak_buffers"] = space["peak_buffers"][: max(args.top, 0)]
         emit_json(data)
         return EXIT_OK
     from rich.table import Table
@@ -312,15 +315,21 @@ def _memory(args: argparse.Namespace) -> int:
                          ("temporaries (heap)", r.temp_bytes), ("temporaries, lower bound", r.temp_lower_bound),
                          ("constants", r.constant_bytes), ("thread-local", r.thread_local_bytes),
                          ("total (XLA's 'Total bytes used')", r.total_bytes),
-                         (f"live-range peak, at time {r.peak_time} of {r.schedule_end_time}", r.peak_bytes)):
+                         (f"live-range peak of S(0), at time {r.peak_time} of {r.schedule_end_time}", r.peak_bytes)):
         t.add_row(label, f"{value:,}", format_bytes(value))
     con.print(t)
-    for space, nbytes in sorted(r.other_memory_spaces.items()):
-        con.print(f"memory space S({space}): {nbytes:,} bytes, not included above")
-    t = Table(title=f"Buffers live at the peak (top {args.top} of {len(r.peak_buffers)})", title_justify="left")
+    for space in sorted(k for k in r.memory_spaces.keys() | r.other_memory_spaces.keys() if k):
+        s = r.memory_spaces.get(space)
+        con.print(f"memory space S({space}): temporaries {r.other_memory_spaces.get(space, 0):,} bytes, "
+                  f"live-range peak {s.peak_bytes if s else 0:,} bytes"
+                  + (f" at time {s.peak_time}" if s else "") + ", not included above")
+    shown = len(r.peak_buffers) if args.top <= 0 else min(args.top, len(r.peak_buffers))
+    title = (f"Buffers live at the peak (top {shown} of {len(r.peak_buffers)})" if shown < len(r.peak_buffers)
+             else f"Buffers live at the peak ({len(r.peak_buffers)})")
+    t = Table(title=title, title_justify="left")
     for col in ("buffer", "shape", "bytes", "opcode", "op_name", "source"):
         t.add_column(col, justify="right" if col == "bytes" else "left", overflow="fold")
-    for b in r.peak_buffers[: args.top]:
+    for b in r.peak_buffers[:shown]:
         idx = "{" + ",".join(map(str, b.index)) + "}" if b.index else ""
         t.add_row(b.instruction + idx, b.shape, f"{b.bytes:,}", b.opcode, short(b.op_name), short(b.source, 60))
     con.print(t)

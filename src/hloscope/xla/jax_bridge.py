@@ -185,7 +185,7 @@ class JaxModules:
             # Note [peak_memory_in_bytes]
             Figure("peak_memory_bytes", float(peak), xla_int("peak_memory_in_bytes"), MEMORY_TOLERANCE,
                    checked=False, note=_PEAK_NOTE),
-            Figure("live_range_peak_bytes", float(mem.peak_bytes),
+            Figure("live_range_peak_bytes", float(mem.xla_peak_bytes),  # XLA's own (Note [One peak])
                    None if ba is None or ba.peak_bytes is None else float(ba.peak_bytes),
                    MEMORY_TOLERANCE, MEMORY_SLACK),
         )

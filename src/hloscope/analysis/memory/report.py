@@ -30,6 +30,7 @@ from hloscope.analysis.memory.liveness import (
     min_memory_order,
     peak_moment,
 )
+from hloscope.analysis.memory.peak import PEAK_DEFINITION, SpaceUsage, space_usage
 from hloscope.ir.buffer_assignment import (
     Allocation,
     Assigned,
@@ -41,8 +42,8 @@ from hloscope.ir.buffer_assignment import (
     value_key,
 )
 
-__all__ = ["PeakBuffer", "LiveBuffer", "TimelinePoint", "MemoryReport", "analyze_memory",
-           "MAX_JSON_BUFFERS"]
+__all__ = ["PeakBuffer", "LiveBuffer", "TimelinePoint", "MemorySpace", "MemoryReport", "analyze_memory",
+           "MAX_JSON_BUFFERS", "PEAK_DEFINITION"]
 
 MAX_JSON_BUFFERS = 20_000
 """``to_json`` lists at most this many live ranges (the biggest), about 4 MB of JSON; seed 003
@@ -51,7 +52,8 @@ has 2,305. Every one stays in ``MemoryReport.buffers``."""
 
 @dataclass(frozen=True, slots=True)
 class PeakBuffer:
-    """One value live at the peak, with where it came from in the user's program."""
+    """One buffer live at the peak: its largest value live then, where that came from in the
+    user's program, and the buffer's bytes (Note [One peak] in ``peak.py``)."""
 
     instruction: str
     index: tuple[int, ...]
@@ -70,7 +72,11 @@ class PeakBuffer:
 
 @dataclass(frozen=True, slots=True)
 class LiveBuffer:
-    """One value's live range: live at every schedule step from ``start`` to ``end``, both included."""
+    """One value's live range: live at every schedule step from ``start`` to ``end``, both included.
+
+    ``buffer`` names the HloBuffer holding the value: values with the same ``buffer`` share one
+    address and count once in the curve, at the largest of their ``bytes`` (Note [One peak]).
+    """
 
     name: str  # the defining instruction
     index: tuple[int, ...]
@@ -80,18 +86,20 @@ class LiveBuffer:
     end: int
     op_name: str | None
     source: str | None
+    buffer: int = 0
+    memory_space: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "index": list(self.index), "shape": self.shape, "bytes": self.bytes,
-                "start": self.start, "end": self.end, "op_name": self.op_name, "source": self.source}
+                "start": self.start, "end": self.end, "op_name": self.op_name, "source": self.source,
+                "buffer": self.buffer, "memory_space": self.memory_space}
 
 
 @dataclass(frozen=True, slots=True)
 class TimelinePoint:
-    """Bytes live at one schedule step, each live value at its own size.
+    """Bytes live at one schedule step in the default memory space (Note [One peak]).
 
-    At ``peak_time`` this is ``peak_bytes``. XLA chooses that step charging a tuple element its
-    tuple's size (Note [The live-range peak]), so another step can show a few more bytes.
+    The largest point is at ``peak_time`` and holds ``peak_bytes``.
     """
 
     time: int
@@ -103,13 +111,35 @@ class TimelinePoint:
 
 
 @dataclass(frozen=True)
+class MemorySpace:
+    """One memory space's curve and peak (Note [One peak]) and its preallocated temp bytes."""
+
+    memory_space: int
+    peak_bytes: int
+    peak_time: int
+    peak_buffers: tuple[PeakBuffer, ...]
+    timeline: tuple[int, ...] = field(repr=False)
+    temp_bytes: int
+
+    def to_json(self, max_peak_buffers: int | None = None) -> dict[str, Any]:
+        buffers = self.peak_buffers if max_peak_buffers is None else self.peak_buffers[:max_peak_buffers]
+        return {"memory_space": self.memory_space, "peak_bytes": self.peak_bytes,
+                "peak_time": self.peak_time, "temp_bytes": self.temp_bytes,
+                "peak_buffer_count": len(self.peak_buffers),
+                "peak_buffers": [b.to_json() for b in buffers], "timeline": list(self.timeline)}
+
+
+@dataclass(frozen=True)
 class MemoryReport:
     """Memory figures of one module under one schedule, named as XLA names them.
 
     ``argument_bytes``/``output_bytes``/``alias_bytes``/``temp_bytes`` are what
     ``compiled.memory_analysis()`` reports; ``total_bytes`` is the dump's ``Total bytes used``;
-    ``peak_bytes``/``peak_time``/``peak_buffers`` are the live-range peak
-    (``Live ranges at N (peak)``); ``temp_lower_bound`` is the most heap-packed temp bytes ever
+    ``peak_bytes``/``peak_time``/``peak_buffers`` are the peak of the default memory space as
+    Note [One peak] defines it (``PEAK_DEFINITION``), the maximum of ``timeline``;
+    ``memory_spaces`` has the same per memory space (0 included), and ``xla_peak_time``/
+    ``xla_peak_bytes`` XLA's own live-range peak (``Live ranges at N (peak)``, also
+    ``buffer_assignment.peak``); ``temp_lower_bound`` is the most heap-packed temp bytes ever
     live at once plus the temporary tuples' own allocations (never shared), so
     ``temp_bytes - temp_lower_bound`` is what fragmentation costs. ``other_memory_spaces``
     holds temp bytes per non-default memory space (e.g. ``S(1)``), kept out of ``temp_bytes``.
@@ -138,6 +168,9 @@ class MemoryReport:
     buffer_assignment: BufferAssignment | None = field(default=None, repr=False, compare=False)
     timeline: tuple[TimelinePoint, ...] = field(default=(), repr=False, compare=False)
     buffers: tuple[LiveBuffer, ...] = field(default=(), repr=False, compare=False)
+    memory_spaces: dict[int, MemorySpace] = field(default_factory=dict, repr=False, compare=False)
+    xla_peak_time: int = 0
+    xla_peak_bytes: int = 0
 
     @property
     def fragmentation_bytes(self) -> int:
@@ -159,8 +192,11 @@ class MemoryReport:
             "alias_bytes": self.alias_bytes, "temp_bytes": self.temp_bytes,
             "constant_bytes": self.constant_bytes, "thread_local_bytes": self.thread_local_bytes,
             "total_bytes": self.total_bytes, "allocation_count": self.allocation_count,
+            "peak_definition": PEAK_DEFINITION,
             "peak_bytes": self.peak_bytes, "peak_time": self.peak_time,
             "peak_buffers": [b.to_json() for b in self.peak_buffers],
+            "memory_spaces": {str(k): v.to_json() for k, v in sorted(self.memory_spaces.items())},
+            "xla_live_range_peak": {"time": self.xla_peak_time, "bytes": self.xla_peak_bytes},
             "temp_lower_bound": self.temp_lower_bound,
             "fragmentation_bytes": self.fragmentation_bytes,
             "heap_algorithm": self.heap_algorithm, "schedule_end_time": self.schedule_end_time,
@@ -183,9 +219,12 @@ class MemoryReport:
             f" + thread-local {self.thread_local_bytes}.",
             "   Output allocations can also hold temporaries whose live ranges do not overlap the",
             "   output's, so intermediates parked there cost nothing extra.",
-            f"2. Live-range peak = {self.peak_bytes} bytes at time {self.peak_time}: the most bytes that",
-            "   XLA's HloLiveRange sees live at one step, counting parameters and constants but not",
-            "   fragmentation or thread-local scalars. Largest live then: " + (peak_words or "none") + ".",
+            f"2. Live-range peak = {self.peak_bytes} bytes at time {self.peak_time}: the most bytes of",
+            "   device memory (memory space 0) live at one step, each buffer once, counting",
+            "   parameters and constants but not fragmentation or thread-local scalars. Largest live",
+            "   then: " + (peak_words or "none") + ".",
+            "   (XLA's HloLiveRange, over all memory spaces and charging each value its defining",
+            f"   instruction's whole shape, finds {self.xla_peak_bytes} bytes at time {self.xla_peak_time}.)",
             f"3. memory_analysis(): argument_size {self.argument_bytes}, output_size {self.output_bytes},",
             f"   alias_size {self.alias_bytes}, temp_size {self.temp_bytes}. temp_size is the one",
             "   preallocated-temp block: the temporaries the heap simulator packed (best of XLA's",
@@ -198,9 +237,13 @@ class MemoryReport:
             f"Temps could fit in {self.temp_lower_bound} bytes if packed without gaps; the heap uses "
             f"{self.temp_bytes}, so fragmentation costs {self.fragmentation_bytes} bytes.",
         ]
-        if self.other_memory_spaces:
-            lines.append("Other memory spaces (not in the figures above): " + ", ".join(
-                f"S({k}) {v} bytes" for k, v in sorted(self.other_memory_spaces.items())))
+        others = sorted(k for k in self.memory_spaces.keys() | self.other_memory_spaces.keys() if k)
+        if others:
+            lines.append("Other memory spaces (not in the figures above): " + "; ".join(
+                f"S({k}) temps {self.other_memory_spaces.get(k, 0)} bytes, peak "
+                f"{self.memory_spaces[k].peak_bytes if k in self.memory_spaces else 0} bytes"
+                + (f" at time {self.memory_spaces[k].peak_time}" if k in self.memory_spaces else "")
+                for k in others))
         if self.bytes_saved_by_schedule is not None:
             lines.append(f"The min-memory schedule changes the live-range peak by "
                          f"{-self.bytes_saved_by_schedule} bytes against the module's order.")
@@ -258,12 +301,13 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
     df = analyze_dataflow(module)
     live = compute_liveness(df, _order(module, schedule))
     allocs, heaps = assign_buffers(df, live)
-    peak_time, at_peak = peak_moment(df, live)
+    xla_peak_time, xla_at_peak = peak_moment(df, live)
+    usage = space_usage(df, live)
+    default = usage.get(0) or SpaceUsage(0, [0] * live.schedule_end_time, 0, 0, [])
     saved = None
     if schedule == "min-memory":
-        base = compute_liveness(df, _order(module, "module"))
-        base_time, base_at = peak_moment(df, base)
-        saved = sum(v.size for v in base_at) - sum(v.size for v in at_peak)
+        base = space_usage(df, compute_liveness(df, _order(module, "module"))).get(0)
+        saved = (base.peak_bytes if base else 0) - default.peak_bytes
     sources: dict[Any, tuple[str | None, str | None]] = {}
 
     def source_of(inst: Any) -> tuple[str | None, str | None]:
@@ -271,17 +315,21 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
             sources[inst] = _source(module, inst)
         return sources[inst]
 
-    peak_buffers = []
-    for v in at_peak:
-        op_name, source = source_of(v.instruction)
-        peak_buffers.append(PeakBuffer(v.name, v.index, v.shape.to_text(), v.size,
-                                       v.instruction.opcode.text, op_name, source, v.color))
+    def peak_buffers(space: SpaceUsage) -> tuple[PeakBuffer, ...]:
+        out = []
+        for v, nbytes in space.peak_values:
+            op_name, source = source_of(v.instruction)
+            out.append(PeakBuffer(v.name, v.index, v.shape.to_text(), nbytes,
+                                  v.instruction.opcode.text, op_name, source, v.color))
+        return tuple(out)
+
     buffers = []
     for v in df.values:
         r = live.ranges.get(v.id)
         if r is not None:
             op_name, source = source_of(v.instruction)
-            buffers.append(LiveBuffer(v.name, v.index, v.shape.to_text(), v.size, r[0], r[1], op_name, source))
+            buffers.append(LiveBuffer(v.name, v.index, v.shape.to_text(), v.size, r[0], r[1], op_name, source,
+                                      df.buffer_of[v.id].id, v.color))
     buffers.sort(key=lambda b: (b.start, b.end, b.name, b.index))
     by_kind: dict[str, int] = {}
     other: dict[int, int] = {}
@@ -292,7 +340,11 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
         by_kind[a.kind] = by_kind.get(a.kind, 0) + a.size
     alias_bytes = sum(a.size for a in allocs if a.kind == "parameter" and not a.readonly)
     default_heap = heaps.get(0)
-    ba = _to_buffer_assignment(module, df, live, allocs, peak_time, at_peak)
+    ba = _to_buffer_assignment(module, df, live, allocs, xla_peak_time, xla_at_peak)
+    headline = peak_buffers(default)
+    spaces = {k: MemorySpace(k, u.peak_bytes, u.peak_time, headline if k == 0 else peak_buffers(u),
+                             tuple(u.timeline), other.get(k, 0) if k else by_kind.get("preallocated-temp", 0))
+              for k, u in usage.items()}
     return MemoryReport(
         module_name=module.name, schedule=schedule,
         argument_bytes=by_kind.get("parameter", 0),
@@ -302,27 +354,16 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
         constant_bytes=by_kind.get("constant", 0),
         thread_local_bytes=by_kind.get("thread-local", 0),
         total_bytes=sum(a.size for a in allocs),
-        peak_bytes=sum(v.size for v in at_peak), peak_time=peak_time,
-        peak_buffers=tuple(peak_buffers),
+        peak_bytes=default.peak_bytes, peak_time=default.peak_time,
+        peak_buffers=headline,
         temp_lower_bound=default_heap.lower_bound if default_heap else 0,
         heap_algorithm=default_heap.algorithm if default_heap else "none",
         schedule_end_time=live.schedule_end_time, allocation_count=len(allocs),
         other_memory_spaces=other, bytes_saved_by_schedule=saved, buffer_assignment=ba,
-        timeline=_timeline(live, buffers), buffers=tuple(buffers))
-
-
-def _timeline(live: Any, buffers: list[LiveBuffer]) -> tuple[TimelinePoint, ...]:
-    """Bytes live at each step of the flattened schedule: one sweep over range ends."""
-    deltas = [0] * (live.schedule_end_time + 2)
-    for b in buffers:
-        deltas[b.start] += b.bytes
-        deltas[b.end + 1] -= b.bytes
-    points = []
-    usage = 0
-    for t, inst in enumerate(live.sequence):
-        usage += deltas[t]
-        points.append(TimelinePoint(t, usage, inst.name))
-    return tuple(points)
+        timeline=tuple(TimelinePoint(t, nbytes, inst.name)
+                       for t, (nbytes, inst) in enumerate(zip(default.timeline, live.sequence))),
+        buffers=tuple(buffers), memory_spaces=spaces, xla_peak_time=xla_peak_time,
+        xla_peak_bytes=sum(v.size for v in xla_at_peak))
 
 
 def _to_buffer_assignment(module: Any, df: Any, live: Any, allocs: list[AllocationDraft],
