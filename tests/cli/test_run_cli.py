@@ -111,3 +111,25 @@ def test_check_xla_reports_the_difference(tmp_path, capsys) -> None:
     outs = json.loads(capsys.readouterr().out)["outputs"]
     assert outs["out.0"]["max_abs_difference_vs_xla"] < 1e-5
     assert outs["out.1"]["max_abs_difference_vs_xla"] == 0
+
+
+def test_unpartitioned_pmap_program_writes_global_outputs(oracle_corpus, tmp_path, capsys) -> None:
+    # A pmap program before partitioning, given its global input f32[8,3,4], wrote eight
+    # (1,3,4) shards d0.out.0 ... instead of the outputs its signature declares.
+    case = oracle_corpus.case("pmap_reductions_axis_index")
+    mod = tmp_path / "pre.hlo"
+    mod.write_text(case.pre_text)
+    x = np.random.default_rng(0).standard_normal((8, 3, 4)).astype(np.float32)
+    save_npz(tmp_path / "in.npz", {"arg0": x})
+    out = tmp_path / "out.npz"
+    assert main(["run", str(mod), "--inputs", str(tmp_path / "in.npz"), "--out", str(out), "--json"]) == 0
+    got = load_npz(out)
+    assert sorted(got) == [f"out.{i}" for i in range(6)]
+    assert got["out.0"].shape == (8, 3, 4) and got["out.5"].shape == (8,)
+    np.testing.assert_allclose(got["out.0"], np.broadcast_to(x.sum(0), (8, 3, 4)), rtol=1e-5)
+    assert got["out.5"].tolist() == list(range(8))
+    capsys.readouterr()
+    assert main(["run", str(mod), "--inputs", str(tmp_path / "in.npz"), "--out", str(out), "--json",
+                 "--per-device"]) == 0
+    shards = load_npz(out)
+    assert shards["d3.out.0"].shape == (1, 3, 4) and shards["d3.out.5"].tolist() == [3]

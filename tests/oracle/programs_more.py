@@ -783,6 +783,45 @@ def _shard_map_2d_mesh(a):
     return jax.shard_map(body, mesh=m, in_specs=P("x", "y"), out_specs=P("x", "y"), check_vma=False)(a)
 
 
+@program("pmap_reductions_axis_index", lambda: (f32(8, 3, 4, seed=190),), "all-reduce", mode="pmap8",
+         jit_kwargs=lambda: {"axis_name": "i"})
+def _pmap_reductions_axis_index(x):  # per device: x f32[3, 4]; global f32[8, 3, 4]
+    k = lax.axis_index("i")
+    return (lax.psum(x, "i"), lax.pmean(x, "i"), lax.pmax(x, "i"), lax.pmin(x, "i"), x * k, k)
+
+
+@program("shard_map_collectives_gspmd", lambda: (np.arange(8 * 6, dtype=np.float32).reshape(8, 6) / 5,),
+         "all-reduce all-gather collective-permute all-to-all", mode="shard_map8",
+         config=(("jax_use_shardy_partitioner", False),))
+def _shard_map_collectives_gspmd(a):
+    # The same kind of manual region as shard_map_collectives, lowered with GSPMD's markers
+    # (Sharding, SPMDFullToShardShape, SPMDShardToFullShape) instead of Shardy's.
+    def body(v):  # v: f32[1, 6] per device
+        return (lax.psum(v, "x"), lax.all_gather(v, "x", axis=0, tiled=True),
+                lax.ppermute(v, "x", [(j, (j + 1) % 8) for j in range(8)]),
+                lax.all_to_all(jnp.tile(v[:, :1], (8, 1)) + jnp.arange(8.0)[:, None], "x", 0, 0, tiled=True),
+                v * lax.axis_index("x"))
+
+    return jax.shard_map(body, mesh=mesh8(), in_specs=P("x"), out_specs=(P("x"), P(), P("x"), P("x"), P("x")),
+                         check_vma=False)(a)
+
+
+@program("shard_map_moe_all_to_all", lambda: (f32(8 * 4, 6, seed=191), f32(8, 6, 6, seed=192, scale=0.3)),
+         "all-to-all dot", mode="shard_map8", rtol=1e-5, atol=1e-5)
+def _shard_map_moe_all_to_all(tokens, experts):
+    # Mixture of experts, one expert per device: each device sends its 4 tokens' slot for
+    # expert j to device j (all-to-all), applies its expert, and sends the results back.
+    def body(t, w):  # t: f32[4, 6] tokens, w: f32[1, 6, 6] this device's expert
+        slots = jnp.broadcast_to(t[None], (8, 4, 6))  # one copy of the tokens per expert
+        routed = lax.all_to_all(slots, "x", 0, 0, tiled=True)  # [8 senders, 4, 6] for my expert
+        out = jnp.tanh(routed @ w[0])
+        back = lax.all_to_all(out, "x", 0, 0, tiled=True)  # [8 experts, 4, 6] for my tokens
+        return back.mean(0)
+
+    return jax.shard_map(body, mesh=mesh8(), in_specs=(P("x"), P("x")), out_specs=P("x"),
+                         check_vma=False)(tokens, experts)
+
+
 def _sharded_conv_kwargs() -> dict[str, Any]:
     m = mesh8((2, 4), ("data", "model"))
     return {"in_shardings": (NamedSharding(m, P(None, None, None, "model")),

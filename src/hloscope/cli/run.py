@@ -25,6 +25,10 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-device-inputs", action="store_true",
                    help="draw different random inputs for each device (default: the same on every device)")
     p.add_argument("--out", metavar="OUT.npz", help="write the outputs (out, out.0 ...; per device d<k>.out...)")
+    p.add_argument("--per-device", action="store_true",
+                   help="for a sharded module not partitioned yet (pmap, shard_map, sharded jit before "
+                        "XLA's partitioner): write each device's shard of the outputs (d<k>.out...) "
+                        "instead of the global arrays the module declares")
     p.add_argument("--replicas", type=int, help="number of replicas (default: the module's)")
     p.add_argument("--partitions", type=int, help="number of partitions (default: the module's)")
     p.add_argument("--fill-elided", choices=("zeros", "random"),
@@ -101,7 +105,7 @@ def _run(args: argparse.Namespace) -> int:
                                                   f"{pr.loop_iterations:,} loop iterations")
 
     options = RunOptions(fill_elided=args.fill_elided, seed=args.random or 0, progress=progress_cb,
-                         progress_every=5_000)
+                         progress_every=5_000, per_device=args.per_device)
     # The inputs are ours: hand them over (outputs reuse their memory), unless XLA needs them after.
     t0 = time.perf_counter()
     if progress_ctx is not None:
@@ -110,7 +114,9 @@ def _run(args: argparse.Namespace) -> int:
     else:
         results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla)
     elapsed = time.perf_counter() - t0
-    outputs = outputs_to_mapping(results, n)
+    # A global program (not partitioned yet) returns its global outputs: one set, not n.
+    global_result = n > 1 and not isinstance(results, list)
+    outputs = outputs_to_mapping(results, 1 if global_result else n)
     if args.out:
         save_npz(args.out, outputs)
 
@@ -127,7 +133,16 @@ def _run(args: argparse.Namespace) -> int:
             ref = {}
             for k, value in enumerate(theirs):
                 ref.update({f"d{k}.{key}": v for key, v in flatten_named("out", value).items()})
-        diffs = {key: _max_difference(v, ref[key]) if key in ref else float("inf") for key, v in outputs.items()}
+        if global_result:  # XLA gives each device's shard: compare ours, cut the same way
+            from hloscope.interpret.run import shards_of
+
+            ours = outputs_to_mapping(shards_of(m, results, n), n)
+            diffs = {key: max((_max_difference(ours[f"d{k}.{key}"], ref[f"d{k}.{key}"])
+                               if f"d{k}.{key}" in ref else float("inf")) for k in range(n))
+                     for key in outputs}
+        else:
+            diffs = {key: _max_difference(v, ref[key]) if key in ref else float("inf")
+                     for key, v in outputs.items()}
 
     # What XLA:CPU had to rewrite to compile the module (GPU custom calls as standard HLO, ...).
     xla_summary = None if xla_run is None else {"rewrite": xla_run.rewrite, "custom_calls": xla_run.custom_calls}

@@ -102,6 +102,9 @@ class RunOptions:
                     in run.py), or "auto": lockstep where it applies, per-device otherwise.
     keep_freed_memory  let glibc reuse freed large blocks during the run instead of handing
                     them back to the kernel (Note [Keeping freed memory] in allocator.py).
+    per_device      for a sharded module not partitioned yet (Note [Global programs] in
+                    spmd.py): return each device's shard of the outputs, cut by the outputs'
+                    shardings, instead of the global arrays the module declares.
     """
 
     hooks: Sequence[Any] = ()
@@ -111,6 +114,7 @@ class RunOptions:
     progress_every: int = 100_000
     mode: str = "auto"
     keep_freed_memory: bool = True
+    per_device: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "lockstep", "per-device"):

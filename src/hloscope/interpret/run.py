@@ -25,7 +25,7 @@ from hloscope.interpret.values import Value, coerce_input
 from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
 
-__all__ = ["run", "default_grid"]
+__all__ = ["run", "default_grid", "is_global_run", "shards_of"]
 
 Operands = list[Any]
 
@@ -96,7 +96,10 @@ def run(module: Module, inputs: Sequence[Any] = (), *, replicas: int | None = No
     used by every device, or, with several devices, a list holding one such list per device
     (device index = replica * partitions + partition). ``replicas``/``partitions`` default to
     ``default_grid(module)``. Returns the root value (an array or a tuple) for one device, or
-    a list with one value per device.
+    a list with one value per device. A sharded module not partitioned yet (pmap, shard_map or
+    sharded jit before XLA's partitioner, Note [Global programs] in spmd.py) is one global
+    program: it returns the global root value its signature declares, or with
+    ``options.per_device`` the list of each device's shard of it.
 
     ``donate=True`` hands the input arrays over, as jax's ``donate_argnums`` does: ``inputs``
     (and each per-device list in it) is emptied, and the arrays may be freed or overwritten
@@ -111,7 +114,7 @@ def run(module: Module, inputs: Sequence[Any] = (), *, replicas: int | None = No
         raise InputError(f"a device grid needs at least one replica and one partition, got {r}x{p}")
     n = r * p
     with kept_freed_memory(options.keep_freed_memory):  # Note [Keeping freed memory]
-        if n > 1 and _is_global(module, inputs, n):
+        if n > 1 and is_global_run(module, inputs, n):
             return _run_global(module, inputs, r, p, options)
         args = _device_inputs(module, inputs, n)
         if donate:
@@ -141,7 +144,7 @@ def _use_lockstep(module: Module, options: RunOptions) -> bool:
 # --- global programs (Note [Global programs] in spmd.py) ---------------------------------------
 
 
-def _is_global(module: Module, inputs: Sequence[Any], n: int) -> bool:
+def is_global_run(module: Module, inputs: Sequence[Any], n: int) -> bool:
     """A sharded module not partitioned yet: it holds manual-region markers, or the per-device
     inputs given are shards of its (global) parameters."""
     if spmd.is_global_program(module):
@@ -191,7 +194,9 @@ def _layout_of(module: Module, inst: Instruction, n: int, depth: int = 0) -> Any
     return None
 
 
-def _cut_result(module: Module, value: Value, n: int) -> list[Value]:
+def shards_of(module: Module, value: Value, n: int) -> list[Value]:
+    """Each of ``n`` devices' piece of a global program's root ``value``, cut by the root's
+    sharding (or what its operands say, a minimal propagation); unsharded values are whole."""
     root = module.entry.root
     spec = _spec_of(root)
     if isinstance(root.shape, TupleShape):
@@ -215,6 +220,12 @@ def _input_layout(module: Module, param: Instruction, n: int) -> Any:
     if layout is not None:
         return layout
     for user in module.entry.instructions:
+        if (user.opcode is Opcode.CUSTOM_CALL and user.custom_call_target == "Sharding"
+                and user.operands and user.operands[0] is param):
+            # GSPMD's manual region: parameter -> Sharding(devices=...) -> SPMDFullToShardShape.
+            found = _layout_of(module, user, n)
+            if found is not None:
+                return found
         if (user.opcode is Opcode.CUSTOM_CALL and user.custom_call_target == "xla.sdy.GlobalToLocalShape"
                 and any(o is param for o in user.operands)):
             fa = user.attrs.get("frontend_attributes")
@@ -224,7 +235,7 @@ def _input_layout(module: Module, param: Instruction, n: int) -> Any:
     return None
 
 
-def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: RunOptions) -> list[Value]:
+def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: RunOptions) -> Any:
     """Run a sharded, unpartitioned module as one global program (Note [Global programs])."""
     n = r * p
     params = module.entry.parameters
@@ -244,4 +255,4 @@ def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: 
         args.append(coerce_input(x, param.shape, f"parameter {param.parameter_number} ({param.name})"))
     ctx = EvalContext(module, options, devices.process_id(0, p), r, p)
     result = run_to_completion(evaluate(ctx, module.entry, args), module.entry)
-    return _cut_result(module, result, n)
+    return shards_of(module, result, n) if options.per_device else result
