@@ -255,3 +255,40 @@ def test_line_path_leaves_near_misses_of_these_forms_to_the_token_parser(line: s
         assert fast is None
         return
     assert fast is None or _assert_same(fast, slow) is None
+
+
+@pytest.mark.parametrize("head", [
+    "ENTRY {",
+    "ENTRY ENTRY {",
+    "%ENTRY {",
+    "ENTRY %e (p: f32[2}) -> f32[] {",
+    "ENTRY %e (p: f32[2]{0}, /*index=1*/q: (f32[], s32[3]{0})) -> (f32[], f32[2]) {",
+    "ENTRY %e (p: f32[2]) -> f32[2]{0,1} {",
+    "ENTRY %e (p: f32[2]) -> f32[2]{0} junk {",
+    "ENTRY %e (p: f32[2]) ->f32[2] {",
+    "ENTRY %e (p: f32[2] -> f32[2] {",
+    "ENTRY %e () -> f32[] {",
+    "ENTRY HloModule {",
+    "ENTRY %e (p: \"f32[2]\") -> f32[] {",
+])
+def test_computation_heads_read_by_the_line_path_as_by_the_token_parser(head: str) -> None:
+    text = f"HloModule m\n\n{head}\n  %p = f32[] parameter(0)\n  ROOT %c = f32[] constant(1)\n}}\n"
+    fast = _line_parse(text)
+    try:
+        slow = _token_parse(text)
+    except ParseError:
+        assert fast is None
+        return
+    if fast is not None:
+        _assert_same(fast, slow)
+
+
+def test_signatures_in_xla_spacing_skip_the_token_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = parser_module._token_parser
+    monkeypatch.setattr(parser_module, "_token_parser", lambda s: calls.append(s) or real(s))
+    head = "ENTRY %e (p: f32[2]{0}, /*index=1*/q: (f32[], s32[3]{0})) -> (f32[], f32[2]) {"
+    text = f"HloModule m\n\n{head}\n  %p = f32[] parameter(0)\n  ROOT %c = f32[] constant(1)\n}}\n"
+    fast = _line_parse(text)
+    assert fast is not None and fast.style.signatures
+    assert head not in calls

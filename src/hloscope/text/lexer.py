@@ -135,6 +135,9 @@ LINE_NAME_LIST_RE = re.compile(rf"\{{(?:{_LF_NAME}(?:, ?{_LF_NAME})*+,?)?\}}")
 LINE_NAMES_IN_LIST_RE = re.compile(_LF_NAME)
 #: A computation header line: ``ENTRY %name (signature) -> shape {`` (checked by the parser).
 LINE_COMPUTATION_RE = re.compile(r"(ENTRY )?(\S[^\n]*) \{")
+#: A computation's first line in XLA's spacing: ``ENTRY``, name, the signature (brackets still to
+#: be checked for balance), the result shape.
+LINE_COMPUTATION_HEAD_RE = re.compile(rf"(ENTRY )?({_LF_NAME}) (?:({_LF_P3}) -> ({_LF_SHAPE}) )?\{{")
 #: A simple array shape ``f32[2,3]{1,0}``: element type, dimensions, minor-to-major.
 LINE_ARRAY_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)\[((?:[0-9]+(?:,[0-9]+)*)?)\](?:\{((?:[0-9]+(?:,[0-9]+)*)?)\})?")
 LINE_INT_RE = re.compile(r"-?[0-9]+")

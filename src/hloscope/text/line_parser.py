@@ -25,6 +25,7 @@ from hloscope.source import Source, Span
 from hloscope.text.lexer import (
     LINE_ARRAY_SHAPE_RE,
     LINE_ATTRIBUTE_RE,
+    LINE_COMPUTATION_HEAD_RE,
     LINE_COMPUTATION_RE,
     LINE_INDEX_COMMENT,
     LINE_INSTRUCTION_RE,
@@ -36,7 +37,6 @@ from hloscope.text.lexer import (
     lex,
 )
 from hloscope.text.shorthand import (
-    ASYNC_FOLLOWERS,
     ASYNC_SUFFIXES,
     NOT_ASYNC_WRAPPABLE,
     async_operand_problem,
@@ -61,6 +61,10 @@ _COMPUTATION_KINDS = ("computation", "computations", "computation_or_list")
 _BRACKETS_RE = re.compile(r"[^(){}\[\]]+")
 _ONE_BRACKET = str.maketrans("{[}]", "(())")
 _INDEX_COMMENT_SUB = re.compile(LINE_INDEX_COMMENT).sub
+_NO_OPERANDS: tuple[str, ...] = ()
+# Module constants: looking an enum member up on its class costs a call in Python 3.11.
+_CONSTANT, _PARAMETER = Opcode.CONSTANT, Opcode.PARAMETER
+_ASYNC_UPDATE, _ASYNC_DONE = Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE
 
 
 class _Bail(Exception):
@@ -94,6 +98,17 @@ class _OffsetSpan:
 
 def _token_parser(text: str) -> TokenParser:
     return TokenParser(lex(Source(text, "<line>")))
+
+
+def _balanced(text: str) -> bool:
+    """Whether the brackets of ``text`` nest, each closed by its own kind (as the token parser
+    skips a bracketed group)."""
+    b = _BRACKETS_RE.sub("", text)
+    while True:
+        shorter = b.replace("()", "").replace("[]", "").replace("{}", "")
+        if len(shorter) == len(b):
+            return not b
+        b = shorter
 
 
 def _nests(text: str) -> bool:
@@ -222,107 +237,84 @@ class LineParser:
     def _computation(self, lines: list[str], k: int, off: int) -> tuple[Computation, int, int]:
         source = self.source
         head = lines[k]
-        hp = _token_parser(head)
-        is_entry, name = hp.parse_computation_header()
-        if hp.toks[hp.pos] != "" or is_int(name) or name in STACK_SECTIONS or name == "HloModule":
+        h = LINE_COMPUTATION_HEAD_RE.fullmatch(head)
+        if h is not None and (h.group(3) is None or _balanced(h.group(3))) and (h.group(1) or h.group(2) != "ENTRY"):
+            # What the token parser's parse_computation_header reads: the signature only for
+            # its form (balanced brackets) and the result shape after it.
+            entry_kw, comp_name, signature, result = h.groups()
+            is_entry = entry_kw is not None
+            if comp_name[0] == "%":
+                self.saw_percent = True
+                comp_name = comp_name[1:]
+            if signature is not None:
+                self.saw_signature = True
+                if result not in self.shapes:
+                    self._shape(result)
+            first_token = 5 if is_entry else len(h.group(2))
+        else:
+            hp = _token_parser(head)
+            is_entry, comp_name = hp.parse_computation_header()
+            if hp.toks[hp.pos] != "":
+                raise _Bail
+            self.saw_percent = self.saw_percent or hp.saw_percent
+            self.saw_signature = self.saw_signature or hp.saw_signature
+            first_token = len(hp.toks[0])
+        if is_int(comp_name) or comp_name in STACK_SECTIONS or comp_name == "HloModule":
             raise _Bail
-        self.saw_percent = self.saw_percent or hp.saw_percent
-        self.saw_signature = self.saw_signature or hp.saw_signature
-        span = _OffsetSpan(source, off, off + len(hp.toks[0]))
+        span = _OffsetSpan(source, off, off + first_token)
         off += len(head) + 1
         k += 1
         instructions: list[Instruction] = []
         names: dict[str, Instruction] = {}
-        pending: list[tuple[Instruction, list[str]]] = []
+        operand_lists: list[Any] = []  # each instruction's operand names, in order
         pending_preds: list[tuple[Instruction, list[str]]] = []
+        followers: list[Instruction] = []
         root: Instruction | None = None
+        # One pass per line, the common case inline (a call per instruction was a tenth of the
+        # load time of XLA's LLM modules); rare forms go to the methods below.
         match = LINE_INSTRUCTION_RE.fullmatch
-        instruction = self._instruction
-        n = len(lines)
+        shapes = self.shapes
+        opcodes = OPCODES_BY_TEXT
+        percent = False
         try:
             while True:
-                if k >= n:
-                    raise _Bail
                 line = lines[k]
                 m = match(line)
-                if m is not None:
-                    inst, operand_names, pred_names, is_root = instruction(m, off)
-                    if inst.name in names:
-                        raise _Bail
-                    names[inst.name] = inst
-                    instructions.append(inst)
-                    pending.append((inst, operand_names))
-                    if pred_names is not None:
-                        pending_preds.append((inst, pred_names))
-                    if is_root:
-                        if root is not None:
-                            raise _Bail
-                        root = inst
-                elif line[:1] == "}":
-                    rest = line[1:]
-                    if rest:
-                        if not rest.lstrip(" \t").startswith("//"):
-                            raise _Bail
-                        if rest.startswith(" // "):
-                            self.saw_end_comment = True
+                if m is None:
+                    if line[:1] == "}":
+                        rest = line[1:]
+                        if rest:
+                            if not rest.lstrip(" \t").startswith("//"):
+                                raise _Bail
+                            if rest.startswith(" // "):
+                                self.saw_end_comment = True
+                        off += len(line) + 1
+                        k += 1
+                        break
+                    if line and not line.isspace() and not line.lstrip(" \t").startswith("//"):
+                        raise _Bail  # (a line comment is whitespace to the token parser too)
                     off += len(line) + 1
                     k += 1
-                    break
-                elif line and not line.isspace() and not line.lstrip(" \t").startswith("//"):
-                    raise _Bail  # (a line comment is whitespace to the token parser too)
-                off += len(line) + 1
-                k += 1
-        except Exception:
-            self.gave_up_at = k  # (for benchmarks/parse.py --paths: the line it could not read)
-            raise
-        if not instructions:
-            raise _Bail
-        for inst, operand_names in pending:
-            inst.operands = [names[o] for o in operand_names]
-            if inst.opcode in ASYNC_FOLLOWERS and async_operand_problem(inst):
-                raise _Bail
-        for inst, pred_names in pending_preds:
-            inst.attrs["control-predecessors"] = [names[p] for p in pred_names]
-        if root is None:
-            root = instructions[-1]
-        comp = Computation(name, instructions, root, is_entry=is_entry, attrs={}, span=span)  # type: ignore[arg-type]
-        return comp, k, off
-
-    def _instruction(self, m: re.Match[str], off: int) -> tuple[Instruction, list[str], list[str] | None, bool]:
-        root_kw, name, shape_text, op_text, args, is_list, attr_text = m.groups()
-        if name[0] == "%":
-            self.saw_percent = True
-            name = name[1:]
-        elif name == "ROOT" or is_int(name):
-            raise _Bail
-        shapes = self.shapes
-        shape = shapes.get(shape_text)
-        if shape is None:
-            shape = self._shape(shape_text)
-        opcode = OPCODES_BY_TEXT.get(op_text)
-        wrapped = None
-        if opcode is None:  # XLA's async sugar, `call-start` (Note [Async sugar] in parser.py)
-            base, _, suffix = op_text.rpartition("-")
-            opcode, wrapped = ASYNC_SUFFIXES.get(suffix), OPCODES_BY_TEXT.get(base)
-            if opcode is None or wrapped is None or wrapped in NOT_ASYNC_WRAPPABLE:
-                raise _Bail
-        operand_names: list[str] = []
-        if opcode is Opcode.CONSTANT:
-            if not args or args != args.strip() or args[0] == "/" or args[-1] == "/":
-                raise _Bail
-            if ("{" in args or "[" in args or "}" in args or "]" in args) and not _nests(args):
-                raise _Bail
-            attrs: dict[str, Any] = {"literal": Literal(args)}
-        elif opcode is Opcode.PARAMETER:
-            if LINE_INT_RE.fullmatch(args) is None:
-                raise _Bail
-            attrs = {"parameter_number": int(args)}
-        else:
-            attrs = {}
-            if args:
-                if is_list is None:  # not an operand list (LINE_INSTRUCTION_RE)
+                    continue
+                root_kw, name, shape_text, op_text, args, is_list, attr_text = m.groups()
+                start, end = m.span(2)
+                if name[0] == "%":
+                    percent = True
+                    name = name[1:]
+                elif name == "ROOT":
                     raise _Bail
-                if "[" in args or "(" in args:  # operands written with their shapes (old syntax)
+                shape = shapes.get(shape_text)
+                if shape is None:
+                    shape = self._shape(shape_text)
+                opcode = opcodes.get(op_text)
+                attrs: dict[str, Any] = {}
+                if opcode is None or opcode is _CONSTANT or opcode is _PARAMETER:
+                    opcode, operand_names = self._unusual_operands(opcode, op_text, args, is_list, attrs)
+                elif not args:
+                    operand_names = _NO_OPERANDS
+                elif is_list is None:  # not an operand list (LINE_INSTRUCTION_RE)
+                    raise _Bail
+                elif "[" in args or "(" in args:  # operands written with their shapes (old syntax)
                     operand_names = self._typed_operands(args)
                 else:
                     # Names, ", " between them, every fifth perhaps after /*index=N*/ (the form
@@ -334,26 +326,88 @@ class LineParser:
                     if "/" in args:
                         args = _INDEX_COMMENT_SUB("", args)
                     if "%" in args:
-                        self.saw_percent = True
+                        percent = True
                         args = args.replace("%", "")
                     operand_names = args.split(", ")
-        if wrapped is not None:
+                inst = Instruction(name, opcode, shape, None, attrs, span=_OffsetSpan(source, off + start, off + end))  # type: ignore[arg-type]
+                if attr_text:
+                    pred_names = self._attributes(inst, attrs, attr_text)
+                    if pred_names is not None:
+                        pending_preds.append((inst, pred_names))
+                if name in names:
+                    raise _Bail
+                names[name] = inst
+                instructions.append(inst)
+                operand_lists.append(operand_names)
+                if opcode is _ASYNC_UPDATE or opcode is _ASYNC_DONE:
+                    followers.append(inst)
+                if root_kw is not None:
+                    if root is not None:
+                        raise _Bail
+                    root = inst
+                off += len(line) + 1
+                k += 1
+        except Exception:
+            self.gave_up_at = k  # (for benchmarks/parse.py --paths: the line it could not read)
+            raise
+        if percent:
+            self.saw_percent = True
+        if not instructions:
+            raise _Bail
+        operand = names.__getitem__
+        for inst, operand_names in zip(instructions, operand_lists):
+            inst.operands = list(map(operand, operand_names))
+        for inst in followers:
+            if async_operand_problem(inst):
+                raise _Bail
+        for inst, pred_names in pending_preds:
+            inst.attrs["control-predecessors"] = [names[p] for p in pred_names]
+        if root is None:
+            root = instructions[-1]
+        comp = Computation(comp_name, instructions, root, is_entry=is_entry, attrs={}, span=span)  # type: ignore[arg-type]
+        return comp, k, off
+
+    def _unusual_operands(self, opcode: Opcode | None, op_text: str, args: str, is_list: str | None,
+                          attrs: dict[str, Any]) -> tuple[Opcode, Any]:
+        """A constant's literal, a parameter's number, or the operands of XLA's async sugar."""
+        if opcode is None:  # XLA's async sugar, `call-start` (Note [Async sugar] in parser.py)
+            base, _, suffix = op_text.rpartition("-")
+            opcode, wrapped = ASYNC_SUFFIXES.get(suffix), OPCODES_BY_TEXT.get(base)
+            if opcode is None or wrapped is None or wrapped in NOT_ASYNC_WRAPPABLE:
+                raise _Bail
+            operand_names: Any = _NO_OPERANDS
+            if args:
+                if is_list is None:  # not an operand list (LINE_INSTRUCTION_RE)
+                    raise _Bail
+                operand_names = self._typed_operands(args)
             attrs["async_wrapped_opcode"] = wrapped
+            return opcode, operand_names
+        if opcode is _CONSTANT:
+            if not args or args != args.strip() or args[0] == "/" or args[-1] == "/":
+                raise _Bail
+            if ("{" in args or "[" in args or "}" in args or "]" in args) and not _nests(args):
+                raise _Bail
+            attrs["literal"] = Literal(args)
+            return opcode, _NO_OPERANDS
+        if LINE_INT_RE.fullmatch(args) is None:
+            raise _Bail
+        attrs["parameter_number"] = int(args)
+        return opcode, _NO_OPERANDS
+
+    def _attributes(self, inst: Instruction, attrs: dict[str, Any], attr_text: str) -> list[str] | None:
+        """Reads ``, key=value`` each into ``attrs``; returns the control predecessors' names."""
         pred_names: list[str] | None = None
-        inst = Instruction(name, opcode, shape, None, attrs,
-                           span=_OffsetSpan(self.source, off + m.start(2), off + m.end(2)))  # type: ignore[arg-type]
         metadata = None
-        if attr_text:
-            # XLA writes metadata last; when it is one flat braced group (what the lexer reads as
-            # one _FLAT_ATTR token: one '{', one '}', whole strings without escapes) it is split
-            # off without a regex. A wrong cut leaves the rest unmatched, and the check below bails.
-            j = attr_text.rfind(", metadata={")
-            if j >= 0:
-                md = attr_text[j + 11 :]
-                if md.count("}") == 1 and md[-1] == "}" and md.count("{") == 1 and not md.count('"') % 2 \
-                        and "\\" not in md:
-                    metadata = OpMetadata(md)
-                    attr_text = attr_text[:j]
+        # XLA writes metadata last; when it is one flat braced group (what the lexer reads as
+        # one _FLAT_ATTR token: one '{', one '}', whole strings without escapes) it is split
+        # off without a regex. A wrong cut leaves the rest unmatched, and the check below bails.
+        j = attr_text.rfind(", metadata={")
+        if j >= 0:
+            md = attr_text[j + 11 :]
+            if md.count("}") == 1 and md[-1] == "}" and md.count("{") == 1 and not md.count('"') % 2 \
+                    and "\\" not in md:
+                metadata = OpMetadata(md)
+                attr_text = attr_text[:j]
         if attr_text:
             covered = 0
             values = self.values
@@ -386,7 +440,7 @@ class LineParser:
             if "metadata" in attrs:
                 raise _Bail
             attrs["metadata"] = metadata
-        return inst, operand_names, pred_names, root_kw is not None
+        return pred_names
 
     def _typed_operands(self, args: str) -> list[str]:
         """The names of an operand list whose operands may be written with their shapes."""
