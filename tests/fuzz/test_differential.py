@@ -1,4 +1,4 @@
-"""Differential fuzzing against XLA in CI: a fixed set of generated modules (tools/fuzz_hlo.py).
+"""Differential fuzzing against XLA in CI: a fixed set of generated modules (hloscope.testing.fuzz).
 
 Every seed in ``STATIC_SEEDS`` is checked without running anything on XLA: hloscope's printing
 reads back in XLA's parser as the same module (a), hloscope's verifier agrees with XLA on
@@ -13,8 +13,7 @@ to a small module. Injected-bug tests check that each check can fail at all.
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
+import random
 from pathlib import Path
 
 import numpy as np
@@ -22,18 +21,8 @@ import pytest
 
 pytest.importorskip("jax")
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_fuzzer():
-    spec = importlib.util.spec_from_file_location("fuzz_hlo", ROOT / "tools" / "fuzz_hlo.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fuzz_hlo"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
-    return module
-
-
-fz = _load_fuzzer()
+from hloscope.testing import fuzz as fz  # noqa: E402
+from hloscope.testing.fuzz import checks as fz_checks  # noqa: E402
 
 # Seeds checked for (a)-(d); about one in five holds a deliberate mistake (fz.Case.mutation).
 # Seed 69 is left out: its out-of-range get-tuple-element index aborts XLA's parser; 145 and
@@ -109,11 +98,11 @@ def test_mutated_modules_are_invalid_for_both(worker) -> None:
 
 
 def test_inputs_hold_edge_values() -> None:
-    vals = np.concatenate([fz.random_values("f32", (400,), fz.random.Random(s)) for s in range(3)])
+    vals = np.concatenate([fz.random_values("f32", (400,), random.Random(s)) for s in range(3)])
     assert np.isnan(vals).any() and np.isposinf(vals).any() and np.isneginf(vals).any()
     assert (np.signbit(vals) & (vals == 0)).any()
     assert ((vals != 0) & (np.abs(vals) < np.finfo(np.float32).tiny)).any()  # subnormals
-    ints = fz.random_values("s8", (400,), fz.random.Random(0))
+    ints = fz.random_values("s8", (400,), random.Random(0))
     assert ints.min() == -128 and ints.max() == 127 and (ints == -1).any()
 
 
@@ -201,19 +190,19 @@ def test_check_d_catches_a_cost_bug_and_the_reducer_isolates_it(worker, monkeypa
 
 @pytest.mark.xla_execute
 def test_check_e_catches_a_wrong_value(worker, monkeypatch) -> None:
-    real = fz._run_hloscope
+    real = fz.run_hloscope
     changed = []
 
     def add_one(module, inputs):
         # Add 1 to the finite elements of the first float32 output hloscope computes.
         value = real(module, inputs)
-        for _, leaf in fz._leaves(value):
+        for _, leaf in fz.leaves_of(value):
             if leaf.dtype == np.float32 and np.isfinite(leaf).any() and not changed:
                 leaf[np.isfinite(leaf)] += 1
                 changed.append(True)
         return value
 
-    monkeypatch.setattr(fz, "_run_hloscope", add_one)
+    monkeypatch.setattr(fz_checks, "run_hloscope", add_one)
     for seed in EXECUTE_SEEDS:
         changed.clear()
         out = fz.check_case(fz.generate(seed), worker, "e")

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from jax import lax
 
 from hloscope.interpret import indexing
-from tests.interpret.tolerances import INDEXING
-from tests.interpret.tolerances import assert_close as _assert_close
+from hloscope.testing.tolerances import INDEXING
+from hloscope.testing.tolerances import assert_close as _assert_close
 
 RNG = np.random.default_rng(3)
 PROMISE = lax.GatherScatterMode.PROMISE_IN_BOUNDS  # hands indices to XLA untouched

@@ -9,8 +9,8 @@ from jax import lax
 
 from hloscope.interpret import linalg
 from hloscope.interpret.linalg import ConvDimLabels
-from tests.interpret.tolerances import LINALG
-from tests.interpret.tolerances import assert_close as _assert_close
+from hloscope.testing.tolerances import LINALG
+from hloscope.testing.tolerances import assert_close as _assert_close
 
 RNG = np.random.default_rng(2)
 

@@ -9,8 +9,8 @@ import pytest
 from jax import lax
 
 from hloscope.interpret import reduction
-from tests.interpret.tolerances import REDUCTION
-from tests.interpret.tolerances import assert_close as _assert_close
+from hloscope.testing.tolerances import REDUCTION
+from hloscope.testing.tolerances import assert_close as _assert_close
 
 RNG = np.random.default_rng(1)
 

@@ -1,4 +1,5 @@
-"""Per-dtype tolerances of the interpreter's tests against XLA, in one place.
+"""Per-dtype tolerances of hloscope against XLA, in one place: the interpreter's tests and the
+differential fuzzer (``hloscope.testing.fuzz``) read these tables.
 
 Each op family has its own table (rtol/atol by result dtype), because families differ in how
 much rounding XLA's own kernels add: indexing moves values untouched, reductions reorder sums,
