@@ -292,3 +292,44 @@ def test_signatures_in_xla_spacing_skip_the_token_parser(monkeypatch: pytest.Mon
     fast = _line_parse(text)
     assert fast is not None and fast.style.signatures
     assert head not in calls
+
+
+_FRAMES = """FileNames
+1 "a.py"
+2 "b \\\\"q\\\\".py"
+
+FunctionNames
+1 "f"
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=6 end_line=6 column=13 end_column=18}
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=1 parent_frame_id=1}
+"""
+
+
+@pytest.mark.parametrize("frames", [
+    _FRAMES,
+    _FRAMES.replace('1 "f"', '1 {f}'),
+    _FRAMES.replace("1 {file_location_id", '1 "x"'),
+    _FRAMES.replace("2 {file", "-2 {file"),
+    _FRAMES.replace("1 {file_name", "1 {(file_name"),
+    _FRAMES.replace("1 {file_name", "1 {/*c*/file_name"),
+    _FRAMES.replace("StackFrames\n", "StackFrames\n1\n{file_location_id=3}\n"),
+    _FRAMES.replace("FunctionNames\n", "FunctionNames \n"),
+    _FRAMES + "FileNames\n7 \"again.py\"\n",
+    _FRAMES + "junk\n",
+])
+def test_stack_frame_tables_read_by_the_line_path_as_by_the_token_parser(frames: str) -> None:
+    text = f"HloModule m, entry_computation_layout={{()->f32[]}}\n\n{frames}\nENTRY %e {{\n  ROOT %c = f32[] constant(1)\n}}\n"
+    fast = _line_parse(text)
+    try:
+        slow = _token_parse(text)
+    except ParseError:
+        assert fast is None
+        return
+    assert fast is not None
+    _assert_same(fast, slow)
+    assert fast.stack_frames == slow.stack_frames
+    if frames == _FRAMES:
+        assert fast.stack_frames is not None and len(fast.stack_frames.stack_frames) == 2

@@ -138,6 +138,8 @@ LINE_COMPUTATION_RE = re.compile(r"(ENTRY )?(\S[^\n]*) \{")
 #: A computation's first line in XLA's spacing: ``ENTRY``, name, the signature (brackets still to
 #: be checked for balance), the result shape.
 LINE_COMPUTATION_HEAD_RE = re.compile(rf"(ENTRY )?({_LF_NAME}) (?:({_LF_P3}) -> ({_LF_SHAPE}) )?\{{")
+#: A row of a stack frame table: ``1 "file.py"`` or ``2 {file_name_id=1 line=6}``.
+LINE_FRAME_ROW_RE = re.compile(rf'([0-9]+) ({_LF_STRING}|\{{[^{{}}()\[\]"/\n]*+\}})')
 #: A simple array shape ``f32[2,3]{1,0}``: element type, dimensions, minor-to-major.
 LINE_ARRAY_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)\[((?:[0-9]+(?:,[0-9]+)*)?)\](?:\{((?:[0-9]+(?:,[0-9]+)*)?)\})?")
 LINE_INT_RE = re.compile(r"-?[0-9]+")

@@ -9,9 +9,7 @@ import re
 from typing import Any
 
 from hloscope.ir.attribute_specs import ATTRIBUTE_KINDS
-from hloscope.ir.attributes import (
-    OpMetadata,
-)
+from hloscope.ir.attributes import OpMetadata, StackFrameIndex, unquote
 from hloscope.ir.computation import Computation
 from hloscope.ir.dtypes import PRIMITIVE_TYPES
 from hloscope.ir.instruction import Instruction
@@ -27,6 +25,7 @@ from hloscope.text.lexer import (
     LINE_ATTRIBUTE_RE,
     LINE_COMPUTATION_HEAD_RE,
     LINE_COMPUTATION_RE,
+    LINE_FRAME_ROW_RE,
     LINE_INDEX_COMMENT,
     LINE_INSTRUCTION_RE,
     LINE_INT_RE,
@@ -191,10 +190,21 @@ class LineParser:
                 first = k
                 break
             off += len(line) + 1
-        hp = _token_parser(text[:off])
-        name, attrs, stack_frames = hp.parse_header()
+        # The stack frame tables (thousands of lines in a module from jax) in their line form are
+        # read here; the header before them, or the whole header if they are written otherwise,
+        # by the token parser.
+        header_end, stack_frames = off, None
+        tables = next((k for k in range(first) if lines[k] in STACK_SECTIONS), None)
+        if tables is not None:
+            stack_frames = self._stack_frames(lines[tables:first])
+            if stack_frames is not None:
+                header_end = sum(len(line) + 1 for line in lines[:tables])
+        hp = _token_parser(text[:header_end])
+        name, attrs, header_frames = hp.parse_header()
         if hp.toks[hp.pos] != "":
             raise _Bail
+        if stack_frames is None:
+            stack_frames = header_frames
         self.saw_percent = hp.saw_percent
 
         computations: list[Computation] = []
@@ -233,6 +243,30 @@ class LineParser:
         style.end_comments = self.saw_end_comment
         style.operand_index_comments = self.index_comments is not False
         return Module(name, computations, entry, attrs, stack_frames=stack_frames, style=style, source=source)
+
+    def _stack_frames(self, lines: list[str]) -> StackFrameIndex | None:
+        """The stack frame tables written one row a line (``1 "file.py"``, ``2 {file_name_id=1
+        ...}``) as the token parser reads them, or None for anything else."""
+        sections: dict[str, list[tuple[int, str]]] = {}
+        rows: list[tuple[int, str]] = []
+        named = False
+        row = LINE_FRAME_ROW_RE.fullmatch
+        for line in lines:
+            if line in STACK_SECTIONS:
+                rows = sections[line] = []
+                named = line in ("FileNames", "FunctionNames")
+                continue
+            if not line or line.isspace():
+                continue
+            m = row(line)
+            if m is None or named != (m.group(2)[0] == '"'):
+                return None
+            key, value = m.groups()
+            rows.append((int(key), unquote(value) if named else value))
+        return StackFrameIndex(
+            tuple(sections.get("FileNames", ())), tuple(sections.get("FunctionNames", ())),
+            tuple(sections.get("FileLocations", ())), tuple(sections.get("StackFrames", ())),
+        )
 
     def _computation(self, lines: list[str], k: int, off: int) -> tuple[Computation, int, int]:
         source = self.source
