@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from hloscope.errors import InputError
 from hloscope.ir.module import Module
 from hloscope.text.parser import parse_module
 
-__all__ = ["load", "load_bytes", "parse", "run", "cost", "memory", "collectives", "estimate_time"]
+__all__ = ["load", "load_bytes", "parse", "run", "cost", "memory", "collectives", "estimate_time",
+           "available_memory", "RunMemoryCheck", "check_run_memory", "NotEnoughMemoryError"]
 
 
 def parse(text: str, name: str = "<string>") -> Module:
@@ -107,3 +109,98 @@ def estimate_time(module: Module, hardware: str = "h100-sxm"):  # -> TimeEstimat
     from hloscope.analysis.timing import estimate_time as _estimate
 
     return _estimate(module, load_hardware(hardware) if isinstance(hardware, str) else hardware)
+
+
+# --- will a run fit in memory? -------------------------------------------------------------------
+class NotEnoughMemoryError(InputError):
+    """``hloscope run`` would need more memory than the machine has available."""
+
+
+def available_memory() -> int | None:
+    """Bytes the kernel says can be allocated without swapping (``MemAvailable`` in
+    ``/proc/meminfo``), or None where that is not known (not Linux)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # the kernel counts kB (KiB)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+@dataclass(frozen=True)
+class RunMemoryCheck:
+    """What a run of a module needs at least, against what the machine has.
+
+    ``per_device_bytes`` is the live-range peak of one device's program, all memory spaces
+    together (Note [One peak] in ``analysis/memory/peak.py``): parameters, constants and every
+    value live at the worst step. The interpreter also materialises fusions' inner values and
+    numpy's temporaries, so a run needs at least ``needed_bytes`` = ``devices`` x that.
+    """
+
+    devices: int
+    per_device_bytes: int
+    available_bytes: int | None
+    elided_constant_bytes: int  # per device; --fill-elided random writes them, zeros leaves pages untouched
+
+    @property
+    def needed_bytes(self) -> int:
+        return self.devices * self.per_device_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.available_bytes is None or self.needed_bytes <= self.available_bytes
+
+    def message(self) -> str:
+        """Why the run was refused and what would fit, in plain words."""
+        need, have = self.needed_bytes, self.available_bytes or 0
+        each = (f"{self.devices} devices x {_format_bytes(self.per_device_bytes)}" if self.devices > 1
+                else "one device")
+        lines = ["not enough memory for this run:",
+                 f"  needs at least  {_format_bytes(need):>12} ({need:,} bytes: {each}, the memory "
+                 "analysis's live-range peak with parameters)",
+                 f"  available       {_format_bytes(have):>12} ({have:,} bytes, MemAvailable in /proc/meminfo)",
+                 "what would fit:"]
+        fit = have // self.per_device_bytes if self.per_device_bytes else self.devices
+        if 1 <= fit < self.devices:
+            lines.append(f"  - fewer devices: at most {fit} (--replicas/--partitions with replicas x "
+                         f"partitions <= {fit})")
+        if self.elided_constant_bytes:
+            lines.append(f"  - --fill-elided zeros: the {_format_bytes(self.elided_constant_bytes)} of elided "
+                         "constants per device stay untouched zero pages")
+        if fit < 1:
+            lines.append("  - a smaller batch (or shorter sequences): even one device does not fit")
+        lines.append("  - or pass --force to run anyway")
+        return "\n".join(lines)
+
+
+def _format_bytes(n: float) -> str:
+    """``n`` bytes in binary units (GiB, MiB, KiB), two decimals."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def check_run_memory(module: Module, devices: int, *, available: int | None = None,
+                     fill_elided: str | None = None) -> RunMemoryCheck:
+    """How much memory running ``module`` on ``devices`` simulated devices needs, against
+    ``available`` bytes (default: ``available_memory()``; a test may pass a small figure).
+
+    Only dataflow and live ranges run (``live_range_peaks``), no heap simulation, so this
+    costs less than ``hloscope memory``. A global program (a sharded module not partitioned
+    yet) runs once with global shapes, so it counts as one device.
+    """
+    from hloscope.analysis.memory import live_range_peaks
+    from hloscope.interpret.spmd import is_global_program
+    from hloscope.ir import Opcode
+
+    per_device = sum(u.peak_bytes for u in live_range_peaks(module).values())
+    if devices > 1 and is_global_program(module):
+        devices = 1
+    elided = 0
+    if fill_elided == "random":
+        elided = sum(i.shape.byte_size() for i in module.instructions()
+                     if i.opcode is Opcode.CONSTANT and getattr(i.attrs.get("literal"), "elided", False))
+    return RunMemoryCheck(devices, per_device, available_memory() if available is None else available, elided)

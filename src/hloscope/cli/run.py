@@ -36,6 +36,8 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check-xla", action="store_true",
                    help="also run the module on XLA:CPU (needs jax) and print the largest difference per output")
     p.add_argument("--json", action="store_true", help="print a JSON summary of the outputs")
+    p.add_argument("--force", action="store_true",
+                   help="run even when the memory analysis predicts more memory than is available")
 
 
 def _stats(a: np.ndarray) -> dict[str, Any]:
@@ -80,6 +82,18 @@ def _run(args: argparse.Namespace) -> int:
     r = args.replicas or r0
     p = args.partitions or p0
     n = r * p
+    if not args.force:
+        # Before any input or value is allocated: a run that cannot fit is refused with the
+        # figures and what would fit, instead of swapping the machine to a halt.
+        from hloscope.api import NotEnoughMemoryError, check_run_memory
+
+        try:
+            budget = check_run_memory(m, n, fill_elided=args.fill_elided)
+        except Exception as e:  # an analysis gap must not stop a run the interpreter can do
+            sys.stderr.write(f"hloscope run: memory check skipped ({type(e).__name__}: {e})\n")
+        else:
+            if not budget.fits:
+                raise NotEnoughMemoryError(budget.message())
     if args.inputs:
         inputs = inputs_from_mapping(m, load_npz(args.inputs), n)
         per_device = n > 1 and len(inputs) == n and all(isinstance(x, list) for x in inputs)

@@ -43,7 +43,7 @@ from hloscope.ir.buffer_assignment import (
 )
 
 __all__ = ["PeakBuffer", "LiveBuffer", "TimelinePoint", "MemorySpace", "MemoryReport", "analyze_memory",
-           "MAX_JSON_BUFFERS", "PEAK_DEFINITION"]
+           "live_range_peaks", "MAX_JSON_BUFFERS", "PEAK_DEFINITION"]
 
 MAX_JSON_BUFFERS = 20_000
 """``to_json`` lists at most this many live ranges (the biggest), about 4 MB of JSON; seed 003
@@ -292,6 +292,25 @@ def analyze_memory(module: Any, *, schedule: str = "module") -> MemoryReport:
     gc.disable()
     try:
         return _analyze(module, schedule)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def live_range_peaks(module: Any, *, schedule: str = "module") -> dict[int, SpaceUsage]:
+    """Each memory space's curve and peak (Note [One peak]) without the buffer assignment.
+
+    The figures are ``analyze_memory``'s ``memory_spaces``; only dataflow and live ranges run
+    (no heap simulation), so this costs a fraction of the full analysis: what ``hloscope run``
+    asks before it allocates.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
+    enabled = gc.isenabled()
+    gc.disable()  # Note [No garbage collection during the analysis]
+    try:
+        df = analyze_dataflow(module)
+        return space_usage(df, compute_liveness(df, _order(module, schedule)))
     finally:
         if enabled:
             gc.enable()
