@@ -356,3 +356,28 @@ def test_page_and_cli_format_numbers_alike(browser, pages):
     assert got == [[format_bytes(v) for v in values], [format_count(v) for v in values], [format_seconds(v) for v in seconds]]
     page.close()
     assert not problems
+
+
+def test_big_module_text_and_graph_stay_responsive(browser, tmp_path):
+    """20,000 instructions in one computation: the Text view builds only the lines in sight."""
+    n = 20_000
+    lines = ["HloModule big", "ENTRY e {", "  p = f32[64] parameter(0)", "  a0 = f32[64] add(p, p)"]
+    lines += [f"  a{k} = f32[64] {'multiply' if k % 3 else 'add'}(a{k - 1}, p)" for k in range(1, n)]
+    lines += [f"  ROOT r = f32[64] negate(a{n - 1})", "}"]
+    path = tmp_path / "big.html"
+    path.write_text(render_html(collect_report_data(hloscope.parse("\n".join(lines)), hardware="cpu")), encoding="utf-8")
+    page, problems, _, load_seconds = open_page(browser, path)
+    started = time.perf_counter()
+    page.click("nav button[data-tab=text]")
+    page.wait_for_selector("#text-code .line")
+    text_seconds = time.perf_counter() - started
+    assert page.locator("#text-code .line").count() < 200
+    page.evaluate("document.getElementById('text-code').scrollTop = 19 * 15000")
+    page.wait_for_selector("#L0_15000")
+    started = time.perf_counter()
+    page.click("nav button[data-tab=graph]")
+    page.wait_for_selector("#graph-svg g.gnode")
+    graph_seconds = time.perf_counter() - started
+    page.close()
+    assert not problems
+    assert load_seconds < 5 and text_seconds < 1 and graph_seconds < 1.5, (load_seconds, text_seconds, graph_seconds)

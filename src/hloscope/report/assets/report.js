@@ -96,7 +96,9 @@
   function usersOf(ci) {
     if (usersCache[ci]) return usersCache[ci];
     var rows = comps[ci].instructions, u = rows.map(function () { return []; });
-    rows.forEach(function (r, i) { r[C.operands].forEach(function (o) { if (o >= 0 && u[o].indexOf(i) < 0) u[o].push(i); }); });
+    // Rows come in order, so a repeated operand repeats the last user: checking it is enough
+    // (indexOf made a value with 20,000 users quadratic).
+    rows.forEach(function (r, i) { r[C.operands].forEach(function (o) { if (o >= 0 && u[o][u[o].length - 1] !== i) u[o].push(i); }); });
     return (usersCache[ci] = u);
   }
   var callers = null;  // computation index -> [[comp, inst]] that call it
@@ -290,16 +292,17 @@
     g.appendChild(el("div", {cls: "card", id: "top-ops"}, el("h2", {text: "Hottest operations (inside loops: all trips)"}),
       table(stepCols(true), leaf, {sortCol: 2})));
     s.appendChild(g);
+    s.appendChild(memoryGlance());
     s.appendChild(opProfile());
     s.appendChild(moduleCard());
   }
-  function whatCell(r) {
+  function whatCell(r) {  // a loop as "N trips × body" (the body a link), else the opcode
     if (r.opcode === "while") {
-      var b = bodyOf(r.name), box = el("span", {cls: "mono", text: (r.trip != null ? r.trip : "?") + " trips × "});
+      var b = bodyOf(r.name), box = el("span", {cls: "mono nowrap", text: (r.trip != null ? r.trip : "?") + " trips × "});
       if (b >= 0) box.appendChild(compLink(b, "body")); else box.appendChild(document.createTextNode("body"));
       return box;
     }
-    return el("span", {cls: "mono", text: r.opcode});
+    return el("span", {cls: "mono nowrap", text: r.opcode});
   }
   function stepCols(withWhere) {
     var cols = [
@@ -310,6 +313,28 @@
       {key: "bound", label: "bound by", cls: "muted"}];
     if (withWhere) cols.push({key: "computation", label: "in", cls: "mono wrap", fmt: function (r) { return compIndex[r.computation] != null ? compLink(compIndex[r.computation]) : r.computation; }});
     return cols;
+  }
+  // Where memory peaks and why, on the first screen: the peak, its step and what holds it.
+  function memoryGlance() {
+    var mem = section("memory").data, card = el("div", {cls: "card", id: "memory-glance"}, el("h2", {text: "Where memory peaks"}));
+    if (!mem) { card.appendChild(statusNote(section("memory"), "The memory analysis")); return card; }
+    var at = (memorySeries(mem).filter(function (p) { return p.time === mem.peak_time; })[0] || {}).instruction;
+    var bufs = (mem.peak_buffers || []).slice(), total = mem.peak_bytes || 1;
+    card.appendChild(el("p", null, "Peak ", el("b", {text: fmtBytes(mem.peak_bytes)}), " at schedule step " + mem.peak_time + (at ? " (" + at + ")" : "") +
+      ", " + bufs.length + " buffers live; the largest:", " ", el("span", {cls: "link", text: "open the Memory tab", on: {click: function () { showTab("memory"); }}})));
+    var kinds = {};
+    bufs.forEach(function (b) { var k = bufKind(b); kinds[k] = (kinds[k] || 0) + (Number(b.bytes) || 0); });
+    var split = el("div", {cls: "legend"});
+    Object.keys(kinds).sort(function (a, b) { return kinds[b] - kinds[a]; }).forEach(function (k) { split.appendChild(el("span", {cls: "chip", text: k + " " + fmtBytes(kinds[k]) + " (" + fmtPct(kinds[k] / total) + ")"})); });
+    card.appendChild(split);
+    card.appendChild(table([
+      {key: "name", label: "buffer", fmt: bufLinks, val: bufName},
+      {key: "kind", label: "kind", fmt: bufKind, val: bufKind},
+      {key: "shape", label: "shape", cls: "mono wrap"},
+      {key: "bytes", label: "size", num: true, fmt: function (r) { return fmtBytes(r.bytes); }},
+      {key: "share", label: "of the peak", fmt: function (r) { return shareBar((Number(r.bytes) || 0) / total); }, val: function (r) { return r.bytes; }},
+      {key: "op_name", label: "op_name", cls: "mono wrap"}], bufs, {sortCol: 3, limit: 6}));
+    return card;
   }
   // XLA's op profile view: time rolled up by op_name prefix (jit(f)/layer_3/attention/dot).
   function opProfile() {
@@ -464,36 +489,68 @@
     box.appendChild(el("span", {cls: "link small", text: " graph", title: "show in the graph", on: {click: function () { var at = nameIndex()[name]; if (at) focusInstruction(at[0], at[1]); }}}));
     return box;
   }
+  // One view per memory space (S(0) the default, S(1)... e.g. a GPU's or TPU's other memories):
+  // its curve, its peak and the buffers live there (Note [One peak] in analysis/memory).
+  function memorySpaces(mem) {
+    var base = memorySeries(mem), out = [], ms = mem.memory_spaces;
+    if (ms && !Array.isArray(ms) && Object.keys(ms).length) {
+      Object.keys(ms).sort(function (a, b) { return a - b; }).forEach(function (k) {
+        var sp = ms[k], tl = sp.timeline || [];
+        var series = Number(k) === 0 && base.length ? base : tl.map(function (v, i) {
+          return typeof v === "number" ? {time: base[i] ? base[i].time : i, bytes: v, instruction: base[i] ? base[i].instruction : null} : memorySeries({timeline: [v]})[0];
+        });
+        out.push({space: Number(k), series: series, peak_bytes: sp.peak_bytes, peak_time: sp.peak_time,
+          peak_buffers: sp.peak_buffers || [], peak_buffer_count: sp.peak_buffer_count, temp_bytes: sp.temp_bytes});
+      });
+    }
+    if (!out.length) out.push({space: 0, series: base, peak_bytes: mem.peak_bytes, peak_time: mem.peak_time, peak_buffers: mem.peak_buffers || []});
+    return out;
+  }
   function buildMemory(s) {
     var sec = section("memory"), mem = sec.data;
     var figCard = el("div", {cls: "card"}, el("h2", {text: "Memory"}));
     s.appendChild(figCard);
     if (!mem) { figCard.appendChild(statusNote(sec, "The memory analysis")); return; }
     var chips = el("div", {cls: "memfigs"});
-    [["live-range peak", mem.peak_bytes], ["arguments", mem.argument_bytes], ["outputs", mem.output_bytes],
+    var xla = mem.xla_live_range_peak;
+    [["peak (default memory space)", mem.peak_bytes], ["arguments", mem.argument_bytes], ["outputs", mem.output_bytes],
       ["aliased", mem.alias_bytes], ["temporaries", mem.temp_bytes], ["constants", mem.constant_bytes],
-      ["total allocated", mem.total_bytes]].forEach(function (f) {
+      ["total allocated", mem.total_bytes], ["XLA's HloLiveRange peak" + (xla ? " (step " + xla.time + ")" : ""), xla ? xla.bytes : null]].forEach(function (f) {
       if (f[1] == null) return;
       chips.appendChild(el("div", {cls: "mf"}, el("b", {text: fmtBytes(f[1])}), el("span", {text: f[0]})));
     });
-    var spaces = mem.other_memory_spaces || {};
-    Object.keys(spaces).forEach(function (k) {
-      chips.appendChild(el("div", {cls: "mf other"}, el("b", {text: fmtBytes(spaces[k])}), el("span", {text: "memory space S(" + k + "), not in the chart"})));
+    var spaces = memorySpaces(mem);
+    spaces.forEach(function (sp) {
+      if (sp.space) chips.appendChild(el("div", {cls: "mf other"}, el("b", {text: fmtBytes(sp.peak_bytes)}), el("span", {text: "peak of memory space S(" + sp.space + ")"})));
     });
     figCard.appendChild(chips);
-    var chartCard = el("div", {cls: "card chart"}, el("h2", {text: "Live memory over the schedule (default memory space)"}));
-    s.appendChild(chartCard);
-    var series = memorySeries(mem), live = el("div", {id: "live-set"});
+    if (mem.peak_definition) figCard.appendChild(el("p", {cls: "muted", text: "Peak: " + mem.peak_definition + "."}));
     var buffers = pick(mem, "buffers", "live_ranges", "values") || [];
-    var readout = el("div", {cls: "readout mono", id: "memory-readout", text: "Hover the chart to read the bytes live at each step; click to list them."});
-    chartCard.appendChild(readout);
-    if (series.length) chartCard.appendChild(memoryChart(series, mem, readout, function (p) { showLive(live, p, buffers, mem); }));
-    else chartCard.appendChild(el("p", {cls: "note", text: "The memory analysis gave no series over time."}));
-    if (mem.buffers_omitted) chartCard.appendChild(el("p", {cls: "note", text: mem.buffers_omitted + " smallest live ranges are not in the page; live sets list the " + buffers.length + " biggest."}));
-    chartCard.appendChild(live);
-    var peakCard = el("div", {cls: "card", id: "peak-buffers"}, el("h2", {text: "Buffers live at the peak (" + fmtBytes(mem.peak_bytes) + " at step " + mem.peak_time + ", " + (mem.peak_buffers || []).length + " buffers)"}));
-    peakCard.appendChild(bufferTable(mem.peak_buffers || []));
-    s.appendChild(peakCard);
+    var chartCard = el("div", {cls: "card chart"}), peakCard = el("div", {cls: "card", id: "peak-buffers"});
+    s.appendChild(chartCard); s.appendChild(peakCard);
+    var bar = el("div", {cls: "toolbar", id: "memory-spaces"});
+    function show(sp) {
+      Array.prototype.forEach.call(bar.children, function (b) { b.classList.toggle("active", Number(b.getAttribute("data-space")) === sp.space); });
+      chartCard.textContent = "";
+      chartCard.appendChild(el("h2", {text: "Live memory over the schedule, memory space S(" + sp.space + ")" + (sp.space ? "" : " (default)")}));
+      if (spaces.length > 1) chartCard.appendChild(bar);
+      var live = el("div", {id: "live-set"});
+      var readout = el("div", {cls: "readout mono", id: "memory-readout", text: "Hover the chart to read the bytes live at each step; click to list them."});
+      chartCard.appendChild(readout);
+      var mine = buffers.filter(function (b) { return (b.memory_space || 0) === sp.space; });
+      if (sp.series.length) chartCard.appendChild(memoryChart(sp.series, sp, readout, function (p) { showLive(live, p, mine); }));
+      else chartCard.appendChild(el("p", {cls: "note", text: "The memory analysis gave no series over time."}));
+      if (mem.buffers_omitted) chartCard.appendChild(el("p", {cls: "note", text: mem.buffers_omitted + " smallest live ranges are not in the page; live sets list the " + buffers.length + " biggest."}));
+      chartCard.appendChild(live);
+      peakCard.textContent = "";
+      var n = sp.peak_buffer_count != null ? sp.peak_buffer_count : sp.peak_buffers.length;
+      peakCard.appendChild(el("h2", {text: "Buffers live at the peak of S(" + sp.space + ") (" + fmtBytes(sp.peak_bytes) + " at step " + sp.peak_time + ", " + n + " buffers" + (n > sp.peak_buffers.length ? ", the " + sp.peak_buffers.length + " biggest listed" : "") + ")"}));
+      peakCard.appendChild(bufferTable(sp.peak_buffers));
+    }
+    spaces.forEach(function (sp) {
+      bar.appendChild(el("button", {cls: "btn", "data-space": sp.space, text: "S(" + sp.space + ")" + (sp.space ? "" : " default") + ": peak " + fmtBytes(sp.peak_bytes), on: {click: function () { show(sp); }}}));
+    });
+    show(spaces[0]);
     if (mem.explain) s.appendChild(el("div", {cls: "card"}, el("h2", {text: "How the figures arise"}), el("pre", {cls: "explain", text: mem.explain})));
   }
   function bufferTable(rows) {
@@ -507,13 +564,19 @@
       {key: "op_name", label: "op_name", cls: "mono wrap"},
       {key: "source", label: "source", cls: "mono wrap", fmt: sourceOf}], rows, {sortCol: 4, limit: 300});
   }
-  function showLive(box, p, buffers, mem) {
+  function showLive(box, p, buffers) {
     box.textContent = "";
     box.appendChild(el("h2", {text: "Live at step " + p.time + (p.instruction ? " (" + p.instruction + ")" : "") + ": " + fmtBytes(p.bytes)}));
     if (!buffers.length) { box.appendChild(el("p", {cls: "note", text: "The memory analysis did not list live ranges, so the buffers at a point cannot be shown."})); return; }
     var rows = buffers.filter(function (b) { return b.start <= p.time && p.time <= b.end; });
-    var sum = rows.reduce(function (a, b) { return a + (Number(pick(b, "bytes", "size")) || 0); }, 0);
-    box.appendChild(el("p", {cls: "muted", text: rows.length + " buffers, " + fmtBytes(sum) + " listed."}));
+    // Values sharing one buffer (an address) count once, at the largest (Note [One peak]).
+    var big = {}, loose = 0;
+    rows.forEach(function (b) {
+      var n = Number(pick(b, "bytes", "size")) || 0;
+      if (b.buffer == null) loose += n; else big[b.buffer] = Math.max(big[b.buffer] || 0, n);
+    });
+    var sum = Object.keys(big).reduce(function (a, k) { return a + big[k]; }, loose);
+    box.appendChild(el("p", {cls: "muted", text: rows.length + " values, " + fmtBytes(sum) + " in the buffers listed."}));
     box.appendChild(bufferTable(rows));
   }
   function niceStep(span, n) {
@@ -530,8 +593,10 @@
     function x(t) { return L + (W - L - R) * (t - t0) / (t1 - t0); }
     function y(b) { return T + (H - T - B) * (1 - b / maxB); }
     var ax = sv("g", {"class": "axis"});
-    for (var k = 0; k <= 4; k++) {
-      var b = maxB * k / 4;
+    // Round byte ticks in the unit of the maximum (0, 256 MiB, 512 MiB...), not quarters of it.
+    var unit = maxB >= 1073741824 ? 1073741824 : maxB >= 1048576 ? 1048576 : maxB >= 1024 ? 1024 : 1;
+    var bstep = niceStep(maxB / unit, 5) * unit;
+    for (var b = 0; b <= maxB + 1e-9; b += bstep) {
       ax.appendChild(sv("line", {x1: L, x2: W - R, y1: y(b), y2: y(b)}));
       ax.appendChild(sv("text", {x: L - 6, y: y(b) + 4, "text-anchor": "end", text: fmtBytes(b)}));
     }
@@ -745,7 +810,18 @@
   // op_name namespace) as one compound box holding its members and nothing else. Past
   // DAGRE_MAX_NODES its run time grows too long to keep clicks instant, so the hand layout
   // above (clusters kept adjacent per layer) takes over.
-  var DAGRE_MAX_NODES = 450;
+  // dagre also gives every edge one dummy node per layer it crosses; a value read by hundreds
+  // of layers (a parameter used along a 20,000-op chain) makes tens of thousands of them.
+  var DAGRE_MAX_NODES = 450, DAGRE_MAX_SPAN = 4000;
+  function edgeSpan(g) {  // the layers all edges cross, on longest-path layers
+    var idx = {}, layer = g.nodes.map(function () { return 0; }), span = 0;
+    g.nodes.forEach(function (n, i) { idx[n.id] = i; });
+    var es = g.edges.map(function (e) { return [idx[e[0]], idx[e[1]]]; }).filter(function (e) { return e[0] != null && e[1] != null && e[0] < e[1]; });
+    es.sort(function (a, b) { return a[1] - b[1]; });
+    es.forEach(function (e) { layer[e[1]] = Math.max(layer[e[1]], layer[e[0]] + 1); });
+    es.forEach(function (e) { span += layer[e[1]] - layer[e[0]]; });
+    return span;
+  }
   function layoutDagre(g, labels) {
     var gr = new dagre.graphlib.Graph({compound: true});
     gr.setGraph({rankdir: "TB", nodesep: 16, ranksep: labels ? 44 : 34, edgesep: 8, marginx: 16, marginy: 16});
@@ -884,7 +960,7 @@
       if (v > G.ovMax) G.ovMax = v;
     });
     var labels = g.nodes.length <= 120;
-    var useDagre = typeof dagre !== "undefined" && g.nodes.length <= DAGRE_MAX_NODES;
+    var useDagre = typeof dagre !== "undefined" && g.nodes.length <= DAGRE_MAX_NODES && edgeSpan(g) <= DAGRE_MAX_SPAN;
     var L = useDagre ? layoutDagre(g, labels) : layout(g), svg = G.svg;
     svg.textContent = "";
     var root = sv("g", {id: "graph-root"});
