@@ -3,6 +3,30 @@
 Every other stage (lexer keywords, parser dispatch, printer, shape inference, interpreter, cost
 analysis, coverage reports) reads this table. Mirrors XLA's ``HLO_OPCODE_LIST`` in
 ``xla/hlo/ir/hlo_opcode.h``, kept sorted by enum name as XLA keeps it.
+
+Note [Adding an opcode]
+    The lexer, parser and printer read this table, so a new member here is parsed and printed
+    at once. Then each stage gets a rule, or states why not (tests/test_coverage.py fails on a
+    silent gap; ``hloscope status`` shows the matrix). Every per-opcode table is an ``OpTable``
+    (``ir/op_table.py``):
+
+    1. here: ``NAME = OpInfo("text", arity, Family.X)``;
+    2. ``ir/attribute_specs.py``: the kind of each new attribute (else it is kept raw);
+       ``ir/canonical.py``: its place in XLA's attribute order, if XLA prints one;
+    3. shape inference: ``@shape_rule`` in ``ir/shapes/<family>.py``, or a reason in
+       ``NOT_INFERABLE`` (``ir/shapes/rules.py``) and optionally a ``@shape_check``;
+    4. ``ir/verifier.py``: ``_VARIADIC_COUNTS`` for a variadic opcode, ``@_calls`` for one
+       that calls computations;
+    5. the interpreter: a pure numpy function (``interpret/<family>.py``; an elementwise op is
+       a row of ``elementwise.UNARY``/``BINARY``) and its ``@evaluates`` handler, or a reason
+       in ``interpret/registry.UNSUPPORTED``; ``interpret/lockstep.py`` needs a ``STACKED``
+       rule only when the handler calls computations or meets other devices;
+    6. ``analysis/cost.py``: ``@cost_rule``, or a ``NO_COST`` entry (default bytes only);
+       ``analysis/memory/dataflow.py``: a rule only if it forwards or aliases its operands'
+       values (by default it defines fresh ones);
+    7. ``xla/rewrite.py``: only if XLA:CPU cannot compile it as it is;
+    8. tests: an oracle program (``tests/oracle/programs*.py``) and, for the fuzzer, an op
+       generator in ``hloscope/testing/fuzz/ops.py``.
 """
 from __future__ import annotations
 
