@@ -8,14 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["default_example_path", "example_paths"]
+__all__ = ["default_example_path"]
 
 _HERE = Path(__file__).parent
-
-
-def example_paths() -> list[Path]:
-    """All bundled example modules."""
-    return sorted(_HERE.glob("*.hlo"))
 
 
 def default_example_path() -> Path:

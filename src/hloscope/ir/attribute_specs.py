@@ -5,7 +5,7 @@ writes it back; an attribute not listed here is kept as ``RawAttribute`` with it
 """
 from __future__ import annotations
 
-__all__ = ["ATTRIBUTE_KINDS", "MODULE_ATTRIBUTE_KINDS", "attribute_kind"]
+__all__ = ["ATTRIBUTE_KINDS", "MODULE_ATTRIBUTE_KINDS"]
 
 _KINDS: dict[str, tuple[str, ...]] = {
     "int": (
@@ -70,7 +70,3 @@ MODULE_ATTRIBUTE_KINDS: dict[str, str] = {
     "frontend_attributes": "frontend_attributes",
 }
 
-
-def attribute_kind(name: str) -> str:
-    """The kind of instruction attribute ``name`` (``"raw"`` when hloscope does not type it)."""
-    return ATTRIBUTE_KINDS.get(name, "raw")

@@ -180,10 +180,6 @@ class SliceRange:
         return f"[{self.start}:{self.limit}]"
 
 
-def format_slice(ranges: tuple[SliceRange, ...]) -> str:
-    return "{" + ", ".join(map(str, ranges)) + "}"
-
-
 @dataclass(frozen=True, slots=True)
 class PaddingConfig:
     """``padding=0_0x1_1_2``: per dimension (low, high, interior)."""

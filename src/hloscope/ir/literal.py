@@ -14,7 +14,7 @@ import numpy as np
 
 from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 
-__all__ = ["Literal", "LiteralError", "format_array", "float_from_f64", "round_to_odd_f32"]
+__all__ = ["Literal", "LiteralError", "float_from_f64", "round_to_odd_f32"]
 
 
 class LiteralError(ValueError):
@@ -184,39 +184,6 @@ def _to_float(tok: str) -> float:
     if t.lstrip("+-").startswith("0x"):
         return float(int(t, 16))
     return float(t)
-
-
-def format_array(value: np.ndarray, type_name: str) -> str:
-    """Format an array as an HLO literal body, in XLA's style (``{ {1, 2}, {3, 4} }``)."""
-    def scalar(x: object) -> str:
-        if type_name == "pred":
-            return "true" if bool(x) else "false"
-        if type_name in ("c64", "c128"):
-            c = complex(x)  # type: ignore[arg-type]
-            return f"({_fmt_float(c.real)}, {_fmt_float(c.imag)})"
-        if np.issubdtype(np.asarray(x).dtype, np.integer):
-            return str(int(x))  # type: ignore[call-overload]
-        return _fmt_float(float(x))  # type: ignore[arg-type]
-
-    arr = np.asarray(value)
-    if arr.ndim == 0:
-        return scalar(arr[()])
-
-    def rec(a: np.ndarray, depth: int) -> str:
-        if a.ndim == 1:
-            return "{" + ", ".join(scalar(x) for x in a) + "}"
-        return "{ " + ", ".join(rec(x, depth + 1) for x in a) + " }"
-
-    return rec(arr, 0)
-
-
-def _fmt_float(x: float) -> str:
-    if np.isnan(x):
-        return "nan" if not np.signbit(x) else "-nan"
-    if np.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    r = repr(float(x))
-    return r[:-2] if r.endswith(".0") else r
 
 
 # --- XLA's printing of literal values -----------------------------------------------------------

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import glob
-import json
 import os
 import re
 import tempfile
@@ -134,7 +133,6 @@ def jaxlib_api() -> SimpleNamespace:
         for path in candidates:
             try:
                 found[name] = _resolve(path)
-                found[name + "_path"] = path
                 break
             except (ImportError, AttributeError):
                 continue
@@ -144,12 +142,6 @@ def jaxlib_api() -> SimpleNamespace:
                 f"{_INSTALL_HINT} installs the tested version"
             )
     return SimpleNamespace(**found)
-
-
-def probed_paths() -> dict[str, str]:
-    """Which dotted path each private jaxlib name was found at (for bug reports)."""
-    api = jaxlib_api()
-    return {name: getattr(api, name + "_path") for name in _PROBES}
 
 
 def available() -> bool:
@@ -759,7 +751,3 @@ def _lowered_hlo_text(lowered: Any) -> str:
             continue
     raise MissingDependencyError(f"cannot get HLO text from jax's Lowered; {_INSTALL_HINT}")
 
-
-def dump_json(obj: Any) -> str:
-    """JSON text for cost/memory dicts (sorted keys, stable across runs)."""
-    return json.dumps(obj, indent=1, sort_keys=True)
