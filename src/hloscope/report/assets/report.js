@@ -594,7 +594,7 @@
     function y(b) { return T + (H - T - B) * (1 - b / maxB); }
     var ax = sv("g", {"class": "axis"});
     // Round byte ticks in the unit of the maximum (0, 256 MiB, 512 MiB...), not quarters of it.
-    var unit = maxB >= 1073741824 ? 1073741824 : maxB >= 1048576 ? 1048576 : maxB >= 1024 ? 1024 : 1;
+    var fifth = maxB / 5, unit = fifth >= 1073741824 ? 1073741824 : fifth >= 1048576 ? 1048576 : fifth >= 1024 ? 1024 : 1;
     var bstep = niceStep(maxB / unit, 5) * unit;
     for (var b = 0; b <= maxB + 1e-9; b += bstep) {
       ax.appendChild(sv("line", {x1: L, x2: W - R, y1: y(b), y2: y(b)}));
@@ -946,10 +946,13 @@
       keep = neighbourhood(ci, G.center, G.depth, MAX_GRAPH_NODES);
       msg = "Neighbourhood of " + rows[G.center][C.name] + " (depth " + G.depth + "): " + Object.keys(keep).length + " of " + rows.length + " instructions.";
     } else if (rows.length > MAX_GRAPH_NODES) {
-      // Too big to draw whole: start from the root's neighbourhood, capped.
-      G.center = comps[ci].root >= 0 ? comps[ci].root : rows.length - 1;
+      // Too big to draw whole: start from the neighbourhood of its slowest instruction (where
+      // the time goes), or of its root without a time estimate; capped.
+      var secs = comps[ci].seconds, best = -1;
+      if (secs) secs.forEach(function (v, i) { if (v != null && (best < 0 || v > secs[best])) best = i; });
+      G.center = best >= 0 ? best : comps[ci].root >= 0 ? comps[ci].root : rows.length - 1;
       keep = neighbourhood(ci, G.center, G.depth, MAX_GRAPH_NODES);
-      msg = "This computation has " + rows.length + " instructions; showing the neighbourhood of its root " + rows[G.center][C.name] +
+      msg = "This computation has " + rows.length + " instructions; showing the neighbourhood of its " + (best >= 0 ? "slowest instruction " : "root ") + rows[G.center][C.name] +
         " (" + Object.keys(keep).length + " nodes). Search or click a node and change the depth to explore.";
     } else msg = rows.length + " instructions. Double-click a fusion (dashed) to expand it.";
     G.notice.textContent = msg;
@@ -1066,6 +1069,7 @@
     G.nodeXY = nodeEls;
     if (keepView && G.vb) return;
     if (G.selected != null && nodeEls[G.selected]) centerOn(G.selected);
+    else if (G.center != null && nodeEls[G.center]) centerOn(G.center);
     else fitView(0.6);
   }
   function clip(s, n) { s = String(s); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
@@ -1088,7 +1092,7 @@
   function centerOn(ii) {
     var p = G.nodeXY && G.nodeXY[ii];
     if (!p) return fitView();
-    var sz = svgSize(), scale = 1, vw = sz[0] / scale, vh = sz[1] / scale;
+    var sz = svgSize(), scale = 0.85, vw = sz[0] / scale, vh = sz[1] / scale;
     setViewBox([p[0] + NW / 2 - vw / 2, p[1] + NH / 2 - vh / 2, vw, vh]);
   }
   function setViewBox(vb) { G.vb = vb; G.svg.setAttribute("viewBox", vb.map(function (v) { return v.toFixed(1); }).join(" ")); }
