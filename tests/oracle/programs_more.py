@@ -822,6 +822,39 @@ def _shard_map_moe_all_to_all(tokens, experts):
                          check_vma=False)(tokens, experts)
 
 
+def _megatron_kwargs() -> dict[str, Any]:
+    m = mesh8((2, 4), ("data", "model"))
+    return {"in_shardings": (NamedSharding(m, P(None, "model")), NamedSharding(m, P("data")),
+                             NamedSharding(m, P("data")))}
+
+
+@program("shard_map_megatron_xent_grad", lambda: (f32(6, 16, seed=193), f32(8, 5, 6, seed=194),
+                                                 np.random.default_rng(195).integers(0, 16, (8, 5)).astype(np.int32)),
+         "all-reduce gather scatter call", mode="shard_map8", jit_kwargs=_megatron_kwargs, rtol=1e-5, atol=1e-6)
+def _shard_map_megatron_xent_grad(w, x, y):
+    # Megatron-style vocabulary-parallel cross entropy, manual over "model" only ("data" stays
+    # automatic), its gradient taken inside the region through a jitted loss: jax writes the
+    # backward pass as a call "transpose_jvp_jit_local_loss___" whose take_along_axis
+    # transpose is a scatter, a Sharding annotation inside a reducer, and axis_index("model")
+    # as a manual region nested in the outer one (Note [Nested manual regions]).
+    m = mesh8((2, 4), ("data", "model"))
+
+    def local_loss(w, x, y):  # w: f32[6, 4] this device's vocabulary slice
+        logits = x @ w
+        top = lax.stop_gradient(lax.pmax(lax.stop_gradient(logits).max(-1), "model"))
+        z = lax.psum(jnp.exp(logits - top[..., None]).sum(-1), "model")
+        local = y - lax.axis_index("model") * w.shape[1]
+        ok = (local >= 0) & (local < w.shape[1])
+        picked = jnp.take_along_axis(logits, jnp.clip(local, 0, w.shape[1] - 1)[..., None], axis=-1)[..., 0]
+        return (jnp.log(z) + top - lax.psum(jnp.where(ok, picked, 0.0), "model")).mean()
+
+    def body(w, x, y):
+        return jax.value_and_grad(jax.jit(local_loss))(w, x, y)
+
+    return jax.shard_map(body, mesh=m, in_specs=(P(None, "model"), P(), P()), out_specs=(P(), P(None, "model")),
+                         axis_names={"model"}, check_vma=False)(w, x, y)
+
+
 def _sharded_conv_kwargs() -> dict[str, Any]:
     m = mesh8((2, 4), ("data", "model"))
     return {"in_shardings": (NamedSharding(m, P(None, None, None, "model")),

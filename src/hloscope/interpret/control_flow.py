@@ -34,7 +34,9 @@ def _called(inst: Instruction) -> Computation:
 
 @evaluates(Opcode.CALL, Opcode.FUSION)
 def _call(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluation:
-    if any(isinstance(o, spmd.Sharded) for o in operands) or _is_region_call(ctx, inst):
+    # Inside a region each device already runs on its own; a nested region (axis_index in a
+    # partly manual shard_map is one) is an ordinary call there (Note [Nested manual regions]).
+    if not ctx.in_region and (any(isinstance(o, spmd.Sharded) for o in operands) or _is_region_call(ctx, inst)):
         return _run_region(ctx, _called(inst), operands)  # a manual region (spmd.py)
     # A fusion's value is its fused computation's value: fusion only changes how XLA emits code.
     # The operands list is handed over, so the callee may reuse dead buffers (Note [Donation]).
@@ -181,8 +183,11 @@ def _run_region(ctx: EvalContext, comp: Computation, operands: Operands) -> Valu
     n = r * p
     per_device = [[o.values[d] if isinstance(o, spmd.Sharded) else o for o in operands] for d in range(n)]
     shared = {"plans": ctx.plans, "cache": ctx.cache, "progress": ctx.progress}
-    gens = [evaluate(EvalContext(ctx.module, ctx.options, devices.process_id(d, p), r, p, shared=shared),
-                     comp, per_device[d]) for d in range(n)]
+    contexts = [EvalContext(ctx.module, ctx.options, devices.process_id(d, p), r, p, shared=shared)
+                for d in range(n)]
+    for c in contexts:
+        c.in_region = True
+    gens = [evaluate(c, comp, per_device[d]) for d, c in enumerate(contexts)]
     return spmd.Sharded(drive(gens))
 
 

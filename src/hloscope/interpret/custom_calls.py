@@ -264,6 +264,8 @@ def _annotation(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Val
     in spmd.py)."""
     target = inst.custom_call_target
     n = ctx.num_replicas * ctx.num_partitions
+    if ctx.in_region and target in spmd.ENTER_TARGETS + spmd.LEAVE_TARGETS:
+        return spmd.nested_region_marker(inst, operands)
     if target in spmd.ENTER_TARGETS and n > 1:
         return spmd.enter_region(ctx.module, inst, operands, n)
     if target in spmd.LEAVE_TARGETS and n > 1 and all(isinstance(o, spmd.Sharded) for o in operands):
@@ -273,7 +275,12 @@ def _annotation(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Val
             return operands[0]
         raise UnsupportedCustomCallError(f"{target} over several manual-region values")
     x = operands[0] if len(operands) == 1 else tuple(operands)
-    if isinstance(inst.shape, ArrayShape) and tuple(np.shape(x)) != tuple(inst.shape.dimensions):
+    # Only an annotation whose declared operand and result shapes differ cuts or joins shards.
+    # The runtime shape says nothing: a reducer's annotation sees whole vectorized arrays
+    # (Note [Vectorized computations]) where the module declares f32[].
+    declared = inst.operands[0].shape if len(inst.operands) == 1 else None
+    if (isinstance(inst.shape, ArrayShape) and isinstance(declared, ArrayShape)
+            and tuple(declared.dimensions) != tuple(inst.shape.dimensions)):
         raise UnsupportedCustomCallError(
             f"{inst.custom_call_target} changes the shape ({np.shape(x)} -> {inst.shape}): this is "
             "a manual (shard_map) region of a sharded module, which hloscope does not split into "

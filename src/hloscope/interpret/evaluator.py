@@ -235,6 +235,7 @@ class EvalContext:
         self.async_state: dict[Any, Any] = {}
         self.donate = not self.hooks  # Note [Donation]
         self.weight = 1  # devices one step evaluates for (lockstep.py: all of them)
+        self.in_region = False  # evaluating one device's part of a manual region (spmd.py)
 
     @property
     def device(self) -> int:

@@ -32,7 +32,7 @@ from hloscope.ir.attributes import ShardingSpec
 from hloscope.ir.sharding import parse_sharding
 
 __all__ = ["Sharded", "parse_sharding", "is_global_program", "region_calls", "hlo_layout", "assemble", "cut", "sdy_layouts",
-           "ENTER_TARGETS", "LEAVE_TARGETS"]
+           "ENTER_TARGETS", "LEAVE_TARGETS", "nested_region_marker"]
 
 ENTER_TARGETS = ("xla.sdy.GlobalToLocalShape", "SPMDFullToShardShape")
 LEAVE_TARGETS = ("xla.sdy.LocalToGlobalShape", "SPMDShardToFullShape")
@@ -229,3 +229,33 @@ def leave_region(module: Module, inst: Instruction, operands: list[Any], num_dev
     full = [assemble(o.values, lay, s.dimensions, s.dtype)
             for o, lay, s in zip(operands, layouts, shapes, strict=True)]
     return tuple(full) if inst.shape.is_tuple else full[0]
+
+
+# Note [Nested manual regions]
+#     A shard_map manual over some mesh axes (axis_names={"model"}) leaves the others automatic;
+#     jax then writes axis_index of a manual axis, and code manual over the remaining axes, as a
+#     region nested in the outer one. Inside the outer region every device already runs its own
+#     code (control_flow._run_region), so a nested region whose shardings split nothing (an
+#     operand-less axis_index, replicated values) is an ordinary call between identities. One
+#     that splits values further would need each device's piece along the new axes and an
+#     exchange to join them: we stop there rather than compute something else.
+
+
+def nested_region_marker(inst: Instruction, operands: list[Any]) -> Any:
+    """A manual-region custom call met inside a region: the identity when its shardings cut
+    nothing (Note [Nested manual regions]), else an error that says so."""
+    fa = inst.attrs.get("frontend_attributes")
+    texts = [fa.map.get(k, "") for k in ("xla.sdy.in_shardings", "xla.sdy.out_shardings")] if fa is not None else []
+    sharding = inst.attrs.get("sharding")
+    splits = any(re.search(r'\{[^}]*"[^"]+"', t.replace('\\"', '"')) for t in texts)
+    if inst.custom_call_target == "SPMDFullToShardShape" and inst.operands:
+        src = inst.operands[0].attrs.get("sharding")
+        splits |= src is not None and src.parsed().kind not in ("replicated", "manual", "maximal")
+    if sharding is not None and inst.custom_call_target == "SPMDShardToFullShape":
+        splits |= sharding.parsed().kind not in ("replicated", "manual", "maximal")
+    if splits:
+        raise UnsupportedCustomCallError(
+            f"{inst.custom_call_target} {inst.name} opens or closes a manual region nested in another "
+            "that splits values over further mesh axes; hloscope runs such regions only when their "
+            "values are not split (Note [Nested manual regions]); run the partitioned module instead")
+    return operands[0] if len(operands) == 1 else tuple(operands)
