@@ -68,7 +68,7 @@ def file_arg(p: argparse.ArgumentParser, optional: bool = False) -> None:
 # ---------------------------
 # Bytes are binary (KiB, MiB, GiB, two decimals), counts decimal (k, M, G, T, two decimals),
 # seconds three significant digits, everywhere: these three functions for the CLI, and their
-# twins at the top of report/assets/report.js for the page (a browser test compares them).
+# twins in report/assets/page.js for the page (a browser test compares them).
 
 
 def format_bytes(n: float) -> str:

@@ -1,6 +1,6 @@
 """Render report data (``report/data.py``) as one self-contained HTML page: no network, opens from disk.
 
-The page is a fixed shell plus inlined parts: the stylesheet and script from ``assets/`` (with
+The page is a fixed shell plus inlined parts: the stylesheet and the script parts (``PARTS``) from ``assets/`` (with
 the vendored dagre layout library ahead of the script, see ``assets/VENDORED.md``) and the data
 as a ``<script type="application/json">`` block. The script builds everything else
 in the browser.
@@ -21,7 +21,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["render_html", "json_for_script"]
+__all__ = ["render_html", "json_for_script", "PARTS"]
 
 
 def json_for_script(obj: Any) -> str:
@@ -38,6 +38,11 @@ def _asset(name: str) -> str:
     # Our own assets must not be able to close the element they are inlined into.
     assert "</script" not in text.lower() and "</style" not in text.lower(), name
     return text
+
+
+# The page's script, in order: later parts use the names earlier ones define, and the last
+# starts the page. They run inside one function scope, so nothing leaks into the window.
+PARTS = ("page.js", "overview.js", "memory.js", "graph_layout.js", "graph_view.js", "text.js")
 
 
 @cache
@@ -73,7 +78,10 @@ _SHELL = """<!DOCTYPE html>
 <script type="application/json" id="hloscope-data">{data}</script>
 <script>
 {dagre}
+(function () {{
+"use strict";
 {js}
+}})();
 </script>
 </body>
 </html>
@@ -89,6 +97,6 @@ def render_html(data: dict[str, Any]) -> str:
         title=html.escape(title),
         css=_asset("report.css"),
         dagre=_vendored_dagre(),
-        js=_asset("report.js"),
+        js="\n".join(_asset(name) for name in PARTS),
         data=json_for_script(data),
     )

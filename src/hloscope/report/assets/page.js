@@ -1,0 +1,259 @@
+/* hloscope report page, part 1 of 6: data, helpers, tables, tabs, header.
+ *
+ * report/html.py inlines the parts in order inside one function scope (PARTS there), so they
+ * share their names; every string from the module (names, op_name, source, text) comes from an
+ * untrusted file, so the DOM is built with textContent and attributes only, never markup.
+ */
+  var D = JSON.parse(document.getElementById("hloscope-data").textContent);
+  var SVGNS = "http://www.w3.org/2000/svg";
+  var MAX_GRAPH_NODES = 250;  // more than this and layout + DOM get slow; offer neighbourhoods
+  var C = {};
+  D.columns.forEach(function (c, i) { C[c] = i; });
+  var comps = D.computations;
+  var compIndex = {};
+  comps.forEach(function (c, i) { compIndex[c.name] = i; });
+
+  // ---- small helpers -------------------------------------------------------------------------
+  function el(tag, attrs) {
+    var e = document.createElement(tag);
+    if (attrs) for (var k in attrs) {
+      if (k === "text") e.textContent = attrs[k];
+      else if (k === "cls") e.className = attrs[k];
+      else if (k === "on") for (var ev in attrs.on) e.addEventListener(ev, attrs.on[ev]);
+      else e.setAttribute(k, attrs[k]);
+    }
+    for (var i = 2; i < arguments.length; i++) {
+      var ch = arguments[i];
+      if (ch == null) continue;
+      e.appendChild(typeof ch === "string" ? document.createTextNode(ch) : ch);
+    }
+    return e;
+  }
+  function sv(tag, attrs) {
+    var e = document.createElementNS(SVGNS, tag);
+    if (attrs) for (var k in attrs) {
+      if (k === "text") e.textContent = attrs[k]; else e.setAttribute(k, attrs[k]);
+    }
+    return e;
+  }
+  function pick(o) {  // first present field among alternatives
+    if (!o) return undefined;
+    for (var i = 1; i < arguments.length; i++) if (o[arguments[i]] !== undefined && o[arguments[i]] !== null) return o[arguments[i]];
+    return undefined;
+  }
+  // Note [One unit convention]: these three mirror hloscope.cli.common's format_bytes,
+  // format_count and format_seconds digit for digit (binary byte units, two decimals; counts in
+  // k/M/G/T; seconds to three significant digits), and a browser test checks they agree.
+  function fmtBytes(n) {
+    if (n == null || isNaN(n)) return "–";
+    n = Number(n);
+    var u = [["GiB", 1073741824], ["MiB", 1048576], ["KiB", 1024]];
+    for (var i = 0; i < u.length; i++) if (n >= u[i][1]) return (n / u[i][1]).toFixed(2) + " " + u[i][0];
+    return Math.round(n) + " B";
+  }
+  function fmtNum(n) {
+    if (n == null || isNaN(n)) return "–";
+    n = Number(n);
+    var a = Math.abs(n), u = [[1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]];
+    for (var i = 0; i < u.length; i++) if (a >= u[i][0]) return (n / u[i][0]).toFixed(2) + " " + u[i][1];
+    return n.toFixed(0);
+  }
+  function g3(x) { return String(parseFloat(x.toPrecision(3))); }
+  function fmtTime(s) {
+    if (s == null || isNaN(s)) return "–";
+    s = Number(s);
+    var u = [["s", 1], ["ms", 1e-3], ["µs", 1e-6]];
+    for (var i = 0; i < u.length; i++) if (s >= u[i][1]) return g3(s / u[i][1]) + " " + u[i][0];
+    return g3(s * 1e9) + " ns";
+  }
+  function fmtPct(x) { return x == null || isNaN(x) ? "–" : (100 * x).toFixed(x < 0.1 ? 2 : 1) + "%"; }
+  window.hloscopeFormat = {bytes: fmtBytes, count: fmtNum, seconds: fmtTime};
+  function sourceOf(r) {
+    var s = pick(r, "source");
+    if (s) return String(s);
+    var f = pick(r, "source_file"), l = pick(r, "source_line");
+    return f ? (l != null ? f + ":" + l : String(f)) : "";
+  }
+  function section(name) { return D[name] || {status: "unavailable", message: "not collected", data: null}; }
+  function statusNote(sec, what) {
+    if (sec.status === "ok") return null;
+    return el("p", {cls: sec.status === "error" ? "note error" : "note",
+      text: what + (sec.status === "error" ? " failed: " : " not available: ") + (sec.message || "")});
+  }
+
+  // ---- instruction lookup ----------------------------------------------------------------------
+  var byName = null;  // name -> [comp, index]; built on first search
+  function nameIndex() {
+    if (byName) return byName;
+    byName = {};
+    comps.forEach(function (c, ci) {
+      c.instructions.forEach(function (r, ii) { if (!(r[C.name] in byName)) byName[r[C.name]] = [ci, ii]; });
+    });
+    return byName;
+  }
+  var usersCache = {};
+  function usersOf(ci) {
+    if (usersCache[ci]) return usersCache[ci];
+    var rows = comps[ci].instructions, u = rows.map(function () { return []; });
+    // Rows come in order, so a repeated operand repeats the last user: checking it is enough
+    // (indexOf made a value with 20,000 users quadratic).
+    rows.forEach(function (r, i) { r[C.operands].forEach(function (o) { if (o >= 0 && u[o][u[o].length - 1] !== i) u[o].push(i); }); });
+    return (usersCache[ci] = u);
+  }
+  var callers = null;  // computation index -> [[comp, inst]] that call it
+  function callersOf(ci) {
+    if (!callers) {
+      callers = comps.map(function () { return []; });
+      comps.forEach(function (c, k) {
+        c.instructions.forEach(function (r, i) { r[C.called].forEach(function (t) { if (t >= 0) callers[t].push([k, i]); }); });
+      });
+    }
+    return callers[ci];
+  }
+
+  // ---- tables ----------------------------------------------------------------------------------
+  // cols: [{key, label, num, fmt(row) -> string|Node, val(row) -> sortable}]
+  function table(cols, rows, opts) {
+    opts = opts || {};
+    var t = el("table", opts.id ? {id: opts.id} : null), thead = el("thead"), tbody = el("tbody"), hr = el("tr");
+    var state = {col: opts.sortCol == null ? -1 : opts.sortCol, dir: opts.sortDir || -1};
+    cols.forEach(function (c, i) {
+      var th = el("th", {cls: "sortable" + (c.num ? " num" : ""), text: c.label});
+      th.addEventListener("click", function () {
+        state.dir = state.col === i ? -state.dir : (c.num ? -1 : 1); state.col = i; draw();
+      });
+      hr.appendChild(th);
+    });
+    thead.appendChild(hr); t.appendChild(thead); t.appendChild(tbody);
+    function draw() {
+      var rs = rows.slice();
+      if (state.col >= 0) {
+        var c = cols[state.col], get = c.val || function (r) { return r[c.key]; };
+        rs.sort(function (a, b) {
+          var x = get(a), y = get(b);
+          if (x == null) return 1; if (y == null) return -1;
+          return (x < y ? -1 : x > y ? 1 : 0) * state.dir;
+        });
+      }
+      Array.prototype.forEach.call(hr.children, function (th, i) {
+        th.classList.remove("sorted-asc", "sorted-desc");
+        if (i === state.col) th.classList.add(state.dir > 0 ? "sorted-asc" : "sorted-desc");
+      });
+      tbody.textContent = "";
+      var limit = opts.limit || 500;
+      rs.slice(0, limit).forEach(function (r) {
+        var tr = el("tr");
+        cols.forEach(function (c) {
+          var v = c.fmt ? c.fmt(r) : r[c.key];
+          var td = el("td", {cls: (c.num ? "num" : "") + (c.cls ? " " + c.cls : "")});
+          if (v instanceof Node) td.appendChild(v); else td.textContent = v == null ? "" : String(v);
+          tr.appendChild(td);
+        });
+        tbody.appendChild(tr);
+      });
+      if (rs.length > limit) tbody.appendChild(el("tr", null, el("td", {colspan: cols.length, cls: "muted", text: "… " + (rs.length - limit) + " more rows"})));
+    }
+    draw();
+    return el("div", {cls: "scroll"}, t);
+  }
+  function instLink(name) {
+    return el("span", {cls: "link mono", text: name, on: {click: function () { jumpTo(name); }}});
+  }
+
+  // ---- header and tabs -------------------------------------------------------------------------
+  // Note [Shareable links]: the URL hash holds the tab and the selected instruction
+  // ("#memory" or "#graph&i=fusion.9"), so a link to the page reopens the same view.
+  var tabs = {}, currentTab = null, currentInst = null;
+  function setHash() {
+    var h = "#" + currentTab + (currentInst ? "&i=" + encodeURIComponent(currentInst) : "");
+    if (location.hash !== h) history.replaceState(null, "", h);
+  }
+  function showTab(name) {
+    Object.keys(tabs).forEach(function (k) {
+      tabs[k].section.classList.toggle("active", k === name);
+      tabs[k].button.classList.toggle("active", k === name);
+    });
+    if (currentTab !== name) { currentTab = name; currentInst = null; }
+    if (tabs[name].onshow) { var f = tabs[name].onshow; tabs[name].onshow = null; f(); }
+    setHash();
+  }
+  function addTab(name, label, build, lazy) {
+    var s = el("section", {cls: "tab", id: "tab-" + name});
+    var b = el("button", {text: label, "data-tab": name, on: {click: function () { showTab(name); }}});
+    document.getElementById("tabs").appendChild(b);
+    document.querySelector("main").appendChild(s);
+    tabs[name] = {section: s, button: b, onshow: lazy ? function () { build(s); } : null};
+    if (!lazy) build(s);
+  }
+  function selectInstruction(name) { currentInst = name; setHash(); }
+
+  // ---- estimated time per instruction ----------------------------------------------------------
+  var TIM = section("timing").data;
+  var timeByName = null;  // name -> seconds per step (every execution), from data.py's per-row seconds
+  function secondsOf(name) {
+    if (!TIM) return null;
+    if (!timeByName) {
+      timeByName = {};
+      comps.forEach(function (c) {
+        if (!c.seconds) return;
+        c.instructions.forEach(function (r, i) { if (c.seconds[i] != null) timeByName[r[C.name]] = c.seconds[i]; });
+      });
+    }
+    var v = timeByName[name];
+    return v == null ? null : v;
+  }
+  function shareOf(sec) { return TIM && TIM.total_seconds && sec != null ? sec / TIM.total_seconds : null; }
+  function shareBar(x) {
+    var b = el("span", {cls: "share"}), bar = el("span", {cls: "bar", style: "width:70px"});
+    bar.appendChild(el("i", {style: "width:" + Math.min(100, 100 * (x || 0)).toFixed(1) + "%"}));
+    b.appendChild(bar); b.appendChild(document.createTextNode(" " + fmtPct(x)));
+    return b;
+  }
+  var CONTROL = {"while": 1, "call": 1, "conditional": 1};
+  function bodyOf(name) {  // a while loop's body computation index, from its printed text
+    var at = nameIndex()[name];
+    if (!at) return -1;
+    var r = comps[at[0]].instructions[at[1]], m = /\bbody=%?([\w.\-]+)/.exec(r[C.text]);
+    return m && compIndex[m[1]] != null ? compIndex[m[1]] : (r[C.called].length ? r[C.called][r[C.called].length - 1] : -1);
+  }
+  function compLink(ci, label) {
+    return el("span", {cls: "link mono", text: label || comps[ci].name, on: {click: function () { showComputation(ci, null, true); }}});
+  }
+  function gridOf() {
+    var col = section("collectives").data, m = D.module;
+    return [pick(col, "num_replicas") || m.replica_count || 1, pick(col, "num_partitions") || m.num_partitions || 1];
+  }
+  function flopsLabel(cost) {
+    var sum = section("summary").data || {}, why = [];
+    if (Object.keys(cost.trip_counts || {}).length) why.push("loops × trips");
+    var cc = Object.keys(sum.custom_call_targets || {});
+    if (cc.length && cost.loop_aware && cost.loop_aware.flops !== cost.flops) why.push("custom calls counted");
+    return why.length ? why.join(", ") : "as XLA counts them";
+  }
+
+  function header() {
+    var m = D.module, sum = section("summary").data, cost = section("cost").data;
+    var mem = section("memory").data, col = collectiveRows(), grid = gridOf();
+    document.getElementById("title").textContent = D.title || m.name;
+    var sub = [m.instruction_count + " instructions", m.computation_count + " computations", "entry " + m.entry,
+      grid[0] + " replica" + (grid[0] === 1 ? "" : "s") + " × " + grid[1] + " partition" + (grid[1] === 1 ? "" : "s")];
+    if (m.is_scheduled) sub.push("scheduled");
+    if (D.source_path) sub.push(D.source_path);
+    document.getElementById("subtitle").textContent = sub.join(" · ");
+    var figs = document.getElementById("figures");
+    function fig(v, k, extra, id) {
+      var f = el("div", {cls: "figure"}, el("div", {cls: "v", text: v}), el("div", {cls: "k", text: k}));
+      if (extra) f.appendChild(el("div", {cls: "kx", text: extra}));
+      if (id) f.id = id;
+      figs.appendChild(f);
+    }
+    if (TIM) fig(fmtTime(TIM.total_seconds), "estimated step time", TIM.hardware + (TIM.implied ? " (implied, see Overview)" : ""), "fig-time");
+    if (cost) {
+      var la = cost.loop_aware || {flops: cost.flops, bytes_accessed: cost.bytes_accessed};
+      fig(fmtNum(la.flops) + "FLOP", "FLOPs per step", flopsLabel(cost) + "; XLA's HloCostAnalysis: " + fmtNum(cost.flops) + "FLOP", "fig-flops");
+      fig(fmtBytes(la.bytes_accessed), "bytes accessed per step", "XLA's count: " + fmtBytes(cost.bytes_accessed));
+    }
+    if (mem) fig(fmtBytes(mem.peak_bytes), "peak memory", "at schedule step " + mem.peak_time, "fig-peak");
+    if (sum) fig(fmtBytes(sum.parameter_bytes), "parameters");
+    if (col && col.length) fig(fmtBytes(col.reduce(function (a, r) { return a + (Number(collBytes(r)) || 0) * (Number(r.count) || 1); }, 0)), "collective payload per step");
+  }
