@@ -133,3 +133,30 @@ def test_unpartitioned_pmap_program_writes_global_outputs(oracle_corpus, tmp_pat
                  "--per-device"]) == 0
     shards = load_npz(out)
     assert shards["d3.out.0"].shape == (1, 3, 4) and shards["d3.out.5"].tolist() == [3]
+
+
+def test_run_refuses_what_verify_rejects_with_the_verifiers_message(tmp_path, capsys) -> None:
+    mod = tmp_path / "bad.hlo"
+    mod.write_text("HloModule bad\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[3] negate(a)\n}\n")
+    assert main(["run", str(mod)]) == 3
+    err = capsys.readouterr().err
+    assert "b" in err and "f32[3]" in err and "verifier" in err
+
+
+def test_random_inputs_for_an_unbounded_dimension(tmp_path, capsys) -> None:
+    # --random drew a zero-size dimension for f32[?,784] and then refused its own input.
+    mod = tmp_path / "dyn.hlo"
+    mod.write_text("HloModule dyn\nENTRY e {\n  a = f32[?,784] parameter(0)\n  ROOT n = f32[?,784] negate(a)\n}\n")
+    out = tmp_path / "o.npz"
+    assert main(["run", str(mod), "--random", "1", "--out", str(out), "--json"]) == 0
+    assert load_npz(out)["out"].shape == (4, 784)
+
+
+def test_gather_without_device_count_says_what_grid_it_runs_on(tmp_path, capsys) -> None:
+    mod = tmp_path / "g.hlo"
+    mod.write_text("HloModule g\nENTRY e {\n  a = f32[4,16] parameter(0)\n"
+                   "  ROOT b = f32[32,16] all-gather(a), dimensions={0}\n}\n")
+    assert main(["run", str(mod)]) == 0
+    assert "runs on 8 replicas" in capsys.readouterr().err
+    assert main(["run", str(mod), "--replicas", "1"]) == 3
+    assert "gathers 8 shards" in capsys.readouterr().err

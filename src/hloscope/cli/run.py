@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from hloscope.cli.common import EXIT_OK, command, console, emit_json
+from hloscope.cli.common import EXIT_OK, EXIT_VERIFY, command, console, emit_json
 
 __all__: list[str] = []
 
@@ -75,13 +75,27 @@ def _run(args: argparse.Namespace) -> int:
     from hloscope.interpret import RunOptions, run
     from hloscope.interpret.inputs import inputs_from_mapping, outputs_to_mapping, random_inputs
     from hloscope.interpret.npz_io import flatten_named, load_npz, save_npz
-    from hloscope.interpret.run import default_grid
+    from hloscope.interpret.run import infer_grid
+    from hloscope.ir.verifier import verify
 
     m = load(args.file)
-    r0, p0 = default_grid(m)
+    r0, p0, grid_note = infer_grid(m)
     r = args.replicas or r0
     p = args.partitions or p0
     n = r * p
+    if args.replicas or args.partitions:
+        grid_note = None
+    # Run only what `hloscope verify` accepts, on the grid we run on: a module it rejects
+    # would give values of other shapes than it declares, or fail somewhere inside.
+    errors = [d for d in verify(m, replicas=r, partitions=p) if d.severity == "error"]
+    if errors:
+        for d in errors:
+            sys.stderr.write(str(d) + "\n")
+        sys.stderr.write(f"{m.name}: {len(errors)} verifier error(s) on {r} replica(s) x {p} partition(s); "
+                         "not running it (see `hloscope verify`)\n")
+        return EXIT_VERIFY
+    if grid_note is not None and not args.json:
+        sys.stderr.write(f"note: {grid_note}\n")
     if not args.force:
         # Before any input or value is allocated: a run that cannot fit is refused with the
         # figures and what would fit, instead of swapping the machine to a halt.
@@ -162,6 +176,7 @@ def _run(args: argparse.Namespace) -> int:
     xla_summary = None if xla_run is None else {"rewrite": xla_run.rewrite, "custom_calls": xla_run.custom_calls}
     if args.json:
         emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed,
+                    **({"grid_note": grid_note} if grid_note else {}),
                     **({"xla": xla_summary} if xla_summary else {}),
                     "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": diffs[k]} if diffs else {})}
                                 for k, v in outputs.items()}})

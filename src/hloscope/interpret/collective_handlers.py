@@ -17,6 +17,7 @@ from hloscope.interpret.registry import evaluates
 from hloscope.interpret.values import Value, zeros_of
 from hloscope.ir import Instruction, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
+from hloscope.ir.collective_shapes import group_size_problem
 
 __all__ = ["groups", "operand_value", "reducer"]
 
@@ -34,6 +35,11 @@ def groups(ctx: EvalContext, inst: Instruction, use_global: bool | None) -> list
         rg = inst.attrs.get("replica_groups")
         listed = _expand_replica_groups(rg, inst.attrs.get("device_ids")) if rg is not None else []
         procs = devices.participant_groups(mode, listed, ctx.num_replicas, ctx.num_partitions)
+        # A gather's result must hold one shard per group member: never hand back a value of
+        # another shape than the module declares (a module naming no device count, run on one).
+        problem = group_size_problem(inst, ctx.num_replicas, ctx.num_partitions)
+        if problem is not None:
+            raise InterpretError(problem + "; run it on a grid that forms such groups (--replicas/--partitions)")
         found = ctx.cache[key] = devices.device_groups(procs, ctx.num_partitions)
     return found
 

@@ -12,14 +12,19 @@ from hloscope.interpret.npz_io import flatten_named, unflatten_named
 from hloscope.ir.module import Module
 from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 
-__all__ = ["random_inputs", "inputs_from_mapping", "outputs_to_mapping", "DISTRIBUTIONS"]
+__all__ = ["random_inputs", "inputs_from_mapping", "outputs_to_mapping", "DISTRIBUTIONS", "UNBOUNDED_SIZE"]
 
 DISTRIBUTIONS = ("normal", "uniform", "positive")
 
 
+# The size --random draws for an unbounded dimension (f32[?,784]): small, the same for every
+# parameter so that dimensions meant to agree (a batch) do. A bounded one (<=N) gets its bound.
+UNBOUNDED_SIZE = 4
+
+
 def _random_array(shape: ArrayShape, rng: np.random.Generator, distribution: str) -> np.ndarray:
     pt = shape.primitive_type
-    dims = tuple(max(d, 0) for d in shape.dimensions)
+    dims = tuple(d if d >= 0 else UNBOUNDED_SIZE for d in shape.dimensions)
     if pt.kind in ("token", "opaque"):
         return np.zeros((), np.uint8)
     if pt.kind == "pred":

@@ -24,8 +24,9 @@ from hloscope.interpret.evaluator import (
 from hloscope.interpret.values import Value, coerce_input
 from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
+from hloscope.ir.collective_shapes import implied_replicas
 
-__all__ = ["run", "default_grid", "is_global_run", "shards_of"]
+__all__ = ["run", "default_grid", "infer_grid", "is_global_run", "shards_of"]
 
 Operands = list[Any]
 
@@ -34,13 +35,26 @@ Operands = list[Any]
 
 
 def default_grid(module: Module) -> tuple[int, int]:
-    """(replicas, partitions) from the module header. When absent (old pmap dumps), the largest
-    id named by a collective's replica_groups or source_target_pairs: replica ids for
-    collectives without channel_id, partition ids for those with one."""
+    """(replicas, partitions) from the module header; see ``infer_grid`` when it names none."""
+    r, p, _ = infer_grid(module)
+    return r, p
+
+
+def infer_grid(module: Module) -> tuple[int, int, str | None]:
+    """(replicas, partitions, note): the module header's counts, or where it names none (old
+    pmap dumps, hand-written modules), what its collectives imply, with a note saying so.
+
+    Ids in replica_groups/source_target_pairs count in the kind XLA's collective-op group mode
+    gives them (``replica_groups.group_mode``): replica ids without a channel_id and with a
+    channel_id but no use_global_device_ids (cross-replica-and-partition), partition ids for
+    channel ops without that attribute (all-to-all, collective-permute), flattened device ids
+    with use_global_device_ids=true (counted as partitions, jax's SPMD convention). Without
+    ids, gathers and scatters over implicit groups imply the replica count their shapes hold
+    (``collective_shapes.implied_replicas``)."""
     replicas, partitions = module.replica_count, module.num_partitions
     if replicas is not None and partitions is not None:
-        return replicas, partitions
-    most = {False: 0, True: 0}
+        return replicas, partitions, None
+    most = {"replica": 0, "partition": 0}
     for inst in module.instructions():
         if inst.opcode.family is not Opcode.ALL_REDUCE.family:
             continue
@@ -53,13 +67,23 @@ def default_grid(module: Module) -> tuple[int, int]:
                 ids = []
         ids += [i for pair in inst.attrs.get("source_target_pairs", ()) for i in pair]
         if ids:
-            key = inst.attrs.get("channel_id") is not None
-            most[key] = max(most[key], max(ids) + 1)
+            global_ids = inst.attrs.get("use_global_device_ids")
+            has_attr = inst.opcode.text.split("-start")[0] in ("all-reduce", "all-gather", "reduce-scatter")
+            channel = inst.attrs.get("channel_id") is not None
+            kind = "partition" if channel and (global_ids or not has_attr) else "replica"
+            most[kind] = max(most[kind], max(ids) + 1)
+    note = None
+    if replicas is None and not most["replica"] and not most["partition"] and partitions is None:
+        implied = implied_replicas(module)
+        if implied is not None:
+            most["replica"] = implied[0]
+            note = (f"the module names no device count; {implied[1].name} ({implied[1].opcode.text}) "
+                    f"holds {implied[0]} shards, so it runs on {implied[0]} replicas")
     if replicas is None:
-        replicas = most[False] or 1
+        replicas = most["replica"] or 1
     if partitions is None:
-        partitions = most[True] or 1
-    return replicas, partitions
+        partitions = most["partition"] or 1
+    return replicas, partitions, note
 
 
 def _hand_over(inputs: Sequence[Any]) -> None:

@@ -94,7 +94,10 @@ def coerce_input(x: Any, shape: Shape, what: str) -> Value:
             arr = arr.astype(shape.dtype)
     except (TypeError, ValueError) as e:
         raise InputError(f"{what} expects {shape}: cannot convert {describe(x)} ({e})") from None
-    if arr.shape != tuple(shape.dimensions):
+    dims = tuple(shape.dimensions)
+    # An unbounded dimension (f32[?,784]) takes any size; a bounded one (<=N) its bound, the
+    # shape every value has here (Note [Dynamic shapes as bounds] in expanded_ops.py).
+    if len(arr.shape) != len(dims) or any(d >= 0 and a != d for a, d in zip(arr.shape, dims, strict=True)):
         raise InputError(f"{what} expects {shape.to_text(layout=False)}, got an array of shape "
                          f"{list(arr.shape)}")
     return arr

@@ -22,12 +22,14 @@ declared shape XLA's parser replaces), the finding is a warning, not an error.
 """
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.errors import VerifyError
 from hloscope.ir.buffer_verifier import buffer_problems
+from hloscope.ir.collective_shapes import group_size_problems
 from hloscope.ir.computation import Computation
 from hloscope.ir.instruction import CALLED_COMPUTATION_ATTRS, Instruction
 from hloscope.ir.module import Module
@@ -80,10 +82,26 @@ class Diagnostic:
         return out
 
 
-def verify(module: Module) -> list[Diagnostic]:
-    """Every problem found in ``module``, in module order; an empty list when it is well formed."""
-    v = _Verifier(module)
-    v.run()
+def verify(module: Module, *, replicas: int | None = None, partitions: int | None = None) -> list[Diagnostic]:
+    """Every problem found in ``module``, in module order; an empty list when it is well formed.
+
+    ``replicas``/``partitions`` name the device grid the module is to run on (default: its
+    header's ``replica_count``/``num_partitions``); when one is known, all-gathers and
+    reduce-scatters whose shapes ask for groups of another size than that grid forms are
+    errors (``hloscope.ir.collective_shapes``), also where XLA's verifier, taking an unknown
+    count as 1, lets them pass."""
+    # The cyclic collector would walk the whole module again and again while the verifier
+    # allocates its small per-instruction objects (Note [No cyclic GC during analyses] in
+    # analysis/gc_pause.py); it waits until the verifier returns.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        v = _Verifier(module)
+        v.run()
+        v.group_sizes(replicas, partitions)
+    finally:
+        if enabled:
+            gc.enable()
     return v.diagnostics
 
 
@@ -139,6 +157,21 @@ class _Verifier:
 
     def warning(self, message: str) -> None:
         self.error(message, severity="warning")
+
+    def group_sizes(self, replicas: int | None, partitions: int | None) -> None:
+        """Gathers and scatters against the device grid, when one is known (collective_shapes)."""
+        r = replicas if replicas is not None else self.module.replica_count
+        p = partitions if partitions is not None else self.module.num_partitions
+        if r is None and p is None:
+            return
+        reported = {(d.computation, d.instruction) for d in self.diagnostics}
+        try:
+            for inst, message in group_size_problems(self.module, r or 1, p or 1):
+                comp = inst.computation.name if inst.computation is not None else None
+                if (comp, inst.name) not in reported:  # shape inference said it already
+                    self.error(message, inst)
+        except Exception as e:
+            self.error(f"verifier could not check collective group sizes: {e!r}", None, self.module.entry)
 
     # --- driver ------------------------------------------------------------------------------
     def run(self) -> None:

@@ -1,0 +1,73 @@
+"""The device grid a module runs on when it names none, and shapes that must fit that grid."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import hloscope
+from hloscope.errors import InterpretError
+from hloscope.interpret import run
+from hloscope.interpret.run import infer_grid
+from hloscope.ir.verifier import verify
+
+GATHER = """HloModule m
+ENTRY e {
+  a = s4[4,16] parameter(0)
+  ROOT b = s4[32,16] all-gather(a), dimensions={0}
+}"""
+
+
+def test_gather_without_device_count_runs_on_the_devices_its_shapes_imply() -> None:
+    m = hloscope.parse(GATHER)
+    r, p, note = infer_grid(m)
+    assert (r, p) == (8, 1) and "8 shards" in note and "b" in note
+    x = (np.arange(64) % 7).reshape(4, 16).astype(ml_dtypes.int4)
+    out = run(m, [x])
+    assert len(out) == 8 and all(o.shape == (32, 16) for o in out)
+    assert np.array_equal(out[3].astype(np.int8), np.tile(x.astype(np.int8), (8, 1)))
+
+
+def test_gather_on_one_device_stops_naming_the_instruction_and_both_shapes() -> None:
+    # It returned s4[4,16] for b = s4[32,16]: a value of another shape than declared.
+    x = np.zeros((4, 16), ml_dtypes.int4)
+    with pytest.raises(InterpretError, match=r"all-gather b gathers 8 shards .*s4\[4,16\] -> s4\[32,16\]"):
+        run(hloscope.parse(GATHER), [x], replicas=1)
+
+
+def test_verifier_checks_gathers_against_the_grid_it_is_given() -> None:
+    m = hloscope.parse(GATHER)
+    assert verify(m) == []  # no device count known: as XLA's verifier, nothing to check
+    assert verify(m, replicas=8) == []
+    (d,) = verify(m, replicas=1)
+    assert d.severity == "error" and d.instruction == "b" and "s4[4,16] -> s4[32,16]" in d.message
+    (d,) = verify(m, replicas=2, partitions=2)
+    assert "groups have 2 device(s)" in d.message
+
+
+CHANNEL_NO_GLOBAL_IDS = """HloModule m
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  a = f32[3] parameter(0)
+  ROOT r = f32[3] all-reduce(a), channel_id=1, replica_groups={{0,1},{2,3}}, to_apply=sum
+}"""
+
+
+def test_channel_ids_without_global_device_ids_are_replicas_as_on_xla() -> None:
+    # XLA's collective-op group mode for channel_id without use_global_device_ids is
+    # cross-replica-and-partition: the ids are replica ids. They were taken for partitions.
+    client = pytest.importorskip("hloscope.xla.client")
+    m = hloscope.parse(CHANNEL_NO_GLOBAL_IDS)
+    assert infer_grid(m)[:2] == (4, 1)
+    xs = [[np.full(3, k + 1, np.float32)] for k in range(4)]
+    ours = run(m, xs)
+    theirs = client.compile_and_run(CHANNEL_NO_GLOBAL_IDS, xs, replicas=4, partitions=1)
+    for o, t in zip(ours, theirs, strict=True):
+        assert np.array_equal(o, np.asarray(t))
+    assert [float(o[0]) for o in ours] == [3, 3, 7, 7]
+    with pytest.raises(Exception):  # XLA refuses the partitions reading: replica id 2 of 1
+        client.compile_and_run(CHANNEL_NO_GLOBAL_IDS, xs, replicas=1, partitions=4)
