@@ -40,6 +40,9 @@ def main() -> None:
                 page.wait_for_selector("body[data-ready='1']")
                 if tab == "graph":
                     page.select_option("#graph-overlay", GRAPH[seed][1])
+                    if seed == "004":  # a fusion opened in place
+                        page.locator("#graph-svg g.gnode[data-name='fusion.10']").dblclick()
+                        page.click("#graph-fit")
                     page.evaluate("window.scrollTo(0, 250)")
                 if tab == "memory":
                     hit = page.locator("#memory-chart rect.hit")

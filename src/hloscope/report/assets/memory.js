@@ -98,6 +98,17 @@
     show(spaces[0]);
     if (mem.explain) s.appendChild(el("div", {cls: "card"}, el("h2", {text: "How the figures arise"}), el("pre", {cls: "explain", text: mem.explain})));
   }
+  // A peak buffer's live range, looked up among the live ranges by instruction and index.
+  var rangeByName = null;
+  function rangeOf(r) {
+    if (r.start != null) return r;
+    if (!rangeByName) {
+      rangeByName = {};
+      var mem = section("memory").data;
+      ((mem && pick(mem, "buffers", "live_ranges")) || []).forEach(function (b) { rangeByName[bufName(b)] = b; });
+    }
+    return rangeByName[bufName(r)] || null;
+  }
   function bufferTable(rows) {
     return table([
       {key: "name", label: "buffer", fmt: bufLinks, val: bufName},
@@ -105,7 +116,7 @@
       {key: "opcode", label: "opcode", cls: "mono", fmt: function (r) { var row = instRow(bufInst(r)); return r.opcode || (row ? row[C.opcode] : ""); }},
       {key: "shape", label: "shape", cls: "mono wrap"},
       {key: "size", label: "size", num: true, fmt: function (r) { return fmtBytes(pick(r, "size", "bytes")); }, val: function (r) { return Number(pick(r, "size", "bytes")); }},
-      {key: "live", label: "live steps", num: true, fmt: function (r) { return r.start != null ? r.start + "–" + r.end : ""; }, val: function (r) { return r.start; }},
+      {key: "live", label: "live steps", num: true, fmt: function (r) { var lr = rangeOf(r); return lr ? lr.start + "–" + lr.end : ""; }, val: function (r) { var lr = rangeOf(r); return lr ? lr.start : null; }},
       {key: "op_name", label: "op_name", cls: "mono wrap"},
       {key: "source", label: "source", cls: "mono wrap", fmt: sourceOf}], rows, {sortCol: 4, limit: 300});
   }
