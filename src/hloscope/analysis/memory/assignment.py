@@ -403,13 +403,14 @@ def _first_is_tuple(buf: Buffer) -> bool:
 
 def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[object]) -> list[Buffer]:
     """XLA's ``kBiggestFirst`` order: size, live-out first, post-order position, buffer id."""
-    pos = _post_order_positions(df.module, computations)
+    pos = _post_order_positions(df.module, computations, df.post_order)
     far = len(pos)
     return sorted(buffers, key=lambda b: (-b.size, not b.live_out,
                                           min(pos.get(v.instruction, far) for v in b.values), b.id))
 
 
-def _post_order_positions(module: object, computations: list[object]) -> dict[object, int]:
+def _post_order_positions(module: object, computations: list[object],
+                          post_orders: dict[object, list[object]]) -> dict[object, int]:
     """Each instruction's place in XLA's ``ComparePosition`` order over ``computations``.
 
     Computations come callers first (the call graph's post order from the entry, reversed), and
@@ -438,7 +439,8 @@ def _post_order_positions(module: object, computations: list[object]) -> dict[ob
     pos: dict[object, int] = {}
     for comp in reversed(graph_post):
         if comp in wanted:
-            for inst in instruction_post_order(comp):
+            order = post_orders.get(comp)
+            for inst in order if order is not None else instruction_post_order(comp):
                 pos[inst] = len(pos)
     return pos
 

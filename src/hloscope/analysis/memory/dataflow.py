@@ -139,6 +139,7 @@ class Dataflow:
     sets: dict[object, ValueSets]  # instruction -> index -> values there
     embedded: set[object]  # thread-local computations
     sequential: list[object]  # computations with a schedule (entry, bodies, branches)
+    post_order: dict[object, list[object]] = field(default_factory=dict)  # instruction_post_order per computation
 
     def value_set(self, instruction: object, index: ShapeIndex = ()) -> list[Value]:
         return self.sets.get(instruction, {}).get(index, [])
@@ -375,7 +376,8 @@ def analyze_dataflow(module: object) -> Dataflow:
 
     sets = {inst: {idx: resolve(vs) for idx, vs in s.items()} for inst, s in b.sets.items()}
     live = [v for v in b.values if v not in b.replaced]
-    live.sort(key=_xla_value_order(module, live))  # Note [Value numbering]
+    post_order = {comp: instruction_post_order(comp) for comp in module.computations}  # type: ignore[attr-defined]
+    live.sort(key=_xla_value_order(module, live, post_order))  # Note [Value numbering]
     for i, v in enumerate(live):
         v.id = i
     # Positions and uses, in one pass over every instruction (defining position first).
@@ -433,15 +435,16 @@ def analyze_dataflow(module: object) -> Dataflow:
     for vs in root_sets.values():
         for v in vs:
             buffer_of[v.id].live_out = True
-    return Dataflow(module, live, buffers, buffer_of, sets, b.embedded, b.sequential)
+    return Dataflow(module, live, buffers, buffer_of, sets, b.embedded, b.sequential, post_order)
 
 
-def _xla_value_order(module: object, values: list[Value]) -> Callable[[Value], tuple[object, ...]]:
+def _xla_value_order(module: object, values: list[Value],
+                     post_order: dict[object, list[object]]) -> Callable[[Value], tuple[object, ...]]:
     """Sort key giving ``values`` XLA's numbering (Note [Value numbering])."""
     comp_rank = {c: k for k, c in enumerate(module.computations)}  # type: ignore[attr-defined]
     pos: dict[object, int] = {}
     for comp in module.computations:  # type: ignore[attr-defined]
-        for k, inst in enumerate(instruction_post_order(comp)):
+        for k, inst in enumerate(post_order[comp]):
             pos[inst] = k
     created = {id(v): k for k, v in enumerate(values)}
 

@@ -150,14 +150,17 @@ def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], colo
     # A group of values sharing a chunk occupies it only over each value's own interval, so
     # others may use the chunk in the gaps between them (XLA's MakeFreeChunksList queries the
     # tree once per colocated interval, and CommitChunkAndInterval adds one node per interval).
-    placed = _PlacedChunks(max([*end.values(), *start.values(), 0]) + 1)
+    # No chunk ends above all chunks stacked: that bounds the offsets a piece's key must hold.
+    stacked = sum(-(-max(sizes[m] for m in [r, *coloc.get(r, [])]) // alignment) * alignment for r in roots)
+    placed = _PlacedChunks(max([*end.values(), *start.values(), 0]) + 1, stacked)
+    shift, mask = placed.shift, placed.mask
     offsets: dict[int, int] = {}
     heap = 0
     for r in order:
         members = [r, *coloc.get(r, [])]
         size = max(sizes[m] for m in members)
         intervals = _merged([(start[m], end.get(m, start[m])) for m in members])
-        busy: list[tuple[int, int]] = []
+        busy: list[int] = []
         for lo_t, hi_t in intervals:
             placed.overlapping(lo_t, hi_t, busy)
         # Chunks occupy whole alignment units, so every busy edge and the cursor are aligned;
@@ -165,8 +168,10 @@ def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], colo
         # ``size``, the lowest on a tie; above every chunk the heap is unbounded.
         busy.sort()
         best_off, best_len, cursor = -1, 1 << 62, 0
-        for lo, hi in busy:
+        for key in busy:
+            hi = key & mask
             if hi > cursor:
+                lo = key >> shift
                 if lo > cursor and lo - cursor >= size and lo - cursor < best_len:
                     best_off, best_len = cursor, lo - cursor
                 cursor = hi
@@ -205,45 +210,50 @@ class _PlacedChunks:
     """Placed chunks by time interval: the offsets busy at some time of a closed time interval.
 
     See Note [Finding the chunks that meet an interval]. Each tree node keeps the union of its
-    chunks' offset ranges as sorted disjoint pieces (``los[k]`` to ``his[k]``, touching ones
-    merged): the gaps depend only on the union, and packed chunks merge into few pieces.
+    chunks' offset ranges as sorted disjoint pieces, touching ones merged: the gaps depend only
+    on the union, and packed chunks merge into few pieces. A piece ``[lo, hi)`` is one integer,
+    ``lo << shift | hi``, so pieces sort by ``lo`` as plain integers (tuples sort several times
+    slower, and sorting them was the heap's largest cost).
     """
 
-    __slots__ = ("width", "by_start", "covering")
+    __slots__ = ("width", "shift", "mask", "by_start", "covering")
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, max_offset: int) -> None:
         self.width = 1 << max(1, n).bit_length()
-        self.by_start: list[tuple[list[int], list[int]] | None] = [None] * (2 * self.width)
-        self.covering: list[tuple[list[int], list[int]] | None] = [None] * (2 * self.width)
+        self.shift = max_offset.bit_length() + 1
+        self.mask = (1 << self.shift) - 1
+        self.by_start: list[list[int] | None] = [None] * (2 * self.width)
+        self.covering: list[list[int] | None] = [None] * (2 * self.width)
 
     def add(self, lo_t: int, hi_t: int, lo: int, hi: int) -> None:
         """Record offsets ``[lo, hi)`` as busy over the times ``[lo_t, hi_t]``."""
+        shift, mask = self.shift, self.mask
         by_start = self.by_start
         i = lo_t + self.width
         while i:
-            _insert(by_start, i, lo, hi)
+            _insert(by_start, i, lo, hi, shift, mask)
             i >>= 1
         covering = self.covering
         a, b = lo_t + self.width, hi_t + self.width + 1
         while a < b:
             if a & 1:
-                _insert(covering, a, lo, hi)
+                _insert(covering, a, lo, hi, shift, mask)
                 a += 1
             if b & 1:
                 b -= 1
-                _insert(covering, b, lo, hi)
+                _insert(covering, b, lo, hi, shift, mask)
             a >>= 1
             b >>= 1
 
-    def overlapping(self, lo_t: int, hi_t: int, out: list[tuple[int, int]]) -> None:
-        """Append to ``out`` offset ranges whose union is every offset busy in ``[lo_t, hi_t]``."""
+    def overlapping(self, lo_t: int, hi_t: int, out: list[int]) -> None:
+        """Append to ``out`` pieces whose union is every offset busy in ``[lo_t, hi_t]``."""
         # Busy at lo_t: the nodes on the path from lo_t's leaf up (one per covering interval).
         covering = self.covering
         i = lo_t + self.width
         while i:
             node = covering[i]
             if node is not None:
-                out.extend(zip(*node))
+                out.extend(node)
             i >>= 1
         # Starting after lo_t and by hi_t: the canonical nodes of (lo_t, hi_t].
         by_start = self.by_start
@@ -252,40 +262,39 @@ class _PlacedChunks:
             if a & 1:
                 node = by_start[a]
                 if node is not None:
-                    out.extend(zip(*node))
+                    out.extend(node)
                 a += 1
             if b & 1:
                 b -= 1
                 node = by_start[b]
                 if node is not None:
-                    out.extend(zip(*node))
+                    out.extend(node)
             a >>= 1
             b >>= 1
 
 
-def _insert(tree: list[tuple[list[int], list[int]] | None], i: int, lo: int, hi: int) -> None:
+def _insert(tree: list[list[int] | None], i: int, lo: int, hi: int, shift: int, mask: int) -> None:
     """Add ``[lo, hi)`` to node ``i``'s union, merging the pieces it overlaps or touches."""
     node = tree[i]
     if node is None:
-        tree[i] = ([lo], [hi])
+        tree[i] = [lo << shift | hi]
         return
-    los, his = node
-    k = bisect_left(his, lo)  # the first piece ending at or after lo
-    j = bisect_right(los, hi, k)  # the first piece starting after hi
+    k = bisect_left(node, lo << shift)  # the first piece starting at or after lo ...
+    if k and node[k - 1] & mask >= lo:  # ... or the one before, when it reaches lo
+        k -= 1
+    j = bisect_right(node, hi << shift | mask, k)  # the first piece starting after hi
     if k == j:
-        los.insert(k, lo)
-        his.insert(k, hi)
+        node.insert(k, lo << shift | hi)
         return
-    if los[k] < lo:
-        lo = los[k]
-    if his[j - 1] > hi:
-        hi = his[j - 1]
+    first, last = node[k] >> shift, node[j - 1] & mask
+    if first < lo:
+        lo = first
+    if last > hi:
+        hi = last
     if j == k + 1:
-        los[k] = lo
-        his[k] = hi
+        node[k] = lo << shift | hi
     else:
-        los[k:j] = (lo,)
-        his[k:j] = (hi,)
+        node[k:j] = (lo << shift | hi,)
 
 
 def _lower_bound(start: dict[int, int], end: dict[int, int], canonical: dict[int, int],

@@ -334,11 +334,19 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
             sources[inst] = _source(module, inst)
         return sources[inst]
 
+    texts: dict[int, str] = {}
+
+    def shape_text(v: Any) -> str:  # printed once per shape: the live ranges and the dump both need it
+        text = texts.get(id(v.shape))
+        if text is None:
+            text = texts[id(v.shape)] = v.shape.to_text()
+        return text
+
     def peak_buffers(space: SpaceUsage) -> tuple[PeakBuffer, ...]:
         out = []
         for v, nbytes in space.peak_values:
             op_name, source = source_of(v.instruction)
-            out.append(PeakBuffer(v.name, v.index, v.shape.to_text(), nbytes,
+            out.append(PeakBuffer(v.name, v.index, shape_text(v), nbytes,
                                   v.instruction.opcode.text, op_name, source, v.color))
         return tuple(out)
 
@@ -347,7 +355,7 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
         r = live.ranges.get(v.id)
         if r is not None:
             op_name, source = source_of(v.instruction)
-            buffers.append(LiveBuffer(v.name, v.index, v.shape.to_text(), v.size, r[0], r[1], op_name, source,
+            buffers.append(LiveBuffer(v.name, v.index, shape_text(v), v.size, r[0], r[1], op_name, source,
                                       df.buffer_of[v.id].id, v.color))
     buffers.sort(key=lambda b: (b.start, b.end, b.name, b.index))
     by_kind: dict[str, int] = {}
@@ -359,7 +367,7 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
         by_kind[a.kind] = by_kind.get(a.kind, 0) + a.size
     alias_bytes = sum(a.size for a in allocs if a.kind == "parameter" and not a.readonly)
     default_heap = heaps.get(0)
-    ba = _to_buffer_assignment(module, df, live, allocs, xla_peak_time, xla_at_peak)
+    ba = _to_buffer_assignment(module, df, live, allocs, xla_peak_time, xla_at_peak, shape_text)
     headline = peak_buffers(default)
     spaces = {k: MemorySpace(k, u.peak_bytes, u.peak_time, headline if k == 0 else peak_buffers(u),
                              tuple(u.timeline), other.get(k, 0) if k else by_kind.get("preallocated-temp", 0))
@@ -386,17 +394,16 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
 
 
 def _to_buffer_assignment(module: Any, df: Any, live: Any, allocs: list[AllocationDraft],
-                          peak_time: int, at_peak: list[Any]) -> BufferAssignment:
+                          peak_time: int, at_peak: list[Any], shape_text: Any) -> BufferAssignment:
     values: dict[int, BufferValue] = {}
 
     def bv(v: Any) -> BufferValue:
         if v.id not in values:
-            values[v.id] = BufferValue(v.id, v.name, v.index, v.shape.to_text(), df.buffer_of[v.id].size,
+            values[v.id] = BufferValue(v.id, v.name, v.index, shape_text(v), df.buffer_of[v.id].size,
                                        v.color, v.is_phi, v.hlo_positions(), v.hlo_uses())
         return values[v.id]
 
     out = []
-    entry_root_shape = module.entry.root.shape.to_text()
     for a in allocs:
         assigned = tuple(Assigned(bv(v), off, size) for v, off, size in sorted(a.assigned, key=lambda t: t[0].id))
         is_output = a.kind == "maybe-live-out" and any(
@@ -411,7 +418,6 @@ def _to_buffer_assignment(module: Any, df: Any, live: Any, allocs: list[Allocati
             parameter_shape=(module.entry.parameters[a.parameter_number].shape.to_text(layout=False)
                              if a.parameter_number is not None else None),
             output_shape=module.entry.root.shape.to_text(layout=False) if is_output else None))
-    del entry_root_shape
     ranges = {value_key(v.name, v.index): LiveRange(*live.ranges[v.id]) for v in df.values if v.id in live.ranges}
     peak = PeakInfo(peak_time, tuple(PeakEntry(v.name, v.index, v.size) for v in at_peak))
     return BufferAssignment(
