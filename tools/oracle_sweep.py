@@ -56,10 +56,11 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import oracle_sweep_cases as cases_mod  # noqa: E402
 import oracle_sweep_programs as programs_mod  # noqa: E402
-from oracle_sweep_cases import CASES, Case  # noqa: E402
+from oracle_sweep_cases import CASES  # noqa: E402
 
 import hloscope  # noqa: E402
 from hloscope.interpret import run as hs_run  # noqa: E402
+from hloscope.testing.cases import Case  # noqa: E402
 from hloscope.xla import client as xla  # noqa: E402
 
 warnings.filterwarnings("ignore")
@@ -175,9 +176,9 @@ def cause(detail: str) -> str:
 def _post_with_constants(c: Case, args: tuple[Any, ...], post: str) -> str:
     if "{...}" not in post:
         return post
-    transform = jax.pmap if c.mode == "pmap" else jax.jit
-    kwargs = c.kwargs() if c.kwargs else {}
-    if c.mode == "jit":
+    transform = jax.pmap if c.lowering == "pmap" else jax.jit
+    kwargs = c.jit_options()
+    if c.lowering == "jit":
         kwargs = {"keep_unused": True, **kwargs}
     with xla.use_shardy(c.shardy):
         module = transform(c.fn, **kwargs).lower(*args).compile().runtime_executable().hlo_modules()[0]
@@ -191,9 +192,9 @@ def run_case(c: Case, timeout: float) -> list[Outcome]:
     jax.config.update("jax_enable_x64", c.x64)
     try:
         with time_limit(timeout * 2):
-            args = c.args()
-            kwargs = c.kwargs() if c.kwargs else {}
-            art = xla.lower_jax(c.fn, *args, mode=c.mode, shardy=c.shardy, dump=False, **kwargs)
+            args = c.inputs()
+            kwargs = c.jit_options()
+            art = xla.lower_jax(c.fn, *args, mode=c.lowering, shardy=c.shardy, dump=False, **kwargs)
             post = _post_with_constants(c, args, art.post_optimization_text)
     except Exception as e:
         return [Outcome(c.name, "lower", "skip", f"{type(e).__name__}: {e}", time.perf_counter() - start)]
@@ -207,9 +208,9 @@ def run_case(c: Case, timeout: float) -> list[Outcome]:
                 module = hloscope.parse(text)
                 out = hs_run(module, art.inputs, replicas=art.num_replicas, partitions=art.num_partitions)
             if art.num_devices == 1:
-                detail = compare(out, art.outputs, c.rtol_scale)
+                detail = compare(out, art.outputs, c.tolerance_scale)
             else:
-                details = [compare(out[k], art.outputs[k], c.rtol_scale) for k in range(art.num_devices)]
+                details = [compare(out[k], art.outputs[k], c.tolerance_scale) for k in range(art.num_devices)]
                 bad = [(k, d) for k, d in enumerate(details) if d]
                 detail = f"device {bad[0][0]}: {bad[0][1]}" if bad else ""
             status = "mismatch" if detail else "ok"
@@ -226,9 +227,9 @@ def bisect(c: Case, stage: str = "pre") -> str:
     differently from XLA:CPU, found by recompiling the module with each instruction as its root.
     For triage: it names the op to blame, with both values."""
     jax.config.update("jax_enable_x64", c.x64)
-    args = c.args()
-    kwargs = c.kwargs() if c.kwargs else {}
-    art = xla.lower_jax(c.fn, *args, mode=c.mode, shardy=c.shardy, dump=False, **kwargs)
+    args = c.inputs()
+    kwargs = c.jit_options()
+    art = xla.lower_jax(c.fn, *args, mode=c.lowering, shardy=c.shardy, dump=False, **kwargs)
     text = art.pre_optimization_text if stage == "pre" else _post_with_constants(c, args, art.post_optimization_text)
     module = hloscope.parse(text)
     entry = module.entry
@@ -263,7 +264,7 @@ def bisect(c: Case, stage: str = "pre") -> str:
         except Exception as e:  # an instruction XLA cannot be rooted at (tokens, ...)
             print(f"  (skipped {inst.name}: {str(e).splitlines()[0][:100]})", file=sys.stderr)
             continue
-        detail = compare(seen[id(inst)], [expected], c.rtol_scale)
+        detail = compare(seen[id(inst)], [expected], c.tolerance_scale)
         if detail:
             line = inst.to_text() if hasattr(inst, "to_text") else inst.name
             return f"{inst.name}: {detail}\n  {line}\n  operands: {[o.name for o in inst.operands]}"

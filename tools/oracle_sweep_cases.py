@@ -8,33 +8,23 @@ jax must be imported after XLA_FLAGS forces 8 host devices; the runner sees to t
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import numpy as np
 
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One sweep program: ``fn(*args)`` lowered in ``mode`` (jit or pmap) with ``kwargs``."""
-
-    name: str
-    fn: Callable[..., Any]
-    args: Callable[[], tuple[Any, ...]]
-    mode: str = "jit"
-    x64: bool = False
-    shardy: bool | None = None
-    kwargs: Callable[[], dict[str, Any]] | None = None
-    rtol_scale: float = 1.0
-
+from hloscope.testing.cases import Case
 
 CASES: list[Case] = []
 
 
-def case(name: str, fn: Callable[..., Any], args: Callable[[], tuple[Any, ...]], **kw: Any) -> None:
-    CASES.append(Case(name, fn, args, **kw))
+def case(name: str, fn: Callable[..., Any], args: Callable[[], tuple[Any, ...]], *, mode: str = "jit",
+         x64: bool = False, shardy: bool | None = None, kwargs: Callable[[], dict[str, Any]] | None = None,
+         rtol_scale: float = 1.0) -> None:
+    """Add ``fn(*args())`` lowered by ``mode`` (jit or pmap) with ``kwargs()`` to ``CASES``."""
+    CASES.append(Case(name, fn, args, mode=mode, shardy=shardy, jit_kwargs=kwargs,
+                      config=(("jax_enable_x64", True),) if x64 else (), tolerance_scale=rtol_scale))
 
 
 # --------------------------------------------------------------------------------------------

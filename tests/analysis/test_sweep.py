@@ -1,4 +1,5 @@
-"""tools/analysis_sweep.py stays runnable and able to fail: a few of its programs, end to end.
+"""The analysis sweep (hloscope.testing.sweep, run by tools/analysis_sweep.py) stays runnable and
+able to fail: a few of its programs, end to end.
 
 The sweep itself (about 950 programs, minutes) is run by hand; see its docstring. Here a handful
 of its cases go through every check against XLA:CPU, and one deliberately broken cost rule
@@ -6,24 +7,15 @@ must show up as a mismatch.
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
 pytest.importorskip("jax")
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def sweep():
-    spec = importlib.util.spec_from_file_location("analysis_sweep", ROOT / "tools" / "analysis_sweep.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["analysis_sweep"] = module  # dataclasses resolve their module by name
-    spec.loader.exec_module(module)
+    from hloscope.testing import sweep as module
+
     return module
 
 

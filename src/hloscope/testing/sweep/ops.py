@@ -1,38 +1,36 @@
-"""The single-op families of ``tools/analysis_sweep.py``'s catalog, and the ``Case`` they make.
+"""The single-op families of the analysis sweep's catalog (``hloscope.testing.sweep``).
 
-Each family function returns ``Case`` objects: a jax function and a maker of its arguments at
+Each family function returns sized ``hloscope.testing.cases.Case`` objects (``sweep_case``): a jax function and a maker of its arguments at
 a size ``n``, over the dtypes the op accepts (f32, bf16, f16, f64, ints, unsigned, complex).
-Whole programs, collectives and the seeded random generators are in ``sweep_programs.py``.
+Whole programs, collectives and the seeded random generators are in ``programs.py``.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Case", "COMPLEX", "FLOATS", "INTS", "op_cases"]
+from hloscope.testing.cases import Case
+
+__all__ = ["COMPLEX", "FLOATS", "INTS", "array_of", "needs_x64", "op_cases", "sweep_case"]
 
 
-@dataclass
-class Case:
-    """One program: ``fn(*make(n))`` under ``jax.jit(fn, **jit)`` (or as is when ``pmapped``)."""
-
-    name: str
-    fn: Callable[..., Any]
-    make: Callable[[int], tuple[Any, ...]]
-    x64: bool = False
-    pmapped: bool = False
-    jit: dict[str, Any] = field(default_factory=dict)
-    n: int = 8
+def sweep_case(name: str, fn: Callable[..., Any], make: Callable[[int], tuple[Any, ...]], *,
+               x64: bool = False, pmapped: bool = False, jit: dict[str, Any] | None = None,
+               n: int = 8) -> Case:
+    """A sized ``Case``: ``fn(*make(n))`` under ``jax.jit(fn, **jit)``, or as is when ``fn`` is
+    already ``pmapped`` (mode ``"pmapped"``)."""
+    return Case(name, fn, make, mode="pmapped" if pmapped else "jit",
+                jit_kwargs=(lambda: dict(jit)) if jit else None,
+                config=(("jax_enable_x64", True),) if x64 else (), size=n)
 
 
 # --------------------------------------------------------------------------------------------
 # Argument makers
 
 
-def _arr(dtype: str, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+def array_of(dtype: str, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     import ml_dtypes
 
     rng = np.random.default_rng(seed)
@@ -49,7 +47,7 @@ def _arr(dtype: str, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
     return x.astype(dtype)
 
 
-def _x64(dtype: str) -> bool:
+def needs_x64(dtype: str) -> bool:
     return dtype in ("float64", "int64", "uint64", "complex128")
 
 
@@ -93,13 +91,13 @@ def _unary_cases() -> list[Case]:
     cases = []
     for name, fn in float_fns.items():
         for dt in FLOATS:
-            cases.append(Case(f"unary.{name}.{dt}", fn, lambda n, dt=dt: (_arr(dt, (n, n + 3)),), x64=_x64(dt)))
+            cases.append(sweep_case(f"unary.{name}.{dt}", fn, lambda n, dt=dt: (array_of(dt, (n, n + 3)),), x64=needs_x64(dt)))
     for name, fn in int_fns.items():
         for dt in INTS:
-            cases.append(Case(f"unary.{name}.{dt}", fn, lambda n, dt=dt: (_arr(dt, (n, n + 3)),), x64=_x64(dt)))
+            cases.append(sweep_case(f"unary.{name}.{dt}", fn, lambda n, dt=dt: (array_of(dt, (n, n + 3)),), x64=needs_x64(dt)))
     for name, fn in complex_fns.items():
         for dt in COMPLEX:
-            cases.append(Case(f"unary.{name}.{dt}", fn, lambda n, dt=dt: (_arr(dt, (n, n + 3)),), x64=_x64(dt)))
+            cases.append(sweep_case(f"unary.{name}.{dt}", fn, lambda n, dt=dt: (array_of(dt, (n, n + 3)),), x64=needs_x64(dt)))
     return cases
 
 
@@ -123,8 +121,8 @@ def _binary_cases() -> list[Case]:
     cases = []
     for name, (fn, dtypes) in fns.items():
         for dt in dtypes:
-            cases.append(Case(f"binary.{name}.{dt}", fn,
-                              lambda n, dt=dt: (_arr(dt, (n, n + 1)), _arr(dt, (n, n + 1), 1)), x64=_x64(dt)))
+            cases.append(sweep_case(f"binary.{name}.{dt}", fn,
+                              lambda n, dt=dt: (array_of(dt, (n, n + 1)), array_of(dt, (n, n + 1), 1)), x64=needs_x64(dt)))
     return cases
 
 
@@ -149,7 +147,7 @@ def _reduction_cases() -> list[Case]:
     cases = []
     for name, (fn, dtypes) in fns.items():
         for dt in dtypes:
-            cases.append(Case(f"reduce.{name}.{dt}", fn, lambda n, dt=dt: (_arr(dt, (n, 2 * n)),), x64=_x64(dt)))
+            cases.append(sweep_case(f"reduce.{name}.{dt}", fn, lambda n, dt=dt: (array_of(dt, (n, 2 * n)),), x64=needs_x64(dt)))
     return cases
 
 
@@ -182,10 +180,10 @@ def _movement_cases() -> list[Case]:
             needs_i = fn.__code__.co_argcount == 2
 
             def make(n: int, dt: str = dt, needs_i: bool = needs_i) -> tuple[Any, ...]:
-                x = _arr(dt, (n, n + 2))
+                x = array_of(dt, (n, n + 2))
                 return (x, np.int32(1)) if needs_i else (x,)
 
-            cases.append(Case(f"move.{name}.{dt}", fn, make, x64=_x64(dt)))
+            cases.append(sweep_case(f"move.{name}.{dt}", fn, make, x64=needs_x64(dt)))
     return cases
 
 
@@ -195,22 +193,22 @@ def _dot_cases() -> list[Case]:
 
     cases = []
     for dt in ("float32", "bfloat16", "float16", "float64", "complex64", "int32"):
-        cases.append(Case(f"dot.matmul.{dt}", lambda a, b: a @ b,
-                          lambda n, dt=dt: (_arr(dt, (n, 2 * n)), _arr(dt, (2 * n, n + 1), 1)), x64=_x64(dt)))
-        cases.append(Case(f"dot.matvec.{dt}", lambda a, b: a @ b[:, 0],
-                          lambda n, dt=dt: (_arr(dt, (n, 2 * n)), _arr(dt, (2 * n, 3), 1)), x64=_x64(dt)))
-        cases.append(Case(f"dot.batched.{dt}", lambda a, b: jnp.einsum("bij,bjk->bik", a, b),
-                          lambda n, dt=dt: (_arr(dt, (3, n, n)), _arr(dt, (3, n, 5), 1)), x64=_x64(dt)))
-        cases.append(Case(f"dot.outer_inner.{dt}", lambda a, b: jnp.outer(a[0], b[0]).sum() + jnp.vdot(a[0], b[0]),
-                          lambda n, dt=dt: (_arr(dt, (2, n)), _arr(dt, (2, n), 1)), x64=_x64(dt)))
+        cases.append(sweep_case(f"dot.matmul.{dt}", lambda a, b: a @ b,
+                          lambda n, dt=dt: (array_of(dt, (n, 2 * n)), array_of(dt, (2 * n, n + 1), 1)), x64=needs_x64(dt)))
+        cases.append(sweep_case(f"dot.matvec.{dt}", lambda a, b: a @ b[:, 0],
+                          lambda n, dt=dt: (array_of(dt, (n, 2 * n)), array_of(dt, (2 * n, 3), 1)), x64=needs_x64(dt)))
+        cases.append(sweep_case(f"dot.batched.{dt}", lambda a, b: jnp.einsum("bij,bjk->bik", a, b),
+                          lambda n, dt=dt: (array_of(dt, (3, n, n)), array_of(dt, (3, n, 5), 1)), x64=needs_x64(dt)))
+        cases.append(sweep_case(f"dot.outer_inner.{dt}", lambda a, b: jnp.outer(a[0], b[0]).sum() + jnp.vdot(a[0], b[0]),
+                          lambda n, dt=dt: (array_of(dt, (2, n)), array_of(dt, (2, n), 1)), x64=needs_x64(dt)))
     for dt, pref in (("int8", jnp.int32), ("bfloat16", jnp.float32), ("float16", jnp.float32), ("int8", jnp.float32)):
-        cases.append(Case(f"dot.preferred.{dt}.{np.dtype(pref).name}",
+        cases.append(sweep_case(f"dot.preferred.{dt}.{np.dtype(pref).name}",
                           lambda a, b, pref=pref: lax.dot(a, b, preferred_element_type=pref),
-                          lambda n, dt=dt: (_arr(dt, (n, 2 * n)), _arr(dt, (2 * n, n), 1))))
-    cases.append(Case("dot.einsum_multi_contract", lambda a, b: jnp.einsum("abcd,cdbe->ae", a, b),
-                      lambda n: (_arr("float32", (n, 3, 4, 2)), _arr("float32", (4, 2, 3, 5), 1))))
-    cases.append(Case("dot.chain_bias_act", lambda x, w1, w2: jnp.tanh(jnp.maximum(x @ w1 + 1, 0) @ w2),
-                      lambda n: (_arr("float32", (n, 16)), _arr("float32", (16, 32), 1), _arr("float32", (32, 4), 2))))
+                          lambda n, dt=dt: (array_of(dt, (n, 2 * n)), array_of(dt, (2 * n, n), 1))))
+    cases.append(sweep_case("dot.einsum_multi_contract", lambda a, b: jnp.einsum("abcd,cdbe->ae", a, b),
+                      lambda n: (array_of("float32", (n, 3, 4, 2)), array_of("float32", (4, 2, 3, 5), 1))))
+    cases.append(sweep_case("dot.chain_bias_act", lambda x, w1, w2: jnp.tanh(jnp.maximum(x @ w1 + 1, 0) @ w2),
+                      lambda n: (array_of("float32", (n, 16)), array_of("float32", (16, 32), 1), array_of("float32", (32, 4), 2))))
     return cases
 
 
@@ -225,33 +223,33 @@ def _conv_cases() -> list[Case]:
     cases = []
     variants: dict[str, tuple[Callable[..., Any], Callable[[int, str], tuple[Any, ...]]]] = {
         "1d": (conv("NCH", window_strides=(1,), padding="SAME"),
-               lambda n, dt: (_arr(dt, (2, 3, 4 * n)), _arr(dt, (4, 3, 5), 1))),
+               lambda n, dt: (array_of(dt, (2, 3, 4 * n)), array_of(dt, (4, 3, 5), 1))),
         "2d_same": (conv("NCHW", window_strides=(1, 1), padding="SAME"),
-                    lambda n, dt: (_arr(dt, (2, 3, n, n)), _arr(dt, (4, 3, 3, 3), 1))),
+                    lambda n, dt: (array_of(dt, (2, 3, n, n)), array_of(dt, (4, 3, 3, 3), 1))),
         "2d_nhwc_strided": (conv("NHWC", window_strides=(2, 2), padding="VALID"),
-                            lambda n, dt: (_arr(dt, (2, n + 1, n + 1, 3)), _arr(dt, (3, 3, 3, 5), 1))),
+                            lambda n, dt: (array_of(dt, (2, n + 1, n + 1, 3)), array_of(dt, (3, 3, 3, 5), 1))),
         "2d_dilated": (conv("NCHW", window_strides=(1, 1), padding=((2, 1), (1, 2)), rhs_dilation=(2, 1),
                             lhs_dilation=(1, 2)),
-                       lambda n, dt: (_arr(dt, (1, 2, n, n)), _arr(dt, (3, 2, 3, 3), 1))),
+                       lambda n, dt: (array_of(dt, (1, 2, n, n)), array_of(dt, (3, 2, 3, 3), 1))),
         "2d_grouped": (conv("NCHW", window_strides=(1, 1), padding="SAME", feature_group_count=2),
-                       lambda n, dt: (_arr(dt, (2, 4, n, n)), _arr(dt, (6, 2, 3, 3), 1))),
+                       lambda n, dt: (array_of(dt, (2, 4, n, n)), array_of(dt, (6, 2, 3, 3), 1))),
         "depthwise": (conv("NHWC", window_strides=(1, 1), padding="SAME", feature_group_count=4),
-                      lambda n, dt: (_arr(dt, (1, n, n, 4)), _arr(dt, (3, 3, 1, 4), 1))),
+                      lambda n, dt: (array_of(dt, (1, n, n, 4)), array_of(dt, (3, 3, 1, 4), 1))),
         "3d": (conv("NDHWC", window_strides=(1, 1, 1), padding="SAME"),
-               lambda n, dt: (_arr(dt, (1, 4, n // 2 + 2, n // 2 + 2, 2)), _arr(dt, (2, 3, 3, 2, 3), 1))),
+               lambda n, dt: (array_of(dt, (1, 4, n // 2 + 2, n // 2 + 2, 2)), array_of(dt, (2, 3, 3, 2, 3), 1))),
         "1x1": (conv("NHWC", window_strides=(1, 1), padding="VALID"),
-                lambda n, dt: (_arr(dt, (2, n, n, 8)), _arr(dt, (1, 1, 8, 16), 1))),
+                lambda n, dt: (array_of(dt, (2, n, n, 8)), array_of(dt, (1, 1, 8, 16), 1))),
     }
     for name, (fn, make) in variants.items():
         for dt in ("float32", "bfloat16", "float16"):
-            cases.append(Case(f"conv.{name}.{dt}", fn, lambda n, make=make, dt=dt: make(n, dt)))
-        cases.append(Case(f"conv.{name}.grad", lambda x, w, fn=fn: jax.grad(lambda x, w: (fn(x, w) ** 2).sum(), (0, 1))(x, w),
+            cases.append(sweep_case(f"conv.{name}.{dt}", fn, lambda n, make=make, dt=dt: make(n, dt)))
+        cases.append(sweep_case(f"conv.{name}.grad", lambda x, w, fn=fn: jax.grad(lambda x, w: (fn(x, w) ** 2).sum(), (0, 1))(x, w),
                           lambda n, make=make: make(n, "float32")))
-    cases.append(Case("conv.transpose", lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME",
+    cases.append(sweep_case("conv.transpose", lambda x, w: lax.conv_transpose(x, w, (2, 2), "SAME",
                                                                         dimension_numbers=("NHWC", "HWIO", "NHWC")),
-                      lambda n: (_arr("float32", (1, n, n, 3)), _arr("float32", (3, 3, 3, 4), 1))))
-    cases.append(Case("conv.f64", conv("NCHW", window_strides=(1, 1), padding="SAME"),
-                      lambda n: (_arr("float64", (1, 2, n, n)), _arr("float64", (2, 2, 3, 3), 1)), x64=True))
+                      lambda n: (array_of("float32", (1, n, n, 3)), array_of("float32", (3, 3, 3, 4), 1))))
+    cases.append(sweep_case("conv.f64", conv("NCHW", window_strides=(1, 1), padding="SAME"),
+                      lambda n: (array_of("float64", (1, 2, n, n)), array_of("float64", (2, 2, 3, 3), 1)), x64=True))
     return cases
 
 
@@ -264,12 +262,12 @@ def _pool_cases() -> list[Case]:
     avgpool = lambda x: lax.reduce_window(x, 0.0, lax.add, (1, 3, 3, 1), (1, 1, 1, 1), "SAME") / 9  # noqa: E731
     cases = []
     for dt in ("float32", "bfloat16"):
-        cases.append(Case(f"pool.max.{dt}", maxpool, lambda n, dt=dt: (_arr(dt, (2, n, n, 3)),)))
-        cases.append(Case(f"pool.avg.{dt}", avgpool, lambda n, dt=dt: (_arr(dt, (2, n, n, 3)),)))
-    cases.append(Case("pool.max.grad", jax.grad(lambda x: maxpool(x).sum()), lambda n: (_arr("float32", (2, n, n, 3)),)))
-    cases.append(Case("pool.avg.grad", jax.grad(lambda x: (avgpool(x) ** 2).sum()), lambda n: (_arr("float32", (2, n, n, 3)),)))
-    cases.append(Case("pool.int_max", lambda x: lax.reduce_window(x, jnp.iinfo(jnp.int32).min, lax.max, (2, 3), (1, 2), "SAME"),
-                      lambda n: (_arr("int32", (n, 2 * n)),)))
+        cases.append(sweep_case(f"pool.max.{dt}", maxpool, lambda n, dt=dt: (array_of(dt, (2, n, n, 3)),)))
+        cases.append(sweep_case(f"pool.avg.{dt}", avgpool, lambda n, dt=dt: (array_of(dt, (2, n, n, 3)),)))
+    cases.append(sweep_case("pool.max.grad", jax.grad(lambda x: maxpool(x).sum()), lambda n: (array_of("float32", (2, n, n, 3)),)))
+    cases.append(sweep_case("pool.avg.grad", jax.grad(lambda x: (avgpool(x) ** 2).sum()), lambda n: (array_of("float32", (2, n, n, 3)),)))
+    cases.append(sweep_case("pool.int_max", lambda x: lax.reduce_window(x, jnp.iinfo(jnp.int32).min, lax.max, (2, 3), (1, 2), "SAME"),
+                      lambda n: (array_of("int32", (n, 2 * n)),)))
     return cases
 
 
@@ -279,16 +277,16 @@ def _sort_cases() -> list[Case]:
 
     cases = []
     for dt in ("float32", "bfloat16", "int32", "uint8", "float64"):
-        cases.append(Case(f"sort.sort.{dt}", lambda x: jnp.sort(x, axis=-1), lambda n, dt=dt: (_arr(dt, (4, 4 * n)),),
-                          x64=_x64(dt)))
-        cases.append(Case(f"sort.argsort.{dt}", lambda x: jnp.argsort(x, axis=0), lambda n, dt=dt: (_arr(dt, (4 * n, 3)),),
-                          x64=_x64(dt)))
-        cases.append(Case(f"sort.top_k.{dt}", lambda x: lax.top_k(x, 3), lambda n, dt=dt: (_arr(dt, (3, 4 * n)),),
-                          x64=_x64(dt)))
-    cases.append(Case("sort.multi_key", lambda a, b, c: lax.sort((a, b, c), num_keys=2),
-                      lambda n: (_arr("int32", (4 * n,)), _arr("float32", (4 * n,), 1), _arr("float32", (4 * n,), 2))))
-    cases.append(Case("sort.unique_like", lambda x: jnp.diff(jnp.sort(x)) != 0, lambda n: (_arr("int32", (4 * n,)),)))
-    cases.append(Case("sort.median", lambda x: jnp.median(x, axis=1), lambda n: (_arr("float32", (3, 4 * n)),)))
+        cases.append(sweep_case(f"sort.sort.{dt}", lambda x: jnp.sort(x, axis=-1), lambda n, dt=dt: (array_of(dt, (4, 4 * n)),),
+                          x64=needs_x64(dt)))
+        cases.append(sweep_case(f"sort.argsort.{dt}", lambda x: jnp.argsort(x, axis=0), lambda n, dt=dt: (array_of(dt, (4 * n, 3)),),
+                          x64=needs_x64(dt)))
+        cases.append(sweep_case(f"sort.top_k.{dt}", lambda x: lax.top_k(x, 3), lambda n, dt=dt: (array_of(dt, (3, 4 * n)),),
+                          x64=needs_x64(dt)))
+    cases.append(sweep_case("sort.multi_key", lambda a, b, c: lax.sort((a, b, c), num_keys=2),
+                      lambda n: (array_of("int32", (4 * n,)), array_of("float32", (4 * n,), 1), array_of("float32", (4 * n,), 2))))
+    cases.append(sweep_case("sort.unique_like", lambda x: jnp.diff(jnp.sort(x)) != 0, lambda n: (array_of("int32", (4 * n,)),)))
+    cases.append(sweep_case("sort.median", lambda x: jnp.median(x, axis=1), lambda n: (array_of("float32", (3, 4 * n)),)))
     return cases
 
 
@@ -301,27 +299,27 @@ def _index_cases() -> list[Case]:
 
     cases = []
     for dt in ("float32", "bfloat16", "int32", "complex64"):
-        cases.append(Case(f"index.gather_rows.{dt}", lambda x, i: x[i], lambda n, dt=dt: (_arr(dt, (4 * n, 5)), idx(4 * n, n))))
-        cases.append(Case(f"index.scatter_set.{dt}", lambda x, i: x.at[i].set(x[0]),
-                          lambda n, dt=dt: (_arr(dt, (4 * n, 5)), idx(4 * n, n))))
-        cases.append(Case(f"index.scatter_add.{dt}", lambda x, i, u: x.at[i].add(u),
-                          lambda n, dt=dt: (_arr(dt, (4 * n, 5)), idx(4 * n, n), _arr(dt, (n, 5), 1))))
+        cases.append(sweep_case(f"index.gather_rows.{dt}", lambda x, i: x[i], lambda n, dt=dt: (array_of(dt, (4 * n, 5)), idx(4 * n, n))))
+        cases.append(sweep_case(f"index.scatter_set.{dt}", lambda x, i: x.at[i].set(x[0]),
+                          lambda n, dt=dt: (array_of(dt, (4 * n, 5)), idx(4 * n, n))))
+        cases.append(sweep_case(f"index.scatter_add.{dt}", lambda x, i, u: x.at[i].add(u),
+                          lambda n, dt=dt: (array_of(dt, (4 * n, 5)), idx(4 * n, n), array_of(dt, (n, 5), 1))))
     for mode in ("clip", "fill", "drop"):
-        cases.append(Case(f"index.gather_mode.{mode}", lambda x, i, mode=mode: x.at[i].get(mode=mode, fill_value=0)
+        cases.append(sweep_case(f"index.gather_mode.{mode}", lambda x, i, mode=mode: x.at[i].get(mode=mode, fill_value=0)
                           if mode == "fill" else x.at[i].get(mode=mode),
-                          lambda n: (_arr("float32", (n, 6)), idx(2 * n, n))))
+                          lambda n: (array_of("float32", (n, 6)), idx(2 * n, n))))
     for op in ("mul", "min", "max"):
-        cases.append(Case(f"index.scatter_{op}", lambda x, i, u, op=op: getattr(x.at[i], op)(u),
-                          lambda n: (_arr("float32", (n, 6)), idx(n, 2 * n), _arr("float32", (2 * n, 6), 1))))
-    cases.append(Case("index.gather_2d", lambda x, i, j: x[i, j], lambda n: (_arr("float32", (n, n + 1)), idx(n, 7), idx(n, 7, 4))))
-    cases.append(Case("index.scatter_2d_dups", lambda x, i, j, u: x.at[i, j].add(u),
-                      lambda n: (_arr("float32", (n, n)), idx(n, 9), idx(n, 9, 4), _arr("float32", (9,), 1))))
-    cases.append(Case("index.vmap_gather", jax.vmap(lambda r, i: r[i]), lambda n: (_arr("float32", (3, 4 * n)), np.stack([idx(4 * n, n, s) for s in range(3)]))))
-    cases.append(Case("index.one_hot", lambda i: jax.nn.one_hot(i, 10), lambda n: (idx(10, 4 * n),)))
-    cases.append(Case("index.boolean_where", lambda x: jnp.where(x > 0, x, 0).sum(0), lambda n: (_arr("float32", (4 * n, 3)),)))
-    cases.append(Case("index.gather_grad", jax.grad(lambda x, i: (x[i] ** 2).sum()), lambda n: (_arr("float32", (4 * n, 5)), idx(4 * n, n))))
-    cases.append(Case("index.segment_sum", lambda x, s: jax.ops.segment_sum(x, s, num_segments=5),
-                      lambda n: (_arr("float32", (4 * n, 3)), idx(5, 4 * n))))
+        cases.append(sweep_case(f"index.scatter_{op}", lambda x, i, u, op=op: getattr(x.at[i], op)(u),
+                          lambda n: (array_of("float32", (n, 6)), idx(n, 2 * n), array_of("float32", (2 * n, 6), 1))))
+    cases.append(sweep_case("index.gather_2d", lambda x, i, j: x[i, j], lambda n: (array_of("float32", (n, n + 1)), idx(n, 7), idx(n, 7, 4))))
+    cases.append(sweep_case("index.scatter_2d_dups", lambda x, i, j, u: x.at[i, j].add(u),
+                      lambda n: (array_of("float32", (n, n)), idx(n, 9), idx(n, 9, 4), array_of("float32", (9,), 1))))
+    cases.append(sweep_case("index.vmap_gather", jax.vmap(lambda r, i: r[i]), lambda n: (array_of("float32", (3, 4 * n)), np.stack([idx(4 * n, n, s) for s in range(3)]))))
+    cases.append(sweep_case("index.one_hot", lambda i: jax.nn.one_hot(i, 10), lambda n: (idx(10, 4 * n),)))
+    cases.append(sweep_case("index.boolean_where", lambda x: jnp.where(x > 0, x, 0).sum(0), lambda n: (array_of("float32", (4 * n, 3)),)))
+    cases.append(sweep_case("index.gather_grad", jax.grad(lambda x, i: (x[i] ** 2).sum()), lambda n: (array_of("float32", (4 * n, 5)), idx(4 * n, n))))
+    cases.append(sweep_case("index.segment_sum", lambda x, s: jax.ops.segment_sum(x, s, num_segments=5),
+                      lambda n: (array_of("float32", (4 * n, 3)), idx(5, 4 * n))))
     return cases
 
 
@@ -336,7 +334,7 @@ def _fft_cases() -> list[Case]:
     cases = []
     for name, fn in fns.items():
         for dt in COMPLEX:
-            cases.append(Case(f"fft.{name}.{dt}", fn, lambda n, dt=dt: (_arr(dt, (4, 2 * n)),), x64=_x64(dt)))
+            cases.append(sweep_case(f"fft.{name}.{dt}", fn, lambda n, dt=dt: (array_of(dt, (4, 2 * n)),), x64=needs_x64(dt)))
     return cases
 
 
@@ -365,7 +363,7 @@ def _linalg_cases() -> list[Case]:
         for dt in ("float32", "float64", "complex64"):
             if name == "eig" and dt != "float32":
                 continue
-            cases.append(Case(f"linalg.{name}.{dt}", fn, lambda n, dt=dt: (_arr(dt, (n, n)),), x64=_x64(dt)))
+            cases.append(sweep_case(f"linalg.{name}.{dt}", fn, lambda n, dt=dt: (array_of(dt, (n, n)),), x64=needs_x64(dt)))
     return cases
 
 
@@ -423,22 +421,22 @@ def _control_cases() -> list[Case]:
 
     f = "float32"
     return [
-        Case("control.scan_rnn", scan_rnn, lambda n: (_arr(f, (2, n)), _arr(f, (5, 2, n), 1), _arr(f, (n, n), 2))),
-        Case("control.scan_reverse_unroll", scan_reverse_unroll, lambda n: (_arr(f, (6, n)),)),
-        Case("control.fori_dus", fori_dus, lambda n: (_arr(f, (n,)),)),
-        Case("control.while_dynamic", while_dyn, lambda n: (_arr(f, (n, n)), np.int32(3))),
-        Case("control.while_pred", while_pred, lambda n: (_arr(f, (n,)),)),
-        Case("control.cond", cond2, lambda n: (np.float32(1), _arr(f, (n, n)))),
-        Case("control.cond_tuple", cond_tuple, lambda n: (np.float32(-1), _arr(f, (n, n)))),
-        Case("control.switch4", switch4, lambda n: (np.int32(2), _arr(f, (n, n)))),
-        Case("control.nested_fori", nested, lambda n: (_arr(f, (n,)),)),
-        Case("control.scan_in_cond", scan_in_cond, lambda n: (np.float32(1), _arr(f, (4, n)))),
-        Case("control.map", map_fn, lambda n: (_arr(f, (5, n)),)),
-        Case("control.checkpoint_grad", checkpointed, lambda n: (_arr(f, (n, n)), _arr(f, (3, n), 1))),
-        Case("control.scan_grad", scan_grad, lambda n: (_arr(f, (n, n)), _arr(f, (4, 2, n), 1))),
-        Case("control.scan_bf16", lambda xs: lax.scan(lambda c, x: (c + x.astype(jnp.float32), c.astype(jnp.bfloat16)),
+        sweep_case("control.scan_rnn", scan_rnn, lambda n: (array_of(f, (2, n)), array_of(f, (5, 2, n), 1), array_of(f, (n, n), 2))),
+        sweep_case("control.scan_reverse_unroll", scan_reverse_unroll, lambda n: (array_of(f, (6, n)),)),
+        sweep_case("control.fori_dus", fori_dus, lambda n: (array_of(f, (n,)),)),
+        sweep_case("control.while_dynamic", while_dyn, lambda n: (array_of(f, (n, n)), np.int32(3))),
+        sweep_case("control.while_pred", while_pred, lambda n: (array_of(f, (n,)),)),
+        sweep_case("control.cond", cond2, lambda n: (np.float32(1), array_of(f, (n, n)))),
+        sweep_case("control.cond_tuple", cond_tuple, lambda n: (np.float32(-1), array_of(f, (n, n)))),
+        sweep_case("control.switch4", switch4, lambda n: (np.int32(2), array_of(f, (n, n)))),
+        sweep_case("control.nested_fori", nested, lambda n: (array_of(f, (n,)),)),
+        sweep_case("control.scan_in_cond", scan_in_cond, lambda n: (np.float32(1), array_of(f, (4, n)))),
+        sweep_case("control.map", map_fn, lambda n: (array_of(f, (5, n)),)),
+        sweep_case("control.checkpoint_grad", checkpointed, lambda n: (array_of(f, (n, n)), array_of(f, (3, n), 1))),
+        sweep_case("control.scan_grad", scan_grad, lambda n: (array_of(f, (n, n)), array_of(f, (4, 2, n), 1))),
+        sweep_case("control.scan_bf16", lambda xs: lax.scan(lambda c, x: (c + x.astype(jnp.float32), c.astype(jnp.bfloat16)),
                                                       jnp.zeros(xs.shape[1:]), xs),
-             lambda n: (_arr("bfloat16", (5, n)),)),
+             lambda n: (array_of("bfloat16", (5, n)),)),
     ]
 
 
@@ -474,19 +472,19 @@ def _nn_cases() -> list[Case]:
                      "log_softmax": jax.nn.log_softmax, "elu_selu": lambda x: jax.nn.elu(x) + jax.nn.selu(x),
                      "standardize": jax.nn.standardize}.items():
         for dt in ("float32", "bfloat16", "float16"):
-            cases.append(Case(f"nn.{name}.{dt}", fn, lambda n, dt=dt: (_arr(dt, (n, 3 * n)),)))
-        cases.append(Case(f"nn.{name}.grad", jax.grad(lambda x, fn=fn: (fn(x) ** 2).sum()), lambda n: (_arr(f, (n, 3 * n)),)))
+            cases.append(sweep_case(f"nn.{name}.{dt}", fn, lambda n, dt=dt: (array_of(dt, (n, 3 * n)),)))
+        cases.append(sweep_case(f"nn.{name}.grad", jax.grad(lambda x, fn=fn: (fn(x) ** 2).sum()), lambda n: (array_of(f, (n, 3 * n)),)))
     cases += [
-        Case("nn.attention", attention, lambda n: tuple(_arr(f, (2, n, 2, 8), s) for s in range(3))),
-        Case("nn.attention_bf16", attention, lambda n: tuple(_arr("bfloat16", (2, n, 2, 8), s) for s in range(3))),
-        Case("nn.layer_norm_grad", layer_norm_grad, lambda n: (_arr(f, (n, 32)), _arr(f, (32,), 1))),
-        Case("nn.mlp_train", mlp_train, lambda n: (_arr(f, (16, 32)), _arr(f, (32, 4), 1), _arr(f, (n, 16), 2),
-                                                   _arr(f, (n, 4), 3))),
-        Case("nn.cross_entropy", cross_entropy, lambda n: (_arr(f, (n, 10)), np.arange(n, dtype=np.int32) % 10)),
-        Case("nn.vmap_matvec", jax.vmap(lambda w, x: jnp.tanh(w @ x), in_axes=(None, 0)),
-             lambda n: (_arr(f, (n, n)), _arr(f, (5, n), 1))),
-        Case("nn.jacfwd", jax.jacfwd(lambda x: jnp.sin(x) * x.sum()), lambda n: (_arr(f, (n,)),)),
-        Case("nn.hessian", jax.hessian(lambda x: (jnp.tanh(x) ** 2).sum()), lambda n: (_arr(f, (n,)),)),
+        sweep_case("nn.attention", attention, lambda n: tuple(array_of(f, (2, n, 2, 8), s) for s in range(3))),
+        sweep_case("nn.attention_bf16", attention, lambda n: tuple(array_of("bfloat16", (2, n, 2, 8), s) for s in range(3))),
+        sweep_case("nn.layer_norm_grad", layer_norm_grad, lambda n: (array_of(f, (n, 32)), array_of(f, (32,), 1))),
+        sweep_case("nn.mlp_train", mlp_train, lambda n: (array_of(f, (16, 32)), array_of(f, (32, 4), 1), array_of(f, (n, 16), 2),
+                                                   array_of(f, (n, 4), 3))),
+        sweep_case("nn.cross_entropy", cross_entropy, lambda n: (array_of(f, (n, 10)), np.arange(n, dtype=np.int32) % 10)),
+        sweep_case("nn.vmap_matvec", jax.vmap(lambda w, x: jnp.tanh(w @ x), in_axes=(None, 0)),
+             lambda n: (array_of(f, (n, n)), array_of(f, (5, n), 1))),
+        sweep_case("nn.jacfwd", jax.jacfwd(lambda x: jnp.sin(x) * x.sum()), lambda n: (array_of(f, (n,)),)),
+        sweep_case("nn.hessian", jax.hessian(lambda x: (jnp.tanh(x) ** 2).sum()), lambda n: (array_of(f, (n,)),)),
     ]
     return cases
 
@@ -508,8 +506,8 @@ def _random_number_cases() -> list[Case]:
             return (jax.random.bernoulli(a, 0.3, (40,)), jax.random.permutation(b, 20),
                     jax.random.categorical(a, np.zeros((4, 7), np.float32)))
 
-        cases.append(Case(f"random.normal.{impl}", normal, key(impl)))
-        cases.append(Case(f"random.misc.{impl}", misc, key(impl)))
+        cases.append(sweep_case(f"random.normal.{impl}", normal, key(impl)))
+        cases.append(sweep_case(f"random.misc.{impl}", misc, key(impl)))
     return cases
 
 

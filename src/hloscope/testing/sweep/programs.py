@@ -1,4 +1,4 @@
-"""Whole programs for ``tools/analysis_sweep.py``: collectives, donation, rare ops, training
+"""Whole programs for the analysis sweep (``hloscope.testing.sweep``): collectives, donation, rare ops, training
 steps, the full catalog, and the seeded random op chains and dataflow graphs."""
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sweep_ops import Case, _arr, _x64, op_cases
+
+from hloscope.testing.cases import Case
+from hloscope.testing.sweep.ops import array_of, needs_x64, op_cases, sweep_case
 
 __all__ = ["catalog", "random_cases", "random_graphs"]
 
@@ -39,7 +41,7 @@ def _sharded_cases() -> list[Case]:
         "psum_scatter": lambda a: lax.psum_scatter(a.reshape(8, -1), "i"),
         "axis_index": lambda a: a * lax.axis_index("i"),
     }
-    cases = [Case(f"shard.pmap.{k}", jax.pmap(fn, axis_name="i"), lambda n: (_arr(f, (8, 8 * n)),), pmapped=True)
+    cases = [sweep_case(f"shard.pmap.{k}", jax.pmap(fn, axis_name="i"), lambda n: (array_of(f, (8, 8 * n)),), pmapped=True)
              for k, fn in pmaps.items()]
     maps = {
         "psum_matmul": (lambda x, w: lax.psum(x @ w, "x"), (P(None, "x"), P("x")), P()),
@@ -50,30 +52,30 @@ def _sharded_cases() -> list[Case]:
         "pmax_pmin": (lambda x, w: lax.pmax(x, "x") - lax.pmin(x, "x"), (P("x"), P()), P()),
     }
     for k, (fn, ins, out) in maps.items():
-        cases.append(Case(f"shard.shard_map.{k}", sm(fn, ins, out),
-                          lambda n, ins=ins: (put(_arr(f, (8 * n, 8)), ins[0]), put(_arr(f, (8, 8), 1), ins[1]))))
-    cases.append(Case("shard.shard_map_2d", sm(lambda x: lax.psum(x, "y") + lax.psum(x, ("x", "y")), P("x", "y"), P("x"), mesh2),
-                      lambda n: (put(_arr(f, (4 * n, 2 * n)), P("x", "y"), mesh2),)))
-    cases.append(Case("shard.shard_map_scan", sm(lambda x: lax.scan(lambda c, xi: (c + lax.psum(xi, "x"), c.sum()),
+        cases.append(sweep_case(f"shard.shard_map.{k}", sm(fn, ins, out),
+                          lambda n, ins=ins: (put(array_of(f, (8 * n, 8)), ins[0]), put(array_of(f, (8, 8), 1), ins[1]))))
+    cases.append(sweep_case("shard.shard_map_2d", sm(lambda x: lax.psum(x, "y") + lax.psum(x, ("x", "y")), P("x", "y"), P("x"), mesh2),
+                      lambda n: (put(array_of(f, (4 * n, 2 * n)), P("x", "y"), mesh2),)))
+    cases.append(sweep_case("shard.shard_map_scan", sm(lambda x: lax.scan(lambda c, xi: (c + lax.psum(xi, "x"), c.sum()),
                                                                      jnp.zeros(x.shape[1:]), x), P(None, "x"), (P("x"), P())),
-                      lambda n: (put(_arr(f, (5, 8 * n)), P(None, "x")),)))
+                      lambda n: (put(array_of(f, (5, 8 * n)), P(None, "x")),)))
     # jit with shardings: the SPMD partitioner inserts the collectives.
-    cases.append(Case("shard.jit_matmul_rows", lambda x, w: jnp.tanh(x @ w),
-                      lambda n: (put(_arr(f, (8 * n, 16)), P("x")), put(_arr(f, (16, 8), 1), P()))))
-    cases.append(Case("shard.jit_matmul_contract", lambda x, w: x @ w,
-                      lambda n: (put(_arr(f, (n, 8 * 4)), P(None, "x")), put(_arr(f, (8 * 4, 8), 1), P("x")))))
-    cases.append(Case("shard.jit_reduce", lambda x: jnp.sum(x ** 2, 0),
-                      lambda n: (put(_arr(f, (8 * n, 6)), P("x")),)))
-    cases.append(Case("shard.jit_reshard", lambda x: jax.lax.with_sharding_constraint(x * 2, NamedSharding(mesh, P(None, "x"))),
-                      lambda n: (put(_arr(f, (8 * n, 16)), P("x")),)))
-    cases.append(Case("shard.jit_2d_mesh_mlp", lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2,
-                      lambda n: (put(_arr(f, (4 * n, 16)), P("x"), mesh2), put(_arr(f, (16, 32), 1), P(None, "y"), mesh2),
-                                 put(_arr(f, (32, 8), 2), P("y"), mesh2))))
-    cases.append(Case("shard.jit_out_sharding", lambda x: x.T @ x,
-                      lambda n: (put(_arr(f, (8 * n, 8)), P("x")),),
+    cases.append(sweep_case("shard.jit_matmul_rows", lambda x, w: jnp.tanh(x @ w),
+                      lambda n: (put(array_of(f, (8 * n, 16)), P("x")), put(array_of(f, (16, 8), 1), P()))))
+    cases.append(sweep_case("shard.jit_matmul_contract", lambda x, w: x @ w,
+                      lambda n: (put(array_of(f, (n, 8 * 4)), P(None, "x")), put(array_of(f, (8 * 4, 8), 1), P("x")))))
+    cases.append(sweep_case("shard.jit_reduce", lambda x: jnp.sum(x ** 2, 0),
+                      lambda n: (put(array_of(f, (8 * n, 6)), P("x")),)))
+    cases.append(sweep_case("shard.jit_reshard", lambda x: jax.lax.with_sharding_constraint(x * 2, NamedSharding(mesh, P(None, "x"))),
+                      lambda n: (put(array_of(f, (8 * n, 16)), P("x")),)))
+    cases.append(sweep_case("shard.jit_2d_mesh_mlp", lambda x, w1, w2: jax.nn.relu(x @ w1) @ w2,
+                      lambda n: (put(array_of(f, (4 * n, 16)), P("x"), mesh2), put(array_of(f, (16, 32), 1), P(None, "y"), mesh2),
+                                 put(array_of(f, (32, 8), 2), P("y"), mesh2))))
+    cases.append(sweep_case("shard.jit_out_sharding", lambda x: x.T @ x,
+                      lambda n: (put(array_of(f, (8 * n, 8)), P("x")),),
                       jit={"out_shardings": NamedSharding(mesh, P("x"))}))
-    cases.append(Case("shard.jit_donate", lambda x, g: (x - 0.1 * g, (g * g).sum()),
-                      lambda n: (put(_arr(f, (8 * n, 8)), P("x")), put(_arr(f, (8 * n, 8), 1), P("x"))),
+    cases.append(sweep_case("shard.jit_donate", lambda x, g: (x - 0.1 * g, (g * g).sum()),
+                      lambda n: (put(array_of(f, (8 * n, 8)), P("x")), put(array_of(f, (8 * n, 8), 1), P("x"))),
                       jit={"donate_argnums": 0}))
     return cases
 
@@ -81,12 +83,12 @@ def _sharded_cases() -> list[Case]:
 def _donation_cases() -> list[Case]:
     f = "float32"
     return [
-        Case("donate.update", lambda p, g: (p - 0.1 * g, (g * g).sum()), lambda n: (_arr(f, (n, 32)), _arr(f, (n, 32), 1)),
+        sweep_case("donate.update", lambda p, g: (p - 0.1 * g, (g * g).sum()), lambda n: (array_of(f, (n, 32)), array_of(f, (n, 32), 1)),
              jit={"donate_argnums": 0}),
-        Case("donate.swap", lambda a, b: (b * 2, a + 1), lambda n: (_arr(f, (n, 8)), _arr(f, (n, 8), 1)),
+        sweep_case("donate.swap", lambda a, b: (b * 2, a + 1), lambda n: (array_of(f, (n, 8)), array_of(f, (n, 8), 1)),
              jit={"donate_argnums": (0, 1)}),
-        Case("donate.passthrough", lambda a, b: (a, b * 2, a), lambda n: (_arr(f, (n, 4)), _arr(f, (n,), 1))),
-        Case("donate.shape_change", lambda a: a.reshape(-1)[: a.size // 2] * 2, lambda n: (_arr(f, (n, 8)),),
+        sweep_case("donate.passthrough", lambda a, b: (a, b * 2, a), lambda n: (array_of(f, (n, 4)), array_of(f, (n,), 1))),
+        sweep_case("donate.shape_change", lambda a: a.reshape(-1)[: a.size // 2] * 2, lambda n: (array_of(f, (n, 8)),),
              jit={"donate_argnums": 0}),
     ]
 
@@ -105,86 +107,86 @@ def _exotic_cases() -> list[Case]:
     f = "float32"
     cases = []
     for dt in ("float8_e4m3fn", "float8_e5m2", "int4", "uint32", "int16", "uint16", "uint64"):
-        cases.append(Case(f"exotic.dtype_roundtrip.{dt}", lambda x, dt=dt: (x.astype(dt).astype(jnp.float32) * 2, x.astype(dt)),
-                          lambda n: (_arr(f, (n, n + 1)),), x64=_x64(dt)))
+        cases.append(sweep_case(f"exotic.dtype_roundtrip.{dt}", lambda x, dt=dt: (x.astype(dt).astype(jnp.float32) * 2, x.astype(dt)),
+                          lambda n: (array_of(f, (n, n + 1)),), x64=needs_x64(dt)))
     cases += [
-        Case("exotic.f8_dot", lambda a, b: lax.dot(a.astype(jnp.float8_e4m3fn), b.astype(jnp.float8_e4m3fn),
+        sweep_case("exotic.f8_dot", lambda a, b: lax.dot(a.astype(jnp.float8_e4m3fn), b.astype(jnp.float8_e4m3fn),
                                                    preferred_element_type=jnp.float32),
-             lambda n: (_arr(f, (n, 16)), _arr(f, (16, n), 1))),
-        Case("exotic.variadic_reduce", lambda x, i: lax.reduce((x, i), (-jnp.inf, 0),
+             lambda n: (array_of(f, (n, 16)), array_of(f, (16, n), 1))),
+        sweep_case("exotic.variadic_reduce", lambda x, i: lax.reduce((x, i), (-jnp.inf, 0),
                                                                lambda a, b: (jnp.maximum(a[0], b[0]), jnp.maximum(a[1], b[1])), (1,)),
-             lambda n: (_arr(f, (n, 12)), _arr("int32", (n, 12), 1))),
-        Case("exotic.bool_reduce", lambda x: (jnp.all(x > 0, 1), jnp.any(x > 1, 0)), lambda n: (_arr(f, (n, 12)),)),
-        Case("exotic.associative_scan", lambda x: lax.associative_scan(jnp.add, x, axis=0), lambda n: (_arr(f, (4 * n, 3)),)),
-        Case("exotic.searchsorted", lambda a, v: jnp.searchsorted(jnp.sort(a), v), lambda n: (_arr(f, (4 * n,)), _arr(f, (n,), 1))),
-        Case("exotic.histogram", lambda x: jnp.histogram(x, bins=7, range=(-2, 2))[0], lambda n: (_arr(f, (4 * n,)),)),
-        Case("exotic.unique_sized", lambda x: jnp.unique(x, size=5, fill_value=0), lambda n: (_arr("int32", (4 * n,)),)),
-        Case("exotic.convolve", lambda a, b: jnp.convolve(a, b, mode="same"), lambda n: (_arr(f, (4 * n,)), _arr(f, (5,), 1))),
-        Case("exotic.interp", lambda x: jnp.interp(x, jnp.linspace(-3, 3, 11), jnp.sin(jnp.linspace(-3, 3, 11))),
-             lambda n: (_arr(f, (4 * n,)),)),
-        Case("exotic.kron_polyval", lambda a, b: jnp.kron(a, b).sum() + jnp.polyval(a[0], b), lambda n: (_arr(f, (3, 3)), _arr(f, (n, 2), 1))),
-        Case("exotic.image_resize", lambda x: jax.image.resize(x, (2 * x.shape[0], x.shape[1] + 3), "bilinear"),
-             lambda n: (_arr(f, (n, n)),)),
-        Case("exotic.convolve2d", lambda a, b: jax.scipy.signal.convolve2d(a, b, mode="full"),
-             lambda n: (_arr(f, (n, n)), _arr(f, (3, 3), 1))),
-        Case("exotic.rng_bit_generator", lambda k: lax.rng_bit_generator(k, (16, 4), dtype=jnp.uint32),
+             lambda n: (array_of(f, (n, 12)), array_of("int32", (n, 12), 1))),
+        sweep_case("exotic.bool_reduce", lambda x: (jnp.all(x > 0, 1), jnp.any(x > 1, 0)), lambda n: (array_of(f, (n, 12)),)),
+        sweep_case("exotic.associative_scan", lambda x: lax.associative_scan(jnp.add, x, axis=0), lambda n: (array_of(f, (4 * n, 3)),)),
+        sweep_case("exotic.searchsorted", lambda a, v: jnp.searchsorted(jnp.sort(a), v), lambda n: (array_of(f, (4 * n,)), array_of(f, (n,), 1))),
+        sweep_case("exotic.histogram", lambda x: jnp.histogram(x, bins=7, range=(-2, 2))[0], lambda n: (array_of(f, (4 * n,)),)),
+        sweep_case("exotic.unique_sized", lambda x: jnp.unique(x, size=5, fill_value=0), lambda n: (array_of("int32", (4 * n,)),)),
+        sweep_case("exotic.convolve", lambda a, b: jnp.convolve(a, b, mode="same"), lambda n: (array_of(f, (4 * n,)), array_of(f, (5,), 1))),
+        sweep_case("exotic.interp", lambda x: jnp.interp(x, jnp.linspace(-3, 3, 11), jnp.sin(jnp.linspace(-3, 3, 11))),
+             lambda n: (array_of(f, (4 * n,)),)),
+        sweep_case("exotic.kron_polyval", lambda a, b: jnp.kron(a, b).sum() + jnp.polyval(a[0], b), lambda n: (array_of(f, (3, 3)), array_of(f, (n, 2), 1))),
+        sweep_case("exotic.image_resize", lambda x: jax.image.resize(x, (2 * x.shape[0], x.shape[1] + 3), "bilinear"),
+             lambda n: (array_of(f, (n, n)),)),
+        sweep_case("exotic.convolve2d", lambda a, b: jax.scipy.signal.convolve2d(a, b, mode="full"),
+             lambda n: (array_of(f, (n, n)), array_of(f, (3, 3), 1))),
+        sweep_case("exotic.rng_bit_generator", lambda k: lax.rng_bit_generator(k, (16, 4), dtype=jnp.uint32),
              lambda n: (np.arange(4, dtype=np.uint32),)),
-        Case("exotic.rng_uniform", lambda a: lax.rng_uniform(jnp.float32(0), jnp.float32(1), (8, 4)) + a,
-             lambda n: (_arr(f, (8, 4)),)),
-        Case("exotic.optimization_barrier", lambda a, b: lax.optimization_barrier((a * 2, b)), lambda n: (_arr(f, (n, 4)), _arr(f, (n,), 1))),
-        Case("exotic.pure_callback", lambda a: jax.pure_callback(lambda x: np.asarray(x) * 2, jax.ShapeDtypeStruct(a.shape, a.dtype), a) + 1,
-             lambda n: (_arr(f, (n, 3)),)),
-        Case("exotic.debug_print", lambda a: (jax.debug.print("{}", a.sum()), a * 2)[1], lambda n: (_arr(f, (n, 3)),)),
-        Case("exotic.tridiagonal_solve", lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d + 4, du, b),
-             lambda n: (_arr(f, (n,)), _arr(f, (n,), 1), _arr(f, (n,), 2), _arr(f, (n, 2), 3))),
-        Case("exotic.schur", lambda a: jax.scipy.linalg.schur(a), lambda n: (_arr(f, (n, n)),)),
-        Case("exotic.hessenberg", lambda a: jax.scipy.linalg.hessenberg(a), lambda n: (_arr(f, (n, n)),)),
-        Case("exotic.tridiagonal", lambda a: lax.linalg.tridiagonal(a @ a.T), lambda n: (_arr(f, (n, n)),)),
-        Case("exotic.approx_max_k", lambda x: lax.approx_max_k(x, 4), lambda n: (_arr(f, (4, 8 * n)),)),
-        Case("exotic.ragged_dot", lambda a, b, g: lax.ragged_dot(a, b, g),
-             lambda n: (_arr(f, (4 * n, 8)), _arr(f, (3, 8, 5), 1), np.array([n, 2 * n, n], np.int32))),
-        Case("exotic.dot_odd_batch", lambda a, b: lax.dot_general(a, b, (((0,), (2,)), ((2,), (0,)))),
-             lambda n: (_arr(f, (5, n, 3)), _arr(f, (3, 4, 5), 1))),
-        Case("exotic.batch_group_conv", lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", batch_group_count=2,
+        sweep_case("exotic.rng_uniform", lambda a: lax.rng_uniform(jnp.float32(0), jnp.float32(1), (8, 4)) + a,
+             lambda n: (array_of(f, (8, 4)),)),
+        sweep_case("exotic.optimization_barrier", lambda a, b: lax.optimization_barrier((a * 2, b)), lambda n: (array_of(f, (n, 4)), array_of(f, (n,), 1))),
+        sweep_case("exotic.pure_callback", lambda a: jax.pure_callback(lambda x: np.asarray(x) * 2, jax.ShapeDtypeStruct(a.shape, a.dtype), a) + 1,
+             lambda n: (array_of(f, (n, 3)),)),
+        sweep_case("exotic.debug_print", lambda a: (jax.debug.print("{}", a.sum()), a * 2)[1], lambda n: (array_of(f, (n, 3)),)),
+        sweep_case("exotic.tridiagonal_solve", lambda dl, d, du, b: lax.linalg.tridiagonal_solve(dl, d + 4, du, b),
+             lambda n: (array_of(f, (n,)), array_of(f, (n,), 1), array_of(f, (n,), 2), array_of(f, (n, 2), 3))),
+        sweep_case("exotic.schur", lambda a: jax.scipy.linalg.schur(a), lambda n: (array_of(f, (n, n)),)),
+        sweep_case("exotic.hessenberg", lambda a: jax.scipy.linalg.hessenberg(a), lambda n: (array_of(f, (n, n)),)),
+        sweep_case("exotic.tridiagonal", lambda a: lax.linalg.tridiagonal(a @ a.T), lambda n: (array_of(f, (n, n)),)),
+        sweep_case("exotic.approx_max_k", lambda x: lax.approx_max_k(x, 4), lambda n: (array_of(f, (4, 8 * n)),)),
+        sweep_case("exotic.ragged_dot", lambda a, b, g: lax.ragged_dot(a, b, g),
+             lambda n: (array_of(f, (4 * n, 8)), array_of(f, (3, 8, 5), 1), np.array([n, 2 * n, n], np.int32))),
+        sweep_case("exotic.dot_odd_batch", lambda a, b: lax.dot_general(a, b, (((0,), (2,)), ((2,), (0,)))),
+             lambda n: (array_of(f, (5, n, 3)), array_of(f, (3, 4, 5), 1))),
+        sweep_case("exotic.batch_group_conv", lambda x, w: lax.conv_general_dilated(x, w, (1, 1), "VALID", batch_group_count=2,
                                                                               dimension_numbers=("NCHW", "OIHW", "NCHW")),
-             lambda n: (_arr(f, (4, 3, n, n)), _arr(f, (4, 3, 3, 3), 1))),
-        Case("exotic.reduce_window_dilated", lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID",
+             lambda n: (array_of(f, (4, 3, n, n)), array_of(f, (4, 3, 3, 3), 1))),
+        sweep_case("exotic.reduce_window_dilated", lambda x: lax.reduce_window(x, 0.0, lax.add, (2, 2), (1, 1), "VALID",
                                                                          base_dilation=(2, 1), window_dilation=(1, 2)),
-             lambda n: (_arr(f, (n, n)),)),
-        Case("exotic.cumlogsumexp_reverse", lambda x: lax.cumlogsumexp(x, axis=0, reverse=True) + lax.cumsum(x, 1, reverse=True),
-             lambda n: (_arr(f, (n, 6)),)),
-        Case("exotic.select_n_clamp", lambda p, a, b: lax.select_n(p, a, b, a * b) + lax.clamp(b, a, b + 1),
-             lambda n: (_arr("int32", (n, 5)) % 3, _arr(f, (n, 5), 1), _arr(f, (n, 5), 2))),
-        Case("exotic.einsum_diag", lambda a: jnp.einsum("ii->i", a) + jnp.trace(a), lambda n: (_arr(f, (n, n)),)),
-        Case("exotic.attention_mask_bias", lambda q, k, v, b: jax.nn.dot_product_attention(q, k, v, bias=b),
-             lambda n: tuple(_arr(f, (1, n, 2, 8), s) for s in range(3)) + (_arr(f, (1, 2, n, n), 3),)),
-        Case("exotic.zero_size", lambda a, b: (a.sum(0), b * 2, jnp.concatenate([a, a]).T @ a),
-             lambda n: (_arr(f, (0, n)), _arr(f, (n, 0), 1))),
-        Case("exotic.scalars", lambda a, b: (a * b, jnp.sin(a), a > b), lambda n: (np.float32(2), np.float32(3))),
-        Case("exotic.output_is_input_twice", lambda a: (a, a, a * 2), lambda n: (_arr(f, (n, 3)),)),
-        Case("exotic.output_constant", lambda a: (jnp.arange(12.0).reshape(3, 4), jnp.zeros((5,)), a),
-             lambda n: (_arr(f, (n,)),)),
-        Case("exotic.cond_in_while", lambda x: lax.fori_loop(0, 5, lambda i, c: lax.cond(i % 2 == 0, jnp.sin, jnp.cos, c), x),
-             lambda n: (_arr(f, (n, 4)),)),
-        Case("exotic.while_same_buffer_twice", lambda x: lax.fori_loop(0, 3, lambda i, c: (c[1] + 1, c[0] * 2), (x, x))[0],
-             lambda n: (_arr(f, (n,)),)),
-        Case("exotic.big_transpose_dot", lambda a, b: (a.T @ b).T + 1, lambda n: (_arr(f, (32 * n // 8, 96)), _arr(f, (32 * n // 8, 80), 1))),
-        Case("exotic.x64_index_gather", lambda a, i: a[i] * 2, lambda n: (_arr("float64", (4 * n, 3)), _arr("int64", (n,)) % 4), x64=True),
-        Case("exotic.custom_vjp", jax.grad(lambda x: _clip_grad(x).sum()), lambda n: (_arr(f, (n, 4)),)),
-        Case("exotic.x_times_x_temp", lambda a: (jnp.exp(a) * jnp.exp(a)) @ a, lambda n: (_arr(f, (n, n)),)),
-        Case("exotic.self_add_after_dot", lambda a: (lambda t: t + t)(a @ a), lambda n: (_arr(f, (n, n)),)),
+             lambda n: (array_of(f, (n, n)),)),
+        sweep_case("exotic.cumlogsumexp_reverse", lambda x: lax.cumlogsumexp(x, axis=0, reverse=True) + lax.cumsum(x, 1, reverse=True),
+             lambda n: (array_of(f, (n, 6)),)),
+        sweep_case("exotic.select_n_clamp", lambda p, a, b: lax.select_n(p, a, b, a * b) + lax.clamp(b, a, b + 1),
+             lambda n: (array_of("int32", (n, 5)) % 3, array_of(f, (n, 5), 1), array_of(f, (n, 5), 2))),
+        sweep_case("exotic.einsum_diag", lambda a: jnp.einsum("ii->i", a) + jnp.trace(a), lambda n: (array_of(f, (n, n)),)),
+        sweep_case("exotic.attention_mask_bias", lambda q, k, v, b: jax.nn.dot_product_attention(q, k, v, bias=b),
+             lambda n: tuple(array_of(f, (1, n, 2, 8), s) for s in range(3)) + (array_of(f, (1, 2, n, n), 3),)),
+        sweep_case("exotic.zero_size", lambda a, b: (a.sum(0), b * 2, jnp.concatenate([a, a]).T @ a),
+             lambda n: (array_of(f, (0, n)), array_of(f, (n, 0), 1))),
+        sweep_case("exotic.scalars", lambda a, b: (a * b, jnp.sin(a), a > b), lambda n: (np.float32(2), np.float32(3))),
+        sweep_case("exotic.output_is_input_twice", lambda a: (a, a, a * 2), lambda n: (array_of(f, (n, 3)),)),
+        sweep_case("exotic.output_constant", lambda a: (jnp.arange(12.0).reshape(3, 4), jnp.zeros((5,)), a),
+             lambda n: (array_of(f, (n,)),)),
+        sweep_case("exotic.cond_in_while", lambda x: lax.fori_loop(0, 5, lambda i, c: lax.cond(i % 2 == 0, jnp.sin, jnp.cos, c), x),
+             lambda n: (array_of(f, (n, 4)),)),
+        sweep_case("exotic.while_same_buffer_twice", lambda x: lax.fori_loop(0, 3, lambda i, c: (c[1] + 1, c[0] * 2), (x, x))[0],
+             lambda n: (array_of(f, (n,)),)),
+        sweep_case("exotic.big_transpose_dot", lambda a, b: (a.T @ b).T + 1, lambda n: (array_of(f, (32 * n // 8, 96)), array_of(f, (32 * n // 8, 80), 1))),
+        sweep_case("exotic.x64_index_gather", lambda a, i: a[i] * 2, lambda n: (array_of("float64", (4 * n, 3)), array_of("int64", (n,)) % 4), x64=True),
+        sweep_case("exotic.custom_vjp", jax.grad(lambda x: _clip_grad(x).sum()), lambda n: (array_of(f, (n, 4)),)),
+        sweep_case("exotic.x_times_x_temp", lambda a: (jnp.exp(a) * jnp.exp(a)) @ a, lambda n: (array_of(f, (n, n)),)),
+        sweep_case("exotic.self_add_after_dot", lambda a: (lambda t: t + t)(a @ a), lambda n: (array_of(f, (n, n)),)),
     ]
     cases += [
-        Case("exotic.pmap_tuple_psum", jax.pmap(lambda a, b: lax.psum((a, b), "i"), axis_name="i"),
-             lambda n: (_arr(f, (8, n)), _arr("int32", (8, 3), 1)), pmapped=True),
-        Case("exotic.pmap_bf16_all_gather", jax.pmap(lambda a: lax.all_gather(a.astype(jnp.bfloat16), "i"), axis_name="i"),
-             lambda n: (_arr(f, (8, n)),), pmapped=True),
-        Case("exotic.pmap_groups", jax.pmap(lambda a: lax.psum(a, "i", axis_index_groups=[[0, 1, 2, 3], [4, 5, 6, 7]]),
-                                            axis_name="i"), lambda n: (_arr(f, (8, n)),), pmapped=True),
-        Case("exotic.pmap_scan_psum", jax.pmap(lambda a: lax.scan(lambda c, x: (c + lax.psum(x, "i"), c), jnp.zeros(a.shape[1:]), a),
-                                               axis_name="i"), lambda n: (_arr(f, (8, 4, n)),), pmapped=True),
-        Case("exotic.pmap_donate", jax.pmap(lambda a, b: (a * lax.pmean(b, "i"), b + 1), axis_name="i", donate_argnums=(0, 1)),
-             lambda n: (_arr(f, (8, n)), _arr(f, (8, n), 1)), pmapped=True),
+        sweep_case("exotic.pmap_tuple_psum", jax.pmap(lambda a, b: lax.psum((a, b), "i"), axis_name="i"),
+             lambda n: (array_of(f, (8, n)), array_of("int32", (8, 3), 1)), pmapped=True),
+        sweep_case("exotic.pmap_bf16_all_gather", jax.pmap(lambda a: lax.all_gather(a.astype(jnp.bfloat16), "i"), axis_name="i"),
+             lambda n: (array_of(f, (8, n)),), pmapped=True),
+        sweep_case("exotic.pmap_groups", jax.pmap(lambda a: lax.psum(a, "i", axis_index_groups=[[0, 1, 2, 3], [4, 5, 6, 7]]),
+                                            axis_name="i"), lambda n: (array_of(f, (8, n)),), pmapped=True),
+        sweep_case("exotic.pmap_scan_psum", jax.pmap(lambda a: lax.scan(lambda c, x: (c + lax.psum(x, "i"), c), jnp.zeros(a.shape[1:]), a),
+                                               axis_name="i"), lambda n: (array_of(f, (8, 4, n)),), pmapped=True),
+        sweep_case("exotic.pmap_donate", jax.pmap(lambda a, b: (a * lax.pmean(b, "i"), b + 1), axis_name="i", donate_argnums=(0, 1)),
+             lambda n: (array_of(f, (8, n)), array_of(f, (8, n), 1)), pmapped=True),
     ]
     return cases
 
@@ -209,7 +211,7 @@ def _model_cases() -> list[Case]:
 
     def mlp_params(n: int, dt: str = "float32") -> Any:
         sizes = (16, 4 * n, 2 * n, 8)
-        return [(_arr(dt, (a, b), i), _arr(dt, (b,), i + 10)) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
+        return [(array_of(dt, (a, b), i), array_of(dt, (b,), i + 10)) for i, (a, b) in enumerate(zip(sizes, sizes[1:]))]
 
     def cnn_step(w1, w2, x, y):
         def loss(ws):
@@ -267,22 +269,22 @@ def _model_cases() -> list[Case]:
 
     f = "float32"
     return [
-        Case("model.mlp_adam", adam_step, lambda n: (mlp_params(n), _arr(f, (n, 16), 20), _arr(f, (n, 8), 21))),
-        Case("model.mlp_adam_donated", adam_step, lambda n: (mlp_params(n), _arr(f, (n, 16), 20), _arr(f, (n, 8), 21)),
+        sweep_case("model.mlp_adam", adam_step, lambda n: (mlp_params(n), array_of(f, (n, 16), 20), array_of(f, (n, 8), 21))),
+        sweep_case("model.mlp_adam_donated", adam_step, lambda n: (mlp_params(n), array_of(f, (n, 16), 20), array_of(f, (n, 8), 21)),
              jit={"donate_argnums": 0}),
-        Case("model.mlp_bf16", adam_step, lambda n: (mlp_params(n, "bfloat16"), _arr("bfloat16", (n, 16), 20),
-                                                     _arr("bfloat16", (n, 8), 21))),
-        Case("model.cnn", cnn_step, lambda n: (_arr(f, (3, 3, 3, 8)), _arr(f, (3, 3, 8, 10), 1),
-                                               _arr(f, (2, n, n, 3), 2), np.eye(10, dtype=np.float32)[[1, 3]])),
-        Case("model.transformer_block", block_step, lambda n: ([_arr(f, (16, 16), i) for i in range(4)]
-                                                               + [_arr(f, (16, 32), 4), _arr(f, (32, 16), 5)],
-                                                               _arr(f, (2, n, 16), 6)), jit={"donate_argnums": 0}),
-        Case("model.lstm", lstm_step, lambda n: (_arr(f, (12, 32)), _arr(f, (n, 2, 4), 1))),
-        Case("model.dynamic_loop_cond", dynamic_loop, lambda n: (_arr(f, (n, n)), np.int32(5))),
-        Case("model.data_parallel", dp_step, lambda n: (
-            jax.device_put(_arr(f, (16, 8)), NamedSharding(mesh, P())),
-            jax.device_put(_arr(f, (8 * n, 16), 1), NamedSharding(mesh, P("x"))),
-            jax.device_put(_arr(f, (8 * n, 8), 2), NamedSharding(mesh, P("x")))), jit={"donate_argnums": 0}),
+        sweep_case("model.mlp_bf16", adam_step, lambda n: (mlp_params(n, "bfloat16"), array_of("bfloat16", (n, 16), 20),
+                                                     array_of("bfloat16", (n, 8), 21))),
+        sweep_case("model.cnn", cnn_step, lambda n: (array_of(f, (3, 3, 3, 8)), array_of(f, (3, 3, 8, 10), 1),
+                                               array_of(f, (2, n, n, 3), 2), np.eye(10, dtype=np.float32)[[1, 3]])),
+        sweep_case("model.transformer_block", block_step, lambda n: ([array_of(f, (16, 16), i) for i in range(4)]
+                                                               + [array_of(f, (16, 32), 4), array_of(f, (32, 16), 5)],
+                                                               array_of(f, (2, n, 16), 6)), jit={"donate_argnums": 0}),
+        sweep_case("model.lstm", lstm_step, lambda n: (array_of(f, (12, 32)), array_of(f, (n, 2, 4), 1))),
+        sweep_case("model.dynamic_loop_cond", dynamic_loop, lambda n: (array_of(f, (n, n)), np.int32(5))),
+        sweep_case("model.data_parallel", dp_step, lambda n: (
+            jax.device_put(array_of(f, (16, 8)), NamedSharding(mesh, P())),
+            jax.device_put(array_of(f, (8 * n, 16), 1), NamedSharding(mesh, P("x"))),
+            jax.device_put(array_of(f, (8 * n, 8), 2), NamedSharding(mesh, P("x")))), jit={"donate_argnums": 0}),
     ]
 
 
@@ -340,8 +342,8 @@ def random_cases(count: int, seed: int = 0) -> list[Case]:
             fn = lambda a, b, chain=chain: jax.grad(lambda a: jax.checkpoint(chain)(a, b).astype(jnp.float32).sum())(a)  # noqa: E731
         else:
             fn = chain
-        cases.append(Case(f"random.{seed}.{k}.{wrap}.{dt}", fn,
-                          lambda n, dt=dt, k=k: (_arr(dt, (n, n), k), _arr(dt, (n, n), k + 1000))))
+        cases.append(sweep_case(f"random.{seed}.{k}.{wrap}.{dt}", fn,
+                          lambda n, dt=dt, k=k: (array_of(dt, (n, n), k), array_of(dt, (n, n), k + 1000))))
     return cases
 
 
@@ -423,7 +425,7 @@ def random_graphs(count: int, seed: int = 0) -> list[Case]:
             fn = graph
             if wrap == "donate":
                 jit = {"donate_argnums": tuple(range(n_in))}
-        cases.append(Case(f"graph.{seed}.{k}.{wrap}.{dt}", fn,
-                          lambda n, dt=dt, k=k, n_in=n_in: tuple(_arr(dt, (n, n), 7 * k + i) for i in range(n_in)),
-                          jit=jit, x64=_x64(dt)))
+        cases.append(sweep_case(f"graph.{seed}.{k}.{wrap}.{dt}", fn,
+                          lambda n, dt=dt, k=k, n_in=n_in: tuple(array_of(dt, (n, n), 7 * k + i) for i in range(n_in)),
+                          jit=jit, x64=needs_x64(dt)))
     return cases
