@@ -70,18 +70,26 @@ class _Bail(Exception):
     """The line parser met text outside its subset; the token parser decides."""
 
 
-class _OffsetSpan:
-    """A position kept as source offsets; line and column are computed only when asked."""
+class _OffsetSpan(tuple):  # type: ignore[type-arg]
+    """A position kept as source offsets (source, start, end); line and column are computed
+    only when asked. A tuple, made with ``tuple.__new__`` (no Python call): one per instruction."""
 
-    __slots__ = ("source", "start", "end")
+    __slots__ = ()
 
-    def __init__(self, source: Source, start: int, end: int) -> None:
-        self.source = source
-        self.start = start
-        self.end = end
+    @property
+    def source(self) -> Source:
+        return self[0]  # type: ignore[no-any-return]
+
+    @property
+    def start(self) -> int:
+        return self[1]  # type: ignore[no-any-return]
+
+    @property
+    def end(self) -> int:
+        return self[2]  # type: ignore[no-any-return]
 
     def resolve(self) -> Span:
-        return Span(self.source, self.start, self.end)
+        return Span(self[0], self[1], self[2])
 
     def render(self, message: str, severity: str = "error") -> str:
         return self.resolve().render(message, severity)
@@ -93,6 +101,9 @@ class _OffsetSpan:
     @property
     def column(self) -> int:
         return self.resolve().column
+
+
+_new_tuple = tuple.__new__
 
 
 def _token_parser(text: str) -> TokenParser:
@@ -126,6 +137,9 @@ class LineParser:
         self.shapes: dict[str, Shape] = {}
         self.values: dict[tuple[str, str], tuple[Any, bool]] = {}
         self.fixups: list[tuple[Instruction, str, Any]] = []
+        # Attribute texts read so far (see _attributes): metadata, and the rest of the text.
+        self.metadata: dict[str, OpMetadata] = {}
+        self.attribute_texts: dict[str, tuple[dict[str, Any], bool]] = {}
         self.saw_percent = False
         self.saw_typed = False
         self.saw_untyped = False
@@ -295,12 +309,13 @@ class LineParser:
             first_token = len(hp.toks[0])
         if is_int(comp_name) or comp_name in STACK_SECTIONS or comp_name == "HloModule":
             raise _Bail
-        span = _OffsetSpan(source, off, off + first_token)
+        span = _new_tuple(_OffsetSpan, (source, off, off + first_token))
         off += len(head) + 1
         k += 1
         instructions: list[Instruction] = []
         names: dict[str, Instruction] = {}
-        operand_lists: list[Any] = []  # each instruction's operand names, in order
+        later: list[tuple[Instruction, Any]] = []  # instructions written before an operand
+        operand = names.__getitem__
         pending_preds: list[tuple[Instruction, list[str]]] = []
         followers: list[Instruction] = []
         root: Instruction | None = None
@@ -363,7 +378,14 @@ class LineParser:
                         percent = True
                         args = args.replace("%", "")
                     operand_names = args.split(", ")
-                inst = Instruction(name, opcode, shape, None, attrs, span=_OffsetSpan(source, off + start, off + end))  # type: ignore[arg-type]
+                try:  # XLA writes operands before their users: resolved now, but for the rare others
+                    operands = list(map(operand, operand_names))
+                except KeyError:
+                    operands = None
+                inst = Instruction(name, opcode, shape, operands, attrs,  # type: ignore[arg-type]
+                                   span=_new_tuple(_OffsetSpan, (source, off + start, off + end)))
+                if operands is None:
+                    later.append((inst, operand_names))
                 if attr_text:
                     pred_names = self._attributes(inst, attrs, attr_text)
                     if pred_names is not None:
@@ -372,7 +394,6 @@ class LineParser:
                     raise _Bail
                 names[name] = inst
                 instructions.append(inst)
-                operand_lists.append(operand_names)
                 if opcode is _ASYNC_UPDATE or opcode is _ASYNC_DONE:
                     followers.append(inst)
                 if root_kw is not None:
@@ -388,8 +409,7 @@ class LineParser:
             self.saw_percent = True
         if not instructions:
             raise _Bail
-        operand = names.__getitem__
-        for inst, operand_names in zip(instructions, operand_lists):
+        for inst, operand_names in later:
             inst.operands = list(map(operand, operand_names))
         for inst in followers:
             if async_operand_problem(inst):
@@ -429,8 +449,13 @@ class LineParser:
         return opcode, _NO_OPERANDS
 
     def _attributes(self, inst: Instruction, attrs: dict[str, Any], attr_text: str) -> list[str] | None:
-        """Reads ``, key=value`` each into ``attrs``; returns the control predecessors' names."""
-        pred_names: list[str] | None = None
+        """Reads ``, key=value`` each into ``attrs``; returns the control predecessors' names.
+
+        The attributes of most instructions repeat those of others word for word (an LLM module
+        has a tenth as many distinct attribute texts, metadata included, as instructions), so
+        each distinct text is read once and its values are shared, as the values cache already
+        shares them: every value type is immutable, and references to computations or
+        instructions, which are not, are never cached."""
         metadata = None
         # XLA writes metadata last; when it is one flat braced group (what the lexer reads as
         # one _FLAT_ATTR token: one '{', one '}', whole strings without escapes) it is split
@@ -438,43 +463,69 @@ class LineParser:
         j = attr_text.rfind(", metadata={")
         if j >= 0:
             md = attr_text[j + 11 :]
-            if md.count("}") == 1 and md[-1] == "}" and md.count("{") == 1 and not md.count('"') % 2 \
-                    and "\\" not in md:
-                metadata = OpMetadata(md)
+            metadata = self.metadata.get(md)
+            if metadata is None and md.count("}") == 1 and md[-1] == "}" and md.count("{") == 1 \
+                    and not md.count('"') % 2 and "\\" not in md:
+                metadata = self.metadata[md] = OpMetadata(md)
+            if metadata is not None:
                 attr_text = attr_text[:j]
+        pred_names = None
         if attr_text:
-            covered = 0
-            values = self.values
-            for key, value in LINE_ATTRIBUTE_RE.findall(attr_text):
-                covered += len(key) + len(value) + 3
-                if key in attrs:
-                    raise _Bail
-                if key == "metadata" and value[0] == "{" and value.count("{") == 1:
-                    attrs[key] = OpMetadata(value)  # one lexer token (_FLAT_ATTR)
-                    continue
-                hit = values.get((key, value))
-                if hit is None:
-                    kind = ATTRIBUTE_KINDS.get(key, "raw")
-                    if kind in _COMPUTATION_KINDS or key == "control-predecessors":
-                        refs = self._references(kind, value)
-                        if key == "control-predecessors":
-                            pred_names = refs  # type: ignore[assignment]
-                            attrs[key] = []
-                        else:
-                            self.fixups.append((inst, key, refs))
-                            attrs[key] = refs
-                        continue
-                    hit = self._value(kind, key, value)
-                if hit[1]:
-                    self.saw_percent = True
-                attrs[key] = hit[0]
-            if covered != len(attr_text):
+            known = self.attribute_texts.get(attr_text)
+            if known is None:
+                values, pred_names, percent = self._read_attributes(inst, attr_text)
+            else:
+                values, percent = known
+            if attrs and not attrs.keys().isdisjoint(values):
                 raise _Bail
+            attrs.update(values)
+            if percent:
+                self.saw_percent = True
         if metadata is not None:
             if "metadata" in attrs:
                 raise _Bail
             attrs["metadata"] = metadata
         return pred_names
+
+    def _read_attributes(self, inst: Instruction, attr_text: str) -> tuple[dict[str, Any], list[str] | None, bool]:
+        """The values of an attribute text, the control predecessors' names, and whether a name
+        was written with '%'; the values are cached by the text unless they refer to
+        computations or instructions."""
+        pred_names: list[str] | None = None
+        covered = 0
+        percent = False
+        cacheable = True
+        values = self.values
+        out: dict[str, Any] = {}
+        for key, value in LINE_ATTRIBUTE_RE.findall(attr_text):
+            covered += len(key) + len(value) + 3
+            if key in out:
+                raise _Bail
+            if key == "metadata" and value[0] == "{" and value.count("{") == 1:
+                out[key] = OpMetadata(value)  # one lexer token (_FLAT_ATTR)
+                continue
+            hit = values.get((key, value))
+            if hit is None:
+                kind = ATTRIBUTE_KINDS.get(key, "raw")
+                if kind in _COMPUTATION_KINDS or key == "control-predecessors":
+                    cacheable = False
+                    refs = self._references(kind, value)
+                    if key == "control-predecessors":
+                        pred_names = refs  # type: ignore[assignment]
+                        out[key] = []
+                    else:
+                        self.fixups.append((inst, key, refs))
+                        out[key] = refs
+                    continue
+                hit = self._value(kind, key, value)
+            if hit[1]:
+                percent = True
+            out[key] = hit[0]
+        if covered != len(attr_text):
+            raise _Bail
+        if cacheable:
+            self.attribute_texts[attr_text] = (out, percent)
+        return out, pred_names, percent
 
     def _typed_operands(self, args: str) -> list[str]:
         """The names of an operand list whose operands may be written with their shapes."""
