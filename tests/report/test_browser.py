@@ -381,3 +381,18 @@ def test_big_module_text_and_graph_stay_responsive(browser, tmp_path):
     page.close()
     assert not problems
     assert load_seconds < 5 and text_seconds < 1 and graph_seconds < 1.5, (load_seconds, text_seconds, graph_seconds)
+
+
+def test_fusions_open_nested(browser, pages):
+    """A fusion inside an opened fusion opens too, its box inside its parent's."""
+    page, problems, _, _ = open_page(browser, pages["004"])
+    page.click("nav button[data-tab=graph]")
+    page.locator("#graph-svg g.gnode[data-name='fusion.10']").dblclick()
+    page.locator("#graph-svg g.gnode[data-name='fusion.18']").dblclick()
+    outer = page.locator("#graph-svg g.gfus[data-cluster='fusion.10'] rect").bounding_box()
+    inner = page.locator("#graph-svg g.gfus[data-cluster='fusion.18'] rect").bounding_box()
+    assert outer["x"] < inner["x"] and outer["y"] < inner["y"]
+    assert inner["x"] + inner["width"] < outer["x"] + outer["width"] and inner["y"] + inner["height"] < outer["y"] + outer["height"]
+    assert page.locator("#graph-svg g.gnode[data-cluster='fusion.18']").count() > 1
+    page.close()
+    assert not problems

@@ -15,11 +15,32 @@
     if (parts.length <= G.nsDepth) return null;  // the leaf op itself is no namespace
     return parts.slice(0, G.nsDepth).join("/");
   }
+  // Edges are [from id, to id, the shape they carry]. An expanded fusion's body is drawn in a
+  // cluster named after the fusion, and fusions inside it expand the same way, nested; g.parents
+  // says which cluster holds which (a namespace holds the fusions of its instructions).
   function graphData(ci, keep, expanded) {
-    var rows = comps[ci].instructions, nodes = [], edges = [], outId = {}, groupNode = {};
+    var rows = comps[ci].instructions, nodes = [], edges = [], outId = {}, groupNode = {}, parents = {};
     function ownerOf(i) {  // the node id instruction i is drawn as (a collapsed namespace's, or its own)
       var ns = nsOf(rows[i]);
       return ns && G.collapsed[ns] ? "ns:" + ns : (outId[i] || String(i));
+    }
+    function expandBody(fc, pre, name, ns) {
+      var inner = comps[fc].instructions, params = {}, out = {};
+      inner.forEach(function (q, j) {
+        var qc = q[C.called], qf = q[C.opcode] === "fusion" && qc.length && qc[0] >= 0, id = pre + j;
+        if (qf && expanded[q[C.name]]) {
+          parents["f:" + q[C.name]] = "f:" + name;
+          var sub = expandBody(qc[0], id + "/", q[C.name], ns);
+          q[C.operands].forEach(function (o, k) { if (o >= 0 && sub.params[k] != null) edges.push([out[o] || pre + o, sub.params[k], inner[o][C.shape]]); });
+          out[j] = sub.root;
+          return;
+        }
+        nodes.push({id: id, ci: fc, ii: j, cluster: name, ns: ns, fusion: qf ? qc[0] : null});
+        q[C.operands].forEach(function (o) { if (o >= 0) edges.push([out[o] || pre + o, id, inner[o][C.shape]]); });
+        if (q[C.opcode] === "parameter") { var m = /parameter\((\d+)\)/.exec(q[C.text]); if (m) params[m[1]] = id; }
+      });
+      var root = comps[fc].root;
+      return {params: params, root: out[root] || pre + root};
     }
     rows.forEach(function (r, i) {
       if (keep && !keep[i]) return;
@@ -27,26 +48,21 @@
       if (ns && G.collapsed[ns]) {
         if (!groupNode[ns]) { groupNode[ns] = {id: "ns:" + ns, ci: ci, ii: i, group: ns, members: 0}; nodes.push(groupNode[ns]); }
         groupNode[ns].members++;
-        r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), "ns:" + ns, o]); });
+        r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), "ns:" + ns, rows[o][C.shape]]); });
         return;
       }
       var called = r[C.called], isFusion = r[C.opcode] === "fusion" && called.length && called[0] >= 0;
       if (isFusion && expanded[r[C.name]]) {
-        var fc = called[0], inner = comps[fc].instructions, pre = i + "/";
-        var params = {};
-        inner.forEach(function (q, j) {
-          nodes.push({id: pre + j, ci: fc, ii: j, cluster: r[C.name], ns: ns});
-          q[C.operands].forEach(function (o) { if (o >= 0) edges.push([pre + o, pre + j, -1]); });
-          if (q[C.opcode] === "parameter") { var m = /parameter\((\d+)\)/.exec(q[C.text]); if (m) params[m[1]] = pre + j; }
-        });
+        if (ns) parents["f:" + r[C.name]] = "n:" + ns;
+        var body = expandBody(called[0], i + "/", r[C.name], ns);
         r[C.operands].forEach(function (o, k) {
-          if (o >= 0 && (!keep || keep[o]) && params[k] != null) edges.push([ownerOf(o), params[k], o]);
+          if (o >= 0 && (!keep || keep[o]) && body.params[k] != null) edges.push([ownerOf(o), body.params[k], rows[o][C.shape]]);
         });
-        outId[i] = pre + comps[fc].root;
+        outId[i] = body.root;
         return;
       }
       nodes.push({id: String(i), ci: ci, ii: i, fusion: isFusion ? called[0] : null, ns: ns});
-      r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), String(i), o]); });
+      r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), String(i), rows[o][C.shape]]); });
     });
     var seen = {};
     edges = edges.filter(function (e) {
@@ -54,7 +70,7 @@
       if (e[0] === e[1] || seen[k]) return false;
       seen[k] = 1; return true;
     });
-    return {nodes: nodes, edges: edges};
+    return {nodes: nodes, edges: edges, parents: parents};
   }
   function neighbourhood(ci, center, depth, cap) {
     var rows = comps[ci].instructions, users = usersOf(ci), dist = {}, q = [center], keep = {}, n = 1, head = 0;
@@ -162,10 +178,17 @@
         gr.setParent(n.id, "c:" + k);
       }
     });
+    // Nesting: a fusion opened inside another, or inside a namespace.
+    Object.keys(g.parents || {}).forEach(function (k) {
+      var up = g.parents[k];
+      if (!clusters[up]) { clusters[up] = 1; gr.setNode("c:" + up, {paddingTop: 18}); }
+      if (!clusters[k]) { clusters[k] = 1; gr.setNode("c:" + k, {paddingTop: 18}); }
+      gr.setParent("c:" + k, "c:" + up);
+    });
     var shown = [];
     g.edges.forEach(function (e, k) {
       if (idx[e[0]] == null || idx[e[1]] == null || e[0] === e[1]) return;
-      gr.setEdge(e[0], e[1], labels && e[2] >= 0 ? {width: 96, height: 12, labelpos: "c", k: k} : {k: k});
+      gr.setEdge(e[0], e[1], labels && e[2] ? {width: 96, height: 12, labelpos: "c", k: k} : {k: k});
       shown.push(k);
     });
     dagre.layout(gr);

@@ -162,10 +162,7 @@
       var path = sv("path", {"class": "gedge", d: d, "marker-end": "url(#arrow)"});
       path.__ends = [a, b];
       edgeEls.push(path); root.appendChild(path);
-      if (labels && e[2] >= 0 && lx != null) {
-        var shp = rows[e[2]] ? rows[e[2]][C.shape] : "";
-        root.appendChild(sv("text", {"class": "elabel", x: lx, y: ly + 3, "text-anchor": "middle", text: clip(shp, 22)}));
-      }
+      if (labels && e[2] && lx != null) root.appendChild(sv("text", {"class": "elabel", x: lx, y: ly + 3, "text-anchor": "middle", text: clip(e[2], 22)}));
     });
     var nodeEls = {};
     g.nodes.forEach(function (n, i) {
