@@ -1,10 +1,10 @@
 """JAX programs shared by the cost and memory comparisons with XLA (tests/analysis).
 
-Each entry of ``PROGRAMS`` is ``Program(fn, make, options)``: ``make()`` returns fresh arguments
-(numpy arrays, or arrays placed on the 8-device mesh for shard_map), and ``options`` holds
-``jax.jit`` keywords (``donate_argnums``) plus two of ours: ``x64`` (lower with 64-bit types
-on) and ``pmapped`` (``fn`` is already a ``jax.pmap`` and is lowered as it is). ``lower(name)``
-does the lowering. The programs were chosen for what the older lists did not reach: gradients
+Each entry of ``PROGRAMS`` is a ``hloscope.testing.cases.Case`` written ``_spec(fn, make,
+options)``: ``make()`` returns fresh arguments (numpy arrays, or arrays placed on the 8-device
+mesh for shard_map), and ``options`` holds ``jax.jit`` keywords (``donate_argnums``) plus two
+of ours: ``x64`` (lower with 64-bit types on) and ``pmapped`` (``fn`` is already a ``jax.pmap``
+and is lowered as it is). ``lower(name)`` does the lowering. The programs were chosen for what the older lists did not reach: gradients
 of grouped, dilated and strided convolutions, pooling gradients (select-and-scatter and
 reduce-window of add), bf16 attention accumulating in f32, normalisation training steps,
 multi-key sorts, scatters with duplicate indices, gathers with batching dimensions, LAPACK
@@ -17,8 +17,7 @@ over an operand: ``stack_max_bf16``, ``cumsum_twice_bf16``).
 """
 from __future__ import annotations
 
-import contextlib
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -27,13 +26,21 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-__all__ = ["PROGRAMS", "Program", "lower"]
+from hloscope.testing.cases import Case
+from hloscope.testing.cases import lower as lower_case
+
+__all__ = ["PROGRAMS", "lower"]
 
 
-class Program(NamedTuple):
-    fn: Any
-    make: Any
-    options: dict[str, Any] = {}
+def _spec(fn: Any, make: Any, options: dict[str, Any] | None = None) -> tuple[Any, Any, dict[str, Any]]:
+    return fn, make, dict(options or {})
+
+
+def _case(name: str, fn: Any, make: Any, options: dict[str, Any]) -> Case:
+    jit = {k: v for k, v in options.items() if k not in ("x64", "pmapped")}
+    return Case(name, fn, make, mode="pmapped" if options.get("pmapped") else "jit",
+                jit_kwargs=(lambda: dict(jit)) if jit else None,
+                config=(("jax_enable_x64", True),) if options.get("x64") else ())
 
 
 def _f32(*shape: int, seed: int = 0) -> np.ndarray:
@@ -337,72 +344,69 @@ PMAP_PSUM = jax.pmap(lambda a: lax.psum(jnp.sin(a), "i") * a, axis_name="i")
 PMAP_DONATE = jax.pmap(lambda a, b: (a + b, lax.pmean(a * b, "i")), axis_name="i", donate_argnums=(0,))
 
 
-PROGRAMS: dict[str, Program] = {
-    "conv_grouped_grad": Program(conv_grouped_grad, lambda: (_f32(2, 4, 8, 8), _f32(6, 2, 3, 3, seed=1))),
-    "conv_dilated_strided_grad": Program(conv_dilated_strided_grad,
+_SPECS: dict[str, tuple[Any, Any, dict[str, Any]]] = {
+    "conv_grouped_grad": _spec(conv_grouped_grad, lambda: (_f32(2, 4, 8, 8), _f32(6, 2, 3, 3, seed=1))),
+    "conv_dilated_strided_grad": _spec(conv_dilated_strided_grad,
                                          lambda: (_f32(2, 3, 13, 11), _f32(4, 3, 3, 2, seed=1))),
-    "conv3d": Program(conv3d, lambda: (_f32(1, 6, 6, 6, 2), _f32(3, 3, 3, 2, 4, seed=1))),
-    "avgpool_grad": Program(avgpool_grad, lambda: (_f32(2, 9, 9, 3),)),
-    "maxpool_overlap_grad": Program(maxpool_overlap_grad, lambda: (_f32(2, 3, 11, 11),)),
-    "pool_grads": Program(pool_grads, lambda: (_f32(2, 9, 9, 3),)),
-    "attention_bf16": Program(attention_bf16, lambda: tuple(_f32(2, 4, 16, 8, seed=s) for s in range(3))),
-    "layer_norm_train": Program(layer_norm_train, lambda: (_f32(16, 64), _f32(64, seed=1), _f32(64, seed=2))),
-    "batch_norm_train": Program(batch_norm_train, lambda: (_f32(4, 3, 6, 6), _f32(3, seed=1), _f32(3, seed=2),
+    "conv3d": _spec(conv3d, lambda: (_f32(1, 6, 6, 6, 2), _f32(3, 3, 3, 2, 4, seed=1))),
+    "avgpool_grad": _spec(avgpool_grad, lambda: (_f32(2, 9, 9, 3),)),
+    "maxpool_overlap_grad": _spec(maxpool_overlap_grad, lambda: (_f32(2, 3, 11, 11),)),
+    "pool_grads": _spec(pool_grads, lambda: (_f32(2, 9, 9, 3),)),
+    "attention_bf16": _spec(attention_bf16, lambda: tuple(_f32(2, 4, 16, 8, seed=s) for s in range(3))),
+    "layer_norm_train": _spec(layer_norm_train, lambda: (_f32(16, 64), _f32(64, seed=1), _f32(64, seed=2))),
+    "batch_norm_train": _spec(batch_norm_train, lambda: (_f32(4, 3, 6, 6), _f32(3, seed=1), _f32(3, seed=2),
                                                            _f32(3, seed=3))),
-    "sort_two_keys": Program(sort_two_keys, lambda: (_ints(4, (4, 50)), _f32(4, 50))),
-    "scatter_add_2d_dups": Program(scatter_add_2d_dups, lambda: (
+    "sort_two_keys": _spec(sort_two_keys, lambda: (_ints(4, (4, 50)), _f32(4, 50))),
+    "scatter_add_2d_dups": _spec(scatter_add_2d_dups, lambda: (
         _f32(10, 12), np.array([1, 1, 3, 9, 1], np.int32), np.array([2, 2, 0, 11, 2], np.int32), _f32(5, seed=1))),
-    "gather_batched": Program(gather_batched, lambda: (_f32(6, 30, 5), _ints(30, (6, 7), seed=1))),
-    "cumulative_ops": Program(cumulative_ops, lambda: (_f32(16, 24),)),
-    "fft_family": Program(fft_family, lambda: (_f32(8, 16),)),
-    "linalg_lapack": Program(linalg_lapack, lambda: (_f32(6, 6),)),
-    "eigh_svd": Program(eigh_svd, lambda: (_f32(7, 7),)),
-    "while_dus_tuple": Program(while_dus_tuple, lambda: (_f32(16),)),
-    "nested_scan": Program(nested_scan, lambda: (_f32(2, 8), _f32(3, 4, 2, 8, seed=1), _f32(8, 8, seed=2))),
-    "switch3": Program(switch3, lambda: (np.int32(1), _f32(8, 8))),
-    "cond_tuple": Program(cond_tuple, lambda: (np.float32(1), _f32(8, 8), _f32(8, 8, seed=1))),
-    "grad_relu_of_dus": Program(grad_relu_of_dus, lambda: (_f32(8, 8).astype(np.float16),
+    "gather_batched": _spec(gather_batched, lambda: (_f32(6, 30, 5), _ints(30, (6, 7), seed=1))),
+    "cumulative_ops": _spec(cumulative_ops, lambda: (_f32(16, 24),)),
+    "fft_family": _spec(fft_family, lambda: (_f32(8, 16),)),
+    "linalg_lapack": _spec(linalg_lapack, lambda: (_f32(6, 6),)),
+    "eigh_svd": _spec(eigh_svd, lambda: (_f32(7, 7),)),
+    "while_dus_tuple": _spec(while_dus_tuple, lambda: (_f32(16),)),
+    "nested_scan": _spec(nested_scan, lambda: (_f32(2, 8), _f32(3, 4, 2, 8, seed=1), _f32(8, 8, seed=2))),
+    "switch3": _spec(switch3, lambda: (np.int32(1), _f32(8, 8))),
+    "cond_tuple": _spec(cond_tuple, lambda: (np.float32(1), _f32(8, 8), _f32(8, 8, seed=1))),
+    "grad_relu_of_dus": _spec(grad_relu_of_dus, lambda: (_f32(8, 8).astype(np.float16),
                                                            _f32(8, 8, seed=1).astype(np.float16))),
-    "vmap_dus_matmul": Program(vmap_dus_matmul, lambda: (_f32(8, 8), _f32(8, 8, seed=1))),
-    "stack_max_bf16": Program(stack_max_bf16, lambda: (_f32(64, 64).astype(jnp.bfloat16),
+    "vmap_dus_matmul": _spec(vmap_dus_matmul, lambda: (_f32(8, 8), _f32(8, 8, seed=1))),
+    "stack_max_bf16": _spec(stack_max_bf16, lambda: (_f32(64, 64).astype(jnp.bfloat16),
                                                        _f32(64, 64, seed=1).astype(jnp.bfloat16))),
-    "cumsum_twice_bf16": Program(cumsum_twice_bf16, lambda: (_f32(64, 64).astype(jnp.bfloat16),)),
-    "lstm_grad": Program(lstm_grad, lambda: (_f32(12, 32), _f32(7, 2, 4, seed=1))),
-    "transformer_step": Program(transformer_step, lambda: (
+    "cumsum_twice_bf16": _spec(cumsum_twice_bf16, lambda: (_f32(64, 64).astype(jnp.bfloat16),)),
+    "lstm_grad": _spec(lstm_grad, lambda: (_f32(12, 32), _f32(7, 2, 4, seed=1))),
+    "transformer_step": _spec(transformer_step, lambda: (
         tuple(_f32(32, 2, 16, seed=s) for s in (1, 2, 3)) + (_f32(32, 32, seed=4), _f32(32, 64, seed=5),
                                                               _f32(64, 32, seed=6), _f32(32, seed=7)),
         _f32(2, 16, 32), _f32(2, 16, 32, seed=8))),
-    "rng_threefry": Program(rng_threefry, lambda: (np.asarray(jax.random.key_data(
+    "rng_threefry": _spec(rng_threefry, lambda: (np.asarray(jax.random.key_data(
         jax.random.key(0, impl="threefry2x32"))),)),
-    "rng_rbg": Program(rng_rbg, lambda: (np.asarray(jax.random.key_data(jax.random.key(0, impl="rbg"))),)),
-    "int8_dot": Program(int8_dot, lambda: ((np.arange(96).reshape(8, 12) % 7 - 3).astype(np.int8),
+    "rng_rbg": _spec(rng_rbg, lambda: (np.asarray(jax.random.key_data(jax.random.key(0, impl="rbg"))),)),
+    "int8_dot": _spec(int8_dot, lambda: ((np.arange(96).reshape(8, 12) % 7 - 3).astype(np.int8),
                                            (np.arange(60).reshape(12, 5) % 5 - 2).astype(np.int8))),
-    "complex": Program(complex_ops, lambda: (_f32(6, 6), _f32(6, 6, seed=1))),
-    "f64": Program(f64_ops, lambda: (np.random.default_rng(0).standard_normal((8, 8)),
+    "complex": _spec(complex_ops, lambda: (_f32(6, 6), _f32(6, 6, seed=1))),
+    "f64": _spec(f64_ops, lambda: (np.random.default_rng(0).standard_normal((8, 8)),
                                      np.random.default_rng(1).standard_normal((8, 8))), {"x64": True}),
-    "big_broadcast_transpose": Program(big_broadcast_transpose, lambda: (_f32(64, 32), _f32(16, 8, seed=1))),
-    "concat_pad_slice": Program(concat_pad_slice, lambda: (_f32(24, 10), _f32(24, 7, seed=1))),
-    "elementwise_rare": Program(elementwise_rare, lambda: (_f32(10, 10), _f32(10, 10, seed=1))),
-    "donated_update": Program(donated_update, lambda: (_f32(64, 32), _f32(64, 32, seed=1)), {"donate_argnums": 0}),
-    "adam_donated": Program(adam, lambda: tuple(_f32(64, 64, seed=s) for s in range(4)),
+    "big_broadcast_transpose": _spec(big_broadcast_transpose, lambda: (_f32(64, 32), _f32(16, 8, seed=1))),
+    "concat_pad_slice": _spec(concat_pad_slice, lambda: (_f32(24, 10), _f32(24, 7, seed=1))),
+    "elementwise_rare": _spec(elementwise_rare, lambda: (_f32(10, 10), _f32(10, 10, seed=1))),
+    "donated_update": _spec(donated_update, lambda: (_f32(64, 32), _f32(64, 32, seed=1)), {"donate_argnums": 0}),
+    "adam_donated": _spec(adam, lambda: tuple(_f32(64, 64, seed=s) for s in range(4)),
                             {"donate_argnums": (0, 1, 2)}),
-    "multi_alias_swap": Program(multi_alias_swap, lambda: (_f32(40, 8), _f32(40, 8, seed=1), _f32(7, seed=2)),
+    "multi_alias_swap": _spec(multi_alias_swap, lambda: (_f32(40, 8), _f32(40, 8, seed=1), _f32(7, seed=2)),
                                 {"donate_argnums": (0, 1, 2)}),
-    "passthrough_consts": Program(passthrough_consts, lambda: (_f32(16, 4), _f32(9, seed=1))),
-    "shard_map_collectives": Program(shard_map_collectives, lambda: (_sharded(_f32(16, 8), P("x")),
+    "passthrough_consts": _spec(passthrough_consts, lambda: (_f32(16, 4), _f32(9, seed=1))),
+    "shard_map_collectives": _spec(shard_map_collectives, lambda: (_sharded(_f32(16, 8), P("x")),
                                                                      _sharded(_f32(8, 8, seed=1), P()))),
-    "scan_psum": Program(scan_psum, lambda: (_sharded(_f32(5, 16), P(None, "x")),)),
-    "pmap_psum": Program(PMAP_PSUM, lambda: (_f32(8, 32),), {"pmapped": True}),
-    "pmap_donate": Program(PMAP_DONATE, lambda: (_f32(8, 16), _f32(8, 16, seed=1)), {"pmapped": True}),
+    "scan_psum": _spec(scan_psum, lambda: (_sharded(_f32(5, 16), P(None, "x")),)),
+    "pmap_psum": _spec(PMAP_PSUM, lambda: (_f32(8, 32),), {"pmapped": True}),
+    "pmap_donate": _spec(PMAP_DONATE, lambda: (_f32(8, 16), _f32(8, 16, seed=1)), {"pmapped": True}),
 }
+
+
+PROGRAMS: dict[str, Case] = {name: _case(name, *spec) for name, spec in _SPECS.items()}
 
 
 def lower(name: str) -> Any:
     """``jax``'s Lowered object of program ``name`` (64-bit types on while lowering if asked)."""
-    fn, make, options = PROGRAMS[name]
-    options = dict(options)
-    x64 = options.pop("x64", False)
-    pmapped = options.pop("pmapped", False)
-    with jax.enable_x64(True) if x64 else contextlib.nullcontext():
-        target = fn if pmapped else jax.jit(fn, **options)
-        return target.lower(*make())
+    return lower_case(PROGRAMS[name])

@@ -33,7 +33,6 @@ if "xla_cpu_max_isa" not in os.environ["XLA_FLAGS"]:  # Note [The oracle's instr
     os.environ["XLA_FLAGS"] += " --xla_cpu_max_isa=AVX2"  # in tests/conftest.py
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import hashlib  # noqa: E402
@@ -43,7 +42,7 @@ import shutil  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
-from collections.abc import Iterable, Iterator  # noqa: E402
+from collections.abc import Iterable  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -51,10 +50,11 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 from hloscope.interpret.npz_io import flatten_named, load_npz, save_npz  # noqa: E402
+from hloscope.testing.cases import Case, jax_config  # noqa: E402
 from hloscope.xla import client as xla  # noqa: E402
 
 from . import programs as programs_mod  # noqa: E402
-from .programs import PROGRAMS, Program, by_name  # noqa: E402
+from .programs import PROGRAMS, by_name  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def default_cache_dir() -> Path:
     return base / (jax.__version__ + (f"-{isa.group(1).lower()}" if isa else ""))
 
 
-def source_hash(prog: Program) -> str:
+def source_hash(prog: Case) -> str:
     """Hash of the sources that determine ``prog``'s case: programs.py (the shared helpers), the
     file defining ``prog`` when it is another one, xla.py and this file. Hashing per defining
     file means editing one program file rebuilds only its own cases."""
@@ -85,20 +85,6 @@ def _files_hash(defining_file: str | None) -> str:
     for path in paths:
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
-
-
-@contextlib.contextmanager
-def jax_config(overrides: Iterable[tuple[str, Any]]) -> Iterator[None]:
-    """Temporarily apply ``jax.config`` overrides (restored on exit)."""
-    old = []
-    for name, value in overrides:
-        old.append((name, getattr(jax.config, name)))
-        jax.config.update(name, value)
-    try:
-        yield
-    finally:
-        for name, value in reversed(old):
-            jax.config.update(name, value)
 
 
 def _device_keys(values: list[Any], stem: str, num_devices: int) -> dict[str, np.ndarray]:
@@ -131,7 +117,7 @@ def _write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n")
 
 
-def _with_large_constants(prog: Program, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: str,
+def _with_large_constants(prog: Case, inputs: tuple[Any, ...], kwargs: dict[str, Any], mode: str,
                           post: str) -> str:
     """``post`` with its elided constants (``constant({...})``) printed in full.
 
@@ -150,7 +136,7 @@ def _with_large_constants(prog: Program, inputs: tuple[Any, ...], kwargs: dict[s
     return module.to_string(options)
 
 
-def build_case(prog: Program, cache_dir: Path) -> Path:
+def build_case(prog: Case, cache_dir: Path) -> Path:
     """Generate one program's directory (Note [Corpus layout]) unless it is current."""
     final = cache_dir / prog.name
     meta_path = final / "meta.json"
@@ -167,7 +153,7 @@ def build_case(prog: Program, cache_dir: Path) -> Path:
         with jax_config(prog.config):
             inputs = prog.make_inputs()
             kwargs = prog.jit_kwargs() if prog.jit_kwargs else {}
-            mode = "pmap" if prog.mode == "pmap8" else "jit"
+            mode = prog.lowering
             art = xla.lower_jax(prog.fn, *inputs, mode=mode, shardy=prog.shardy, **kwargs)
             post = art.post_optimization_text
             if "{...}" in post:

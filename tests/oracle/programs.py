@@ -1,6 +1,6 @@
 """The oracle programs: small JAX programs whose HLO, inputs and XLA:CPU outputs form the corpus.
 
-Each ``Program`` is a named record: a function, deterministic numpy inputs, how it is
+Each program is a ``hloscope.testing.cases.Case``: a function, deterministic numpy inputs, how it is
 transformed (``mode``), jax config overrides, and the HLO op families (XLA opcode spellings) it
 is meant to exercise. ``tests/oracle/corpus.py`` turns each into files; every stage's tests read
 those files, so keep shapes small and inputs deterministic.
@@ -16,7 +16,6 @@ Modes:
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -29,41 +28,22 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-MODES = ("single", "pmap8", "shard_map8", "jit_sharded8_shardy", "jit_sharded8_gspmd")
+from hloscope.testing.cases import ORACLE_MODES, Case
+
+MODES = tuple(ORACLE_MODES)
 INT32_MIN = np.iinfo(np.int32).min
 
 
-@dataclasses.dataclass(frozen=True)
-class Program:
-    """One oracle program. ``make_inputs`` returns the positional args as numpy arrays."""
-
-    name: str
-    fn: Callable[..., Any]
-    make_inputs: Callable[[], tuple[Any, ...]]
-    families: tuple[str, ...]
-    mode: str = "single"
-    jit_kwargs: Callable[[], dict[str, Any]] | None = None  # built lazily: meshes need devices
-    config: tuple[tuple[str, Any], ...] = ()  # jax.config overrides while lowering and running
-    rtol: float = 1e-5
-    atol: float = 1e-6
-
-    @property
-    def num_devices(self) -> int:
-        return 1 if self.mode == "single" else 8
-
-    @property
-    def shardy(self) -> bool | None:
-        return {"jit_sharded8_shardy": True, "jit_sharded8_gspmd": False}.get(self.mode)
+PROGRAMS: list[Case] = []
 
 
-PROGRAMS: list[Program] = []
-
-
-def program(name: str, inputs: Callable[[], tuple[Any, ...]], families: str, **kw: Any):
-    """Decorator adding the function as a Program named ``name``."""
+def program(name: str, inputs: Callable[[], tuple[Any, ...]], families: str, *, mode: str = "single",
+            **kw: Any):
+    """Decorator adding the function as a ``hloscope.testing.cases.Case`` named ``name``;
+    ``mode`` is one of ``MODES`` and fixes the device count and partitioner."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        PROGRAMS.append(Program(name, fn, inputs, tuple(families.split()), **kw))
+        PROGRAMS.append(Case(name, fn, inputs, tuple(families.split()), mode=mode, **ORACLE_MODES[mode], **kw))
         return fn
 
     return register
@@ -682,7 +662,7 @@ for _mode in ("jit_sharded8_shardy", "jit_sharded8_gspmd"):
             rtol=1e-5, atol=1e-5)(_manual_region)
 
 
-def by_name() -> dict[str, Program]:
+def by_name() -> dict[str, Case]:
     """The programs keyed by name (names are unique; checked by the corpus tests)."""
     return {p.name: p for p in PROGRAMS}
 

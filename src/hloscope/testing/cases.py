@@ -7,7 +7,8 @@ made only when the case is lowered), ``jax.config`` overrides while lowering and
 (``jax_config``), the HLO op families it exercises, and its tolerance against XLA:CPU.
 
 ``mode`` names how the program is transformed, in the oracle corpus's vocabulary
-(``ORACLE_MODES``; its meta files and tests select by it), or plainly ``"jit"``/``"pmap"``.
+(``ORACLE_MODES``; its meta files and tests select by it), or plainly ``"jit"``/``"pmap"``, or
+``"pmapped"`` when ``fn`` is already a ``jax.pmap``-ed function (lowered as it is).
 A *sized* case (``size`` set) makes inputs of that size, ``make_inputs(size)``, so a sweep can
 grow the same program.
 
@@ -20,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["Case", "ORACLE_MODES", "jax_config"]
+__all__ = ["Case", "ORACLE_MODES", "jax_config", "lower"]
 
 # The oracle corpus's modes: how the program is transformed, and what that fixes.
 ORACLE_MODES: dict[str, dict[str, Any]] = {
@@ -93,3 +94,14 @@ def jax_config(overrides: Iterable[tuple[str, Any]]) -> Iterator[None]:
     finally:
         for name, value in reversed(old):
             jax.config.update(name, value)
+
+
+def lower(case: Case, *inputs: Any) -> Any:
+    """jax's ``Lowered`` of ``case``: ``fn`` under ``jax.jit(**case.jit_options())`` (as it is
+    for mode ``"pmapped"``, a function already ``jax.pmap``-ed), on ``inputs`` (by default
+    ``case.inputs()``), with 64-bit types on while lowering when the case asks for them."""
+    import jax
+
+    with jax.enable_x64(True) if case.x64 else contextlib.nullcontext():
+        target = case.fn if case.mode == "pmapped" else jax.jit(case.fn, **case.jit_options())
+        return target.lower(*(inputs or case.inputs()))

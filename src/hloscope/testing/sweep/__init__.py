@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hloscope.testing.cases import Case
+from hloscope.testing.cases import Case, lower
 from hloscope.testing.sweep.programs import catalog, random_cases, random_graphs
 
 __all__ = ["Artifacts", "Case", "build", "catalog", "ensure_host_devices", "random_cases",
@@ -93,8 +93,7 @@ def build(case: Case, n: int) -> Artifacts:
     from hloscope.text.buffer_assignment_dump import load_buffer_assignment
 
     with jax.enable_x64(True) if case.x64 else contextlib.nullcontext():
-        target = case.fn if case.mode == "pmapped" else jax.jit(case.fn, **case.jit_options())
-        lowered = target.lower(*case.make_inputs(n))
+        lowered = lower(case, *case.make_inputs(n))
         with tempfile.TemporaryDirectory() as d:
             compiled = lowered.compile(compiler_options={"xla_dump_to": d, "xla_dump_hlo_as_text": True})
             (post_file,) = Path(d).glob("*.cpu_after_optimizations.txt")
