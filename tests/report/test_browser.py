@@ -396,3 +396,18 @@ def test_fusions_open_nested(browser, pages):
     assert page.locator("#graph-svg g.gnode[data-cluster='fusion.18']").count() > 1
     page.close()
     assert not problems
+
+
+def test_buffer_assignment_dump_page(browser, tmp_path):
+    from hloscope.report.data import collect_dump_data
+    from hloscope.text.buffer_assignment_dump import load_buffer_assignment
+
+    path = tmp_path / "dump.html"
+    ba = load_buffer_assignment(SEED_FILES["002"])
+    path.write_text(render_html(collect_dump_data(ba)), encoding="utf-8")
+    page, problems, _, _ = open_page(browser, path)
+    assert page.locator("nav button").all_inner_texts() == ["Buffers"]
+    assert page.locator("#dump-peak-table tbody tr").count() == len(ba.peak_buffers)
+    assert "1.66 MiB" in page.locator("#figures").inner_text()
+    page.close()
+    assert not problems

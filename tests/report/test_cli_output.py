@@ -13,12 +13,21 @@ from hloscope.report.data import collect_report_data, implied_hardware
 from tests.conftest import SEED_FILES
 
 
-def test_report_on_a_buffer_assignment_dump_points_to_buffers(tmp_path, capsys):
+def test_report_on_a_buffer_assignment_dump_reports_the_dump(tmp_path, capsys):
+    """Seed 002 is a BufferAssignment dump: the page shows its allocations and peak, no parse error."""
+    from hloscope.text.buffer_assignment_dump import load_buffer_assignment
+
     out = tmp_path / "r.html"
-    assert main(["report", str(SEED_FILES["002"]), "-o", str(out)]) == 1
-    err = capsys.readouterr().err
-    assert "BufferAssignment dump" in err and "hloscope buffers" in err
-    assert "expected '{'" not in err and not out.exists()
+    assert main(["report", str(SEED_FILES["002"]), "-o", str(out)]) == 0
+    assert "hloscope buffers" in capsys.readouterr().out
+    page = out.read_text()
+    m = re.search(r'<script type="application/json" id="hloscope-data">(.*?)</script>', page, re.S)
+    data = json.loads(m.group(1))
+    ba = load_buffer_assignment(SEED_FILES["002"])
+    assert data["kind"] == "buffer-assignment"
+    assert data["dump"]["peak_bytes"] == ba.peak_bytes and data["dump"]["total_bytes"] == ba.total_bytes
+    assert [b["instruction"] for b in data["dump"]["peak_buffers"]] == [e.instruction for e in ba.peak_buffers]
+    assert main(["report", str(SEED_FILES["002"]), "-o", str(SEED_FILES["002"])]) == 1  # never over the input
 
 
 def test_cost_top_alone_lists_instructions(capsys):

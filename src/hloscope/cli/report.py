@@ -32,8 +32,7 @@ def _report(args: argparse.Namespace) -> int:
 
         path = str(default_example_path())
     if _is_buffer_assignment_dump(path):
-        raise InputError(f"{path} is an XLA BufferAssignment dump, not an HLO module; "
-                         f"`hloscope buffers {path}` reads it (allocations, the peak and what holds it)")
+        return _report_dump(path, args.output)
     started = time.perf_counter()
     progress = _Progress(sys.stderr)
     progress("parse", None)
@@ -42,6 +41,21 @@ def _report(args: argparse.Namespace) -> int:
     out = write_report(module, args.output, hardware=args.hardware, inputs=[path], progress=progress)
     sys.stdout.write(f"wrote {Path(out).resolve()} ({module.name}, {module.instruction_count} instructions, "
                      f"{time.perf_counter() - started:.1f} s)\n")
+    return EXIT_OK
+
+
+def _report_dump(path: str, output: str) -> int:
+    """A BufferAssignment dump has no module to draw: its page shows the allocations and the peak."""
+    from hloscope.fileio import atomic_write_text, check_not_input
+    from hloscope.report.data import collect_dump_data
+    from hloscope.report.html import render_html
+    from hloscope.text.buffer_assignment_dump import load_buffer_assignment
+
+    check_not_input(output, [path])
+    ba = load_buffer_assignment(path)
+    atomic_write_text(output, render_html(collect_dump_data(ba, source_path=path)))
+    sys.stdout.write(f"wrote {Path(output).resolve()} (BufferAssignment dump: {ba.allocation_count} allocations; "
+                     f"`hloscope buffers {path}` prints the same in the terminal)\n")
     return EXIT_OK
 
 

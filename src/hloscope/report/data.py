@@ -33,7 +33,7 @@ from hloscope.ir.module import Module
 from hloscope.ir.print_options import PrintOptions
 from hloscope.ir.printer import instruction_to_text
 
-__all__ = ["collect_report_data", "implied_hardware", "INSTRUCTION_COLUMNS", "EXPECTED_FIELDS", "FORMAT_VERSION"]
+__all__ = ["collect_report_data", "collect_dump_data", "implied_hardware", "INSTRUCTION_COLUMNS", "EXPECTED_FIELDS", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
 
@@ -283,3 +283,40 @@ def _section(run: Callable[[], Any], **json_options: Any) -> dict[str, Any]:
                 "message": f"{type(e).__name__}: {e} (at {where.filename.rsplit('/', 1)[-1]}:{where.lineno})"}
     return {"status": "ok", "message": "", "data": payload,
             "seconds": round(time.perf_counter() - started, 3)}
+
+
+def collect_dump_data(ba: Any, *, title: str | None = None, source_path: str | None = None) -> dict[str, Any]:
+    """The report page's data for an XLA BufferAssignment dump (no module: no graph or text).
+
+    Everything shown is the dump's own: its allocations by kind, the peak its live ranges give
+    (``BufferAssignment.peak_*``, the same as ``hloscope buffers``) and the values in each
+    allocation. The page shows one Buffers tab for it.
+    """
+    shapes = {v.key: v.shape for v in ba.values}
+    peak = [dict(e.to_json(), shape=shapes.get(e.key, "")) for e in ba.peak_buffers]
+    allocations = []
+    for a in sorted(ba.allocations, key=lambda a: -a.size):
+        allocations.append({
+            "index": a.index, "kind": a.kind, "size": a.size, "color": a.color,
+            "parameter_number": a.parameter_number,
+            "values": [{"name": x.value.instruction, "index": list(x.value.index), "shape": x.value.shape,
+                        "offset": x.offset, "size": x.size} for x in a.assigned[:50]],
+            "value_count": len(a.assigned),
+        })
+    name = ba.module_name or (title or "BufferAssignment dump")
+    return {
+        "format": FORMAT_VERSION,
+        "kind": "buffer-assignment",
+        "title": title or name,
+        "source_path": source_path,
+        "module": {"name": name, "entry": "", "replica_count": None, "num_partitions": None,
+                   "is_scheduled": bool(ba.instruction_sequence), "computation_count": 0,
+                   "instruction_count": len(ba.instruction_sequence)},
+        "columns": list(INSTRUCTION_COLUMNS),
+        "computations": [],
+        "dump": {"allocation_count": ba.allocation_count, "total_bytes": ba.total_bytes,
+                 "bytes_by_kind": ba.bytes_by_kind, "count_by_kind": ba.count_by_kind,
+                 "peak_bytes": ba.peak_bytes, "peak_time": ba.peak_time,
+                 "schedule_end_time": ba.schedule_end_time, "value_count": len(ba.values),
+                 "peak_buffers": peak, "allocations": allocations},
+    }

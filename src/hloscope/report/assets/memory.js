@@ -233,3 +233,38 @@
     if (!TIM) cols.splice(8, 2);
     card.appendChild(table(cols, rows, {sortCol: TIM ? 8 : 6, id: "collectives-table"}));
   }
+
+  // ---- a BufferAssignment dump (report/data.py collect_dump_data) ------------------------------
+  function dumpHeader() {
+    var d = D.dump, figs = document.getElementById("figures");
+    document.getElementById("title").textContent = D.title;
+    document.getElementById("subtitle").textContent = ["XLA BufferAssignment dump", d.allocation_count + " allocations",
+      d.value_count + " values", D.source_path || ""].filter(Boolean).join(" · ");
+    [[fmtBytes(d.total_bytes), "total bytes used"], [d.peak_bytes != null ? fmtBytes(d.peak_bytes) : "–", "live-range peak" + (d.peak_time != null ? " at step " + d.peak_time : "")],
+      [String(d.allocation_count), "allocations"]].forEach(function (f) {
+      figs.appendChild(el("div", {cls: "figure"}, el("div", {cls: "v", text: f[0]}), el("div", {cls: "k", text: f[1]})));
+    });
+  }
+  function buildDump(s) {
+    var d = D.dump;
+    s.appendChild(el("div", {cls: "card"}, el("h2", {text: "This is a buffer-assignment dump"}),
+      el("p", {cls: "muted", text: "It holds XLA's allocations and live ranges but not the module, so there is no graph, text or time estimate here; " +
+        "report the module itself (the *after_optimizations.txt file of the same dump) for those. `hloscope buffers` prints this page's figures in the terminal."})));
+    var kinds = Object.keys(d.bytes_by_kind || {}).map(function (k) { return {kind: k, bytes: d.bytes_by_kind[k], count: (d.count_by_kind || {})[k]}; });
+    s.appendChild(el("div", {cls: "card"}, el("h2", {text: "Allocations by kind (" + fmtBytes(d.total_bytes) + ")"}),
+      table([{key: "kind", label: "kind", cls: "mono"}, {key: "count", label: "allocations", num: true},
+        {key: "bytes", label: "bytes", num: true, fmt: function (r) { return fmtBytes(r.bytes); }},
+        {key: "share", label: "share", fmt: function (r) { return shareBar(r.bytes / (d.total_bytes || 1)); }, val: function (r) { return r.bytes; }}], kinds, {sortCol: 2})));
+    if (d.peak_bytes != null) s.appendChild(el("div", {cls: "card", id: "dump-peak"}, el("h2", {text: "Values live at the peak (" + fmtBytes(d.peak_bytes) + " at step " + d.peak_time + ")"}),
+      table([{key: "name", label: "value", cls: "mono", fmt: function (r) { return bufName(r); }, val: bufName},
+        {key: "shape", label: "shape", cls: "mono wrap"},
+        {key: "bytes", label: "size", num: true, fmt: function (r) { return fmtBytes(r.bytes); }},
+        {key: "share", label: "of the peak", fmt: function (r) { return shareBar(r.bytes / (d.peak_bytes || 1)); }, val: function (r) { return r.bytes; }}], d.peak_buffers || [], {sortCol: 2, id: "dump-peak-table"})));
+    s.appendChild(el("div", {cls: "card"}, el("h2", {text: "Allocations, biggest first"}),
+      table([{key: "index", label: "allocation", num: true}, {key: "kind", label: "kind", cls: "mono"},
+        {key: "size", label: "size", num: true, fmt: function (r) { return fmtBytes(r.size); }},
+        {key: "value_count", label: "values", num: true},
+        {key: "values", label: "values (offset: name)", cls: "mono wrap", fmt: function (r) {
+          return r.values.slice(0, 6).map(function (v) { return v.offset + ": " + bufName(v); }).join("  ") + (r.value_count > 6 ? "  … " + (r.value_count - 6) + " more" : ""); },
+          val: function (r) { return r.value_count; }}], d.allocations || [], {sortCol: 2, limit: 300})));
+  }

@@ -81,15 +81,22 @@
   }
 
   // ---- start -----------------------------------------------------------------------------------
-  header();
-  addTab("overview", "Overview", buildOverview);
-  addTab("cost", "Cost", buildCost, true);
-  addTab("memory", "Memory", buildMemory, true);
-  addTab("collectives", "Collectives", buildCollectives, true);
-  addTab("graph", "Graph", buildGraph, true);
-  addTab("text", "Text", buildText, true);
+  var first = "overview";
+  if (D.kind === "buffer-assignment") {  // a dump, not a module: its allocations and peak only
+    dumpHeader();
+    addTab("buffers", "Buffers", buildDump);
+    first = "buffers";
+  } else {
+    header();
+    addTab("overview", "Overview", buildOverview);
+    addTab("cost", "Cost", buildCost, true);
+    addTab("memory", "Memory", buildMemory, true);
+    addTab("collectives", "Collectives", buildCollectives, true);
+    addTab("graph", "Graph", buildGraph, true);
+    addTab("text", "Text", buildText, true);
+  }
   (function restore() {  // Note [Shareable links]
-    var h = location.hash.slice(1).split("&"), tab = tabs[h[0]] ? h[0] : "overview", inst = null;
+    var h = location.hash.slice(1).split("&"), tab = tabs[h[0]] ? h[0] : first, inst = null;
     h.slice(1).forEach(function (kv) { if (kv.slice(0, 2) === "i=") inst = decodeURIComponent(kv.slice(2)); });
     var at = inst ? nameIndex()[inst] : null;
     if (at && tab === "graph") focusInstruction(at[0], at[1]);
