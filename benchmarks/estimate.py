@@ -1,16 +1,18 @@
 """Estimate accuracy: hloscope's time estimate against XLA:CPU's measured run time, same run.
 
-Calibrates this machine once (``hloscope.analysis.hardware.calibrate``), then for each JAX
-workload below: compiles it with jax on XLA:CPU, takes XLA's after-optimizations module text
-(``compiled.as_text()``, what ``hloscope.xla.client.lower_jax`` returns as ``post_optimization_text``),
-estimates it with ``hloscope.analysis.timing.estimate_time`` on the calibrated profile, and
-times the same compiled executable (best of N, arguments already on the device, so neither
-compile time nor host transfer is counted). Prints one row per workload with the signed error
-``(estimated - measured) / measured`` and the median absolute error.
+Compiles each JAX workload below with jax on XLA:CPU and keeps XLA's after-optimizations
+module text (``compiled.as_text()``). Then, ``--rounds`` times: calibrates this machine
+(``hloscope.xla.calibrate.calibrate``) and times every compiled executable (best of N,
+arguments already on the device, so neither compile time nor host transfer is counted). The
+fastest figure of each calibrated rate and of each workload over the rounds is kept (a shared
+machine slows every measurement by whatever else runs; the best is the least disturbed, for
+the calibration and the workloads alike). Each module is estimated with
+``hloscope.analysis.timing.estimate_time`` on that profile. Prints one row per workload with
+the signed error ``(estimated - measured) / measured``, the median |error| per op family, and
+the median and worst |error| over all workloads.
 
-Run: ``python benchmarks/estimate.py [--calibrate-seconds S] [--budget S] [--only NAME,...]
-[--json]``. Timings on a shared machine are noisy: the best of N is reported, and the
-calibration is part of the same run so both see the same machine state.
+Run: ``python benchmarks/estimate.py [--rounds R] [--calibrate-seconds S] [--budget S]
+[--only NAME,...] [--top N] [--save-hardware PATH] [--json]``.
 """
 from __future__ import annotations
 
@@ -111,6 +113,50 @@ def _workloads() -> list[Workload]:
         mu = p.mean(-1, keepdims=True)
         return (p - mu) / jnp.sqrt(p.var(-1, keepdims=True) + 1e-6)
 
+    def gather_rows(table: Any, idx: Any) -> Any:
+        return table[idx] * 2.0
+
+    def scatter_add(table: Any, idx: Any, upd: Any) -> Any:
+        return table.at[idx].add(upd)
+
+    def embedding_grad(idx: Any, g: Any) -> Any:
+        return jnp.zeros((32768, 64), jnp.float32).at[idx].add(g)
+
+    def argsort(x: Any) -> Any:
+        return jnp.argsort(x, axis=-1)
+
+    def top_k(x: Any) -> Any:
+        return lax.top_k(x, 16)
+
+    def softmax(x: Any) -> Any:
+        return jax.nn.softmax(x, axis=-1)
+
+    def layernorm(x: Any, g: Any, b: Any) -> Any:
+        mu = x.mean(-1, keepdims=True)
+        return (x - mu) * lax.rsqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * g + b
+
+    def arith(x: Any, y: Any) -> Any:
+        return (x * 1.5 + y) * (x - y) + 0.25
+
+    def matvec(a: Any, v: Any) -> Any:
+        return a @ v
+
+    def cumsum(x: Any) -> Any:
+        return jnp.cumsum(x, axis=-1)
+
+    def scan_rnn(xs: Any, w: Any) -> Any:
+        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x),) * 2, xs[0], xs)[1]
+
+    def concat_pad(x: Any, y: Any) -> Any:
+        return jnp.pad(jnp.concatenate([x, y], axis=1), ((1, 1), (2, 2)))
+
+    def random_normal(key: Any) -> Any:
+        return jax.random.normal(key, (1024, 1024))
+
+    def depthwise(x: Any, w: Any) -> Any:
+        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
+                                        feature_group_count=x.shape[-1])
+
     bf16 = jnp.bfloat16
     return [
         Workload("matmul_f32", "dot 1536^3", matmul,
@@ -144,7 +190,44 @@ def _workloads() -> list[Workload]:
                             normal(r, 262144, 32))),
         Workload("softmax_layernorm", "softmax + norm 2048x4096", softmax_layernorm,
                  lambda r: (normal(r, 2048, 4096),)),
+        Workload("gather_rows", "take 512K rows x 32", gather_rows,
+                 lambda r: (normal(r, 65536, 32), r.integers(0, 65536, 524288).astype(np.int32))),
+        Workload("scatter_add", ".at[].add 256K x 32", scatter_add,
+                 lambda r: (normal(r, 65536, 32), r.integers(0, 65536, 262144).astype(np.int32),
+                            normal(r, 262144, 32))),
+        Workload("embedding_grad", "zeros.at[].add 128K x 64", embedding_grad,
+                 lambda r: (r.integers(0, 32768, 131072).astype(np.int32), normal(r, 131072, 64))),
+        Workload("argsort", "argsort 32 rows x 16K", argsort, lambda r: (normal(r, 32, 16384),)),
+        Workload("top_k", "top 16 of 1024 x 4096", top_k, lambda r: (normal(r, 1024, 4096),)),
+        Workload("softmax", "softmax 4096x2048", softmax, lambda r: (normal(r, 4096, 2048),)),
+        Workload("layernorm", "layernorm 4096x1024", layernorm,
+                 lambda r: (normal(r, 4096, 1024), normal(r, 1024), normal(r, 1024))),
+        Workload("arith", "mul/add chain, 8M", arith,
+                 lambda r: (normal(r, 8 * 1024 * 1024), normal(r, 8 * 1024 * 1024))),
+        Workload("matvec", "dot 4096x4096 @ 4096", matvec,
+                 lambda r: (normal(r, 4096, 4096), normal(r, 4096))),
+        Workload("cumsum", "cumsum 1024 x 4096", cumsum, lambda r: (normal(r, 1024, 4096),)),
+        Workload("scan_rnn", "scan 128 x (dot 64x256^2 + tanh)", scan_rnn,
+                 lambda r: (normal(r, 128, 64, 256), normal(r, 256, 256) * 0.06)),
+        Workload("concat_pad", "concatenate + pad 2048x2048", concat_pad,
+                 lambda r: (normal(r, 2048, 1024), normal(r, 2048, 1024))),
+        Workload("random_normal", "threefry normal 1M", random_normal,
+                 lambda r: (np.array([0, 42], dtype=np.uint32),)),
+        Workload("depthwise_conv", "depthwise 3x3, 8x64x64x64", depthwise,
+                 lambda r: (normal(r, 8, 64, 64, 64), normal(r, 3, 3, 1, 64))),
     ]
+
+
+FAMILY = {
+    "matmul_f32": "matmul", "batched_matmul": "matmul", "matmul_bf16": "matmul", "matmul_f64": "matmul",
+    "matvec": "matmul", "conv_net": "conv", "depthwise_conv": "conv", "mlp_train_step": "model",
+    "attention": "model", "elementwise": "elementwise", "arith": "elementwise",
+    "random_normal": "elementwise", "concat_pad": "elementwise", "reductions": "reduction",
+    "cumsum": "reduction", "transpose_copy": "transpose", "fori_loop": "loop", "scan_rnn": "loop",
+    "sort": "sort", "argsort": "sort", "top_k": "sort", "gather_scatter": "gather/scatter",
+    "gather_rows": "gather/scatter", "scatter_add": "gather/scatter", "embedding_grad": "gather/scatter",
+    "softmax_layernorm": "softmax/norm", "softmax": "softmax/norm", "layernorm": "softmax/norm",
+}
 
 
 @dataclass(frozen=True)
@@ -156,82 +239,136 @@ class Row:
     runs: int
 
     @property
+    def family(self) -> str:
+        return FAMILY.get(self.name, "other")
+
+    @property
     def error(self) -> float:
         return (self.estimated - self.measured) / self.measured
 
 
-def _best_time(fn: Callable[[], Any], budget: float, min_runs: int = 5, max_runs: int = 200) -> tuple[float, int]:
-    """Best wall time of ``fn()`` over at least ``min_runs`` calls, more while within budget."""
+def _best_time(fn: Callable[[], Any], budget: float, clock: Callable[[], float],
+               min_runs: int = 3, max_runs: int = 200) -> tuple[float, int]:
+    """Best time of ``fn()`` by ``clock`` over at least ``min_runs`` calls, more while within budget."""
     fn()  # warm up: first-run allocations, thread-pool start
     best = float("inf")
     start = time.perf_counter()
     runs = 0
     while runs < min_runs or (time.perf_counter() - start < budget and runs < max_runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
         runs += 1
     return best, runs
 
 
-def measure(w: Workload, hw: Any, budget: float) -> tuple[Row, Any]:
-    """Compile ``w`` with jax, estimate its optimized module and time its execution."""
-    import jax
+@dataclass
+class Compiled:
+    """One workload compiled by jax, with its arguments on the device and its optimized text."""
 
-    import hloscope
-    from hloscope.analysis.timing import estimate_time
+    workload: Workload
+    run: Callable[[], Any]
+    text: str
+
+
+def compile_workload(w: Workload) -> Compiled:
+    import jax
 
     args = tuple(jax.device_put(a) for a in w.args(np.random.default_rng(0)))
     compiled = jax.jit(w.fn).lower(*args).compile()
-    text = compiled.as_text()
-    estimate = estimate_time(hloscope.parse(text), hw)
-    seconds, runs = _best_time(lambda: jax.block_until_ready(compiled(*args)), budget)
-    return Row(w.name, w.character, seconds, estimate.total_seconds, runs), estimate
+    return Compiled(w, lambda: jax.block_until_ready(compiled(*args)), compiled.as_text())
+
+
+def best_profile(profiles: list[Any]) -> Any:
+    """The fastest figure of each rate over several calibrations of one machine: on a shared
+    machine every measurement is slowed by whatever else runs, and the best one is the least
+    disturbed (the workloads' times are the best of their runs likewise)."""
+    import dataclasses
+
+    best = profiles[0]
+    for hw in profiles[1:]:
+        rates = {f: max(getattr(best.cpu_rates, f), getattr(hw.cpu_rates, f))
+                 for f in best.cpu_rates.to_json()}
+        best = dataclasses.replace(
+            best, peak_flops={k: max(v, hw.peak_flops.get(k, v)) for k, v in best.peak_flops.items()},
+            memory_bandwidth=max(best.memory_bandwidth, hw.memory_bandwidth),
+            cpu_rates=dataclasses.replace(best.cpu_rates, **rates))
+    return best
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--calibrate-seconds", type=float, default=4.0)
-    parser.add_argument("--budget", type=float, default=1.0, help="seconds of timing per workload")
+    parser.add_argument("--budget", type=float, default=0.5, help="seconds of timing per workload and round")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="calibrate and time every workload this many times; best of each kept")
+    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
+                        help="time calibration and workloads by process CPU time (default: a shared "
+                             "machine's load does not inflate it) or wall time")
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--hardware", default="", help="a profile name or path instead of calibrating")
+    parser.add_argument("--save-hardware", default="", help="write the calibrated profile to this path")
     parser.add_argument("--top", type=int, default=0, help="print the N longest estimated ops per workload")
     parser.add_argument("--json", action="store_true")
     opts = parser.parse_args(argv)
 
-    from hloscope.analysis.hardware import calibrate, load_hardware
-
-    t0 = time.perf_counter()
-    hw = load_hardware(opts.hardware) if opts.hardware else calibrate(opts.calibrate_seconds)
-    calib_s = time.perf_counter() - t0
-    print(f"profile {hw.name}: calibrated in {calib_s:.1f} s", file=sys.stderr)
-    print(json.dumps(hw.to_json(), indent=1), file=sys.stderr)
+    import hloscope
+    from hloscope.analysis.hardware import load_hardware, save_hardware
+    from hloscope.analysis.timing import estimate_time
+    from hloscope.xla.calibrate import CLOCKS, calibrate
 
     wanted = {n for n in opts.only.split(",") if n}
+    work = [compile_workload(w) for w in _workloads() if not wanted or w.name in wanted]
+    profiles = []
+    measured: dict[str, float] = {}
+    runs: dict[str, int] = {}
+    for k in range(max(1, opts.rounds)):
+        t0 = time.perf_counter()
+        if not opts.hardware:
+            profiles.append(calibrate(opts.calibrate_seconds, clock=opts.clock))
+        print(f"round {k + 1}: calibrated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
+        for c in work:
+            seconds, n = _best_time(c.run, opts.budget, CLOCKS[opts.clock])
+            measured[c.workload.name] = min(measured.get(c.workload.name, float("inf")), seconds)
+            runs[c.workload.name] = runs.get(c.workload.name, 0) + n
+    hw = load_hardware(opts.hardware) if opts.hardware else best_profile(profiles)
+    print(json.dumps(hw.to_json(), indent=1), file=sys.stderr)
+    if opts.save_hardware:
+        save_hardware(hw, opts.save_hardware)
     rows: list[Row] = []
-    for w in _workloads():
-        if wanted and w.name not in wanted:
-            continue
-        row, est = measure(w, hw, opts.budget)
-        rows.append(row)
+    for c in work:
+        est = estimate_time(hloscope.parse(c.text), hw)
+        w = c.workload
+        rows.append(Row(w.name, w.character, measured[w.name], est.total_seconds, runs[w.name]))
         if opts.top:
             for op in est.to_json(top=opts.top)["longest"]:
                 print(f"    {w.name}: {op['opcode']:<14} {op['seconds'] * 1e3:8.3f} ms  {op['instruction']}",
                       file=sys.stderr)
-    median = statistics.median(abs(r.error) for r in rows) if rows else 0.0
+    errors = [abs(r.error) for r in rows]
+    median = statistics.median(errors) if rows else 0.0
+    worst = max(rows, key=lambda r: abs(r.error)) if rows else None
+    families: dict[str, list[float]] = {}
+    for r in rows:
+        families.setdefault(r.family, []).append(r.error)
     if opts.json:
         print(json.dumps({
             "hardware": hw.to_json(),
-            "rows": [{"workload": r.name, "measured_s": r.measured, "estimated_s": r.estimated,
-                      "error": r.error, "runs": r.runs} for r in rows],
-            "median_abs_error": median,
+            "rows": [{"workload": r.name, "family": r.family, "measured_s": r.measured,
+                      "estimated_s": r.estimated, "error": r.error, "runs": r.runs} for r in rows],
+            "median_abs_error": median, "worst_abs_error": abs(worst.error) if worst else 0.0,
+            "families": {f: statistics.median(abs(e) for e in es) for f, es in families.items()},
         }, indent=1))
         return 0
-    print(f"{'workload':<18} {'character':<28} {'measured':>10} {'estimated':>10} {'error':>8}")
+    print(f"{'workload':<18} {'family':<15} {'character':<34} {'measured':>10} {'estimated':>10} {'error':>8}")
     for r in rows:
-        print(f"{r.name:<18} {r.character:<28} {r.measured * 1e3:8.2f}ms {r.estimated * 1e3:8.2f}ms "
-              f"{r.error * 100:+7.1f}%")
-    print(f"median |error|: {median * 100:.1f}% over {len(rows)} workloads")
+        print(f"{r.name:<18} {r.family:<15} {r.character:<34} {r.measured * 1e3:8.2f}ms "
+              f"{r.estimated * 1e3:8.2f}ms {r.error * 100:+7.1f}%")
+    for f, es in sorted(families.items()):
+        print(f"  {f:<15} median |error| {statistics.median(abs(e) for e in es) * 100:5.1f}%  "
+              f"({', '.join(f'{e * 100:+.0f}%' for e in es)})")
+    if worst is not None:
+        print(f"median |error|: {median * 100:.1f}%, worst: {worst.error * 100:+.1f}% ({worst.name}) "
+              f"over {len(rows)} workloads")
     return 0
 
 

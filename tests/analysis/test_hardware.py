@@ -187,3 +187,18 @@ def test_calibrate_without_xla_keeps_generic_sort_and_scatter_rates():
     assert spec.cpu_rates.sort_comparisons == base.sort_comparisons
     assert spec.cpu_rates.scatter_elements == base.scatter_elements
     assert spec.peak_flops["bf16"] == spec.peak_flops["f32"]
+
+
+def test_profiles_without_the_newer_cpu_rates_load_with_defaults() -> None:
+    from hloscope.analysis.hardware import CpuRates, HardwareSpec, load_hardware
+
+    data = load_hardware("cpu").to_json()
+    for field in ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
+                  "comparator_ops"):
+        del data["cpu_rates"][field]
+    spec = HardwareSpec.from_json(data)
+    assert spec.cpu_rates is not None
+    assert spec.cpu_rates.gather_elements == CpuRates.gather_elements
+    del data["cpu_rates"]["sort_comparisons"]  # the original six stay required
+    with pytest.raises(Exception, match="sort_comparisons"):
+        HardwareSpec.from_json(data)

@@ -151,6 +151,57 @@ def test_cpu_model_dot_uses_the_dot_rate() -> None:
     assert est.compute_seconds == pytest.approx(2 * 4096**3 / cpu.flops_per_second("f32"))
 
 
+_LT = "lt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=LT\n}\n"
+_LONG_LT = ("lt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  n = f32[] negate(a)\n"
+            "  m = f32[] negate(b)\n  ROOT c = pred[] compare(m, n), direction=GT\n}\n")
+_FAMILIES = {
+    "sort": ("ENTRY e {\n  x = f32[8,1024]{1,0} parameter(0)\n"
+             "  ROOT s = f32[8,1024]{1,0} sort(x), dimensions={1}, to_apply=lt\n}\n"),
+    "gather": ("ENTRY e {\n  t = f32[4096,32]{1,0} parameter(0)\n  i = s32[1000,1]{1,0} parameter(1)\n"
+               "  ROOT g = f32[1000,32]{1,0} gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
+               "start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}\n}\n"),
+    "depthwise": ("ENTRY e {\n  x = f32[2,16,16,8]{3,2,1,0} parameter(0)\n  w = f32[3,3,1,8]{3,2,1,0} parameter(1)\n"
+                  "  ROOT c = f32[2,16,16,8]{3,2,1,0} convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
+                  "dim_labels=b01f_01io->b01f, feature_group_count=8\n}\n"),
+    "topk": ("gt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = pred[] compare(a, b), direction=GT\n}\n"
+             "ENTRY e {\n  x = f32[64,512]{1,0} parameter(0)\n  ROOT r = (f32[64,4]{1,0}, s32[64,4]{1,0}) "
+             "custom-call(x), custom_call_target=\"TopK\", called_computations={gt}\n}\n"),
+    "reduce_window": ("add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"
+                      "ENTRY e {\n  x = f32[64,512]{1,0} parameter(0)\n  z = f32[] constant(0)\n"
+                      "  ROOT r = f32[64,512]{1,0} reduce-window(x, z), window={size=1x16 pad=0_0x15_0}, to_apply=add\n}\n"),
+}
+
+
+def _compute(body: str, hw: object, header: str = "") -> float:
+    return estimate_time(hloscope.parse("HloModule m\n" + header + body), hw).compute_seconds
+
+
+def test_cpu_model_families_run_at_their_own_rates() -> None:
+    """Note [The XLA:CPU model]: the loops that do not vectorise each have a calibrated rate."""
+    cpu = load_hardware("cpu")
+    r = cpu.cpu_rates
+    assert r is not None
+    comparisons = 8 * 1024 * 10
+    assert _compute(_FAMILIES["sort"], cpu, _LT) == pytest.approx(comparisons / r.sort_comparisons)
+    # Two more comparator instructions cost two over comparator_ops per comparison.
+    assert _compute(_FAMILIES["sort"], cpu, _LONG_LT) == pytest.approx(
+        comparisons * (1 / r.sort_comparisons + 2 / r.comparator_ops))
+    assert _compute(_FAMILIES["gather"], cpu) == pytest.approx(1000 * 32 / r.gather_elements)
+    # XLA's FLOPs of the depthwise convolution (valid window positions only), at its own rate.
+    flops = hloscope.cost(hloscope.parse("HloModule m\n" + _FAMILIES["depthwise"])).total.flops
+    assert 0 < flops < 2 * 2 * 16 * 16 * 8 * 9
+    assert _compute(_FAMILIES["depthwise"], cpu) == pytest.approx(flops / r.grouped_conv_flops)
+    assert _compute(_FAMILIES["topk"], cpu) == pytest.approx(64 * 512 / r.topk_elements)
+    walk = 64 * 512 * 16 / r.reduce_window_elements
+    assert _compute(_FAMILIES["reduce_window"], cpu) == pytest.approx(walk, rel=0.5)
+    assert _compute(_FAMILIES["reduce_window"], cpu) >= walk
+    # Each rate is the one that decides: halving it doubles that family's compute time.
+    for name, field in [("gather", "gather_elements"), ("depthwise", "grouped_conv_flops"),
+                        ("topk", "topk_elements")]:
+        slow = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, **{field: getattr(r, field) / 2}))
+        assert _compute(_FAMILIES[name], slow) == pytest.approx(2 * _compute(_FAMILIES[name], cpu), rel=0.05)
+
+
 # One instruction of each kind the estimate models differently, at a size n (Note [The XLA:CPU
 # model]: library dots with a cache speed-up, loops, strided copies, sorts, collectives).
 _SIZED = {

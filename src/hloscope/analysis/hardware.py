@@ -103,6 +103,16 @@ class CpuRates:
     update elements per second of a scatter; ``cached_dot_flops``: f32 FLOP/s of a dot whose
     operands and result fit in cache (512^3, ``CACHED_DOT_BYTES``), while ``peak_flops`` holds
     the sustained rate of a large dot (1536^3, ``LARGE_DOT_BYTES``).
+
+    The loops that walk an index or a window per element and do not vectorise have rates of
+    their own: ``gather_elements`` (gathered elements per second), ``reduce_window_elements``
+    (window elements visited per second: output elements times window size),
+    ``grouped_conv_flops`` (FLOP/s of a grouped or depthwise convolution, which XLA:CPU emits
+    itself instead of calling the library) and ``topk_elements`` (input elements per second of
+    the TopK custom call). ``sort_comparisons`` is measured with a one-instruction comparator;
+    each further instruction of a comparator (jax's float comparators have about twenty, for
+    a total order over NaNs and signed zeros) costs one over ``comparator_ops`` per comparison.
+    Profiles written before these existed get the defaults below.
     """
 
     elementwise_flops: float
@@ -111,13 +121,22 @@ class CpuRates:
     sort_comparisons: float
     scatter_elements: float
     cached_dot_flops: float
+    gather_elements: float = 4e8
+    reduce_window_elements: float = 3e9
+    grouped_conv_flops: float = 1e9
+    topk_elements: float = 5e8
+    comparator_ops: float = 2e9
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
 
 
 _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth", "sort_comparisons",
-                    "scatter_elements", "cached_dot_flops")
+                    "scatter_elements", "cached_dot_flops", "gather_elements", "reduce_window_elements",
+                    "grouped_conv_flops", "topk_elements", "comparator_ops")
+# Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
+_CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
+                      "comparator_ops")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536
@@ -235,7 +254,8 @@ class HardwareSpec:
                 inter_node=None if inter is None else LinkSpec(float(inter["bandwidth"]), float(inter["latency"])),
                 kernel_launch_overhead=float(data.get("kernel_launch_overhead", 0.0)),
                 collective_latency=float(data.get("collective_latency", 0.0)),
-                cpu_rates=None if cpu is None else CpuRates(**{f: float(cpu[f]) for f in _CPU_RATE_FIELDS}),
+                cpu_rates=None if cpu is None else CpuRates(**{
+                    f: float(cpu[f]) for f in _CPU_RATE_FIELDS if f in cpu or f not in _CPU_RATE_DEFAULTS}),
                 notes=str(data.get("notes", "")),
                 sources=tuple(str(s) for s in data.get("sources", ())),
             )

@@ -26,23 +26,30 @@ Note [The XLA:CPU model]
 
     * a dot or convolution (alone or in a fusion, e.g. YNNPACK's ``__ynn_fusion``) goes to a
       library kernel: its FLOPs at ``peak_flops[dtype]``, the large-dot rate calibrated per
-      type, sped up towards ``cpu_rates.cached_dot_flops`` when its bytes fit in cache;
+      type, sped up towards ``cpu_rates.cached_dot_flops`` when its bytes fit in cache; a
+      grouped (depthwise) convolution is XLA's own loop, at ``grouped_conv_flops``;
     * a sort costs ``elements * ceil(log2 n)`` comparisons (``n`` the sorted dimension) at
       ``cpu_rates.sort_comparisons``; a scatter its update elements at ``scatter_elements``;
+      the TopK custom call its input elements at ``topk_elements``;
     * every other instruction or fusion is a loop XLA emits itself: FLOPs at
       ``cpu_rates.elementwise_flops`` and transcendentals at ``cpu_rates.transcendentals``,
-      far below the matmul peak;
-    * memory time is bytes at ``memory_bandwidth``, or at ``cpu_rates.transpose_bandwidth``
-      when the instruction (or one in its fusion) changes the physical order of an array: a
-      layout-changing ``copy`` or a non-bitcast ``transpose`` walks one side with a stride;
+      far below the matmul peak, plus the per-element index work of each gather (gathered
+      elements at ``gather_elements``) and the window walk of each reduce-window (output
+      elements times window size at ``reduce_window_elements``), which do not vectorise;
+    * memory time is bytes at ``memory_bandwidth`` (calibrated as XLA's own streaming loop),
+      or at ``cpu_rates.transpose_bandwidth`` when the instruction (or one in its fusion)
+      changes the physical order of an array: a layout-changing ``copy`` or a non-bitcast
+      ``transpose`` walks one side with a stride;
     * compute and memory combine as on GPUs (the larger plus 5% of the smaller), and each
       thunk costs ``kernel_launch_overhead`` (the thunk executor's dispatch, not a launch).
+
+    Every rate is measured on one XLA:CPU kernel of its family (``hloscope.xla.calibrate``);
+    ``analysis/cpu_model.py`` holds the model.
 
     A profile without ``cpu_rates`` uses the roofline of the other kinds.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,11 +68,11 @@ from hloscope.analysis.cost import (
     CostReport,
     analyze_cost,
     custom_call_cost,
-    transpose_is_bitcast,
 )
-from hloscope.analysis.hardware import CACHED_DOT_BYTES, LARGE_DOT_BYTES, CpuRates, HardwareSpec
+from hloscope.analysis.cpu_model import cpu_seconds, math_dtype
+from hloscope.analysis.hardware import HardwareSpec
 from hloscope.analysis.trip_count import infer_trip_count
-from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
+from hloscope.ir import Computation, Instruction, Module, Opcode
 
 __all__ = ["ScheduledOp", "InstructionTime", "TimeEstimate", "estimate_time", "MEMORY_COMPUTE_PARALLELISM", "roofline_seconds"]
 
@@ -89,7 +96,6 @@ _DONE_OF = {
     Opcode.RECV_DONE: Opcode.RECV,
 }
 _ASYNC_STARTS = frozenset(_DONE_OF.values())
-_MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
 
 COMPUTE, COMMUNICATION = "compute", "communication"
 
@@ -189,83 +195,6 @@ def roofline_seconds(compute: float, memory: float) -> float:
     return compute + memory - min(compute, memory) * MEMORY_COMPUTE_PARALLELISM
 
 
-def _math_dtype(inst: Instruction) -> str:
-    """The element type whose FLOP rate applies: a dot's or convolution's operand type."""
-    target = inst
-    if inst.opcode is Opcode.FUSION:
-        fused: Computation = inst.attrs["calls"]
-        target = next((i for i in fused.instructions if i.opcode in _MATH_OPS), fused.root)
-    if target.opcode in _MATH_OPS and target.operands:
-        shape = target.operands[0].shape
-    elif inst.opcode is Opcode.CUSTOM_CALL and inst.operands:
-        shape = inst.operands[0].shape
-    else:
-        shape = target.shape
-    leaf = next((s for _, s in shape.leaves()), None)
-    return leaf.element_type if isinstance(leaf, ArrayShape) else "f32"
-
-
-def _cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -> tuple[float, float]:
-    """(compute, memory) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model]."""
-    body = inst.attrs["calls"].instructions if inst.opcode is Opcode.FUSION else (inst,)
-    flops, transcendentals = max(c.flops, 0), max(c.transcendentals, 0)
-    if any(i.opcode in _MATH_OPS for i in body):
-        compute = (flops + transcendentals) / _dot_rate(hw, rates, _math_dtype(inst), c.bytes_accessed)
-    elif (sort := next((i for i in body if i.opcode is Opcode.SORT), None)) is not None:
-        compute = _sort_comparisons(sort) / rates.sort_comparisons
-    elif (scatter := next((i for i in body if i.opcode is Opcode.SCATTER), None)) is not None:
-        updates = scatter.operands[(len(scatter.operands) - 1) // 2 + 1]
-        compute = _elements(updates) / rates.scatter_elements
-    else:
-        compute = flops / rates.elementwise_flops + transcendentals / rates.transcendentals
-    strided = any(_changes_physical_order(i) for i in body)
-    bandwidth = rates.transpose_bandwidth if strided else hw.memory_bandwidth
-    return compute, max(c.bytes_accessed, 0) / bandwidth
-
-
-def _dot_rate(hw: HardwareSpec, rates: CpuRates, dtype: str, nbytes: float) -> float:
-    """A library dot's FLOP/s: ``peak_flops`` for large operands, faster when they fit in cache.
-
-    Between the two calibration sizes the rate is interpolated on log(bytes); the cache speed-up
-    measured for f32 applies to every type.
-    """
-    large = hw.flops_per_second(dtype)
-    speedup = max(rates.cached_dot_flops / hw.flops_per_second("f32"), 1.0)
-    if nbytes >= LARGE_DOT_BYTES or speedup == 1.0:
-        return large
-    if nbytes <= CACHED_DOT_BYTES:
-        return large * speedup
-    w = math.log(LARGE_DOT_BYTES / nbytes) / math.log(LARGE_DOT_BYTES / CACHED_DOT_BYTES)
-    return large * speedup**w
-
-
-def _elements(inst: Instruction) -> int:
-    return sum(s.element_count for _, s in inst.shape.leaves() if isinstance(s, ArrayShape))
-
-
-def _sort_comparisons(sort: Instruction) -> float:
-    shape = sort.operands[0].shape
-    if not isinstance(shape, ArrayShape) or not shape.dimensions:
-        return 0.0
-    n = shape.dimensions[sort.attrs.get("dimensions", (len(shape.dimensions) - 1,))[0]]
-    return float(shape.element_count * max((n - 1).bit_length(), 1))
-
-
-def _changes_physical_order(inst: Instruction) -> bool:
-    """A transpose that is not a bitcast, or a copy between different layouts."""
-    if inst.opcode is Opcode.TRANSPOSE:
-        return not transpose_is_bitcast(inst)
-    if inst.opcode is Opcode.COPY and inst.operands:
-        out, src = inst.shape, inst.operands[0].shape
-        if isinstance(out, ArrayShape) and isinstance(src, ArrayShape) and out.layout and src.layout:
-            return _nontrivial(out, out.layout.minor_to_major) != _nontrivial(src, src.layout.minor_to_major)
-    return False
-
-
-def _nontrivial(shape: ArrayShape, minor_to_major: tuple[int, ...]) -> tuple[int, ...]:
-    return tuple(d for d in minor_to_major if shape.dimensions[d] > 1)
-
-
 class _Simulator:
     """Walks computations in schedule order, keeping one clock per stream."""
 
@@ -303,9 +232,9 @@ class _Simulator:
     def kernel_seconds(self, inst: Instruction, scale: float, cost: Cost | None = None) -> float:
         c = self._cost_of(inst) if cost is None else cost
         if self.hw.kind == "cpu" and self.hw.cpu_rates is not None:
-            compute, memory = _cpu_seconds(inst, c, self.hw, self.hw.cpu_rates)
+            compute, memory = cpu_seconds(inst, c, self.hw, self.hw.cpu_rates)
         else:
-            rate = self.hw.flops_per_second(_math_dtype(inst))
+            rate = self.hw.flops_per_second(math_dtype(inst))
             compute = max(c.flops, 0) / rate + max(c.transcendentals, 0) / rate
             memory = max(c.bytes_accessed, 0) / self.hw.memory_bandwidth
         self.compute += compute * scale

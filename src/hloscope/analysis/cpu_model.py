@@ -1,0 +1,125 @@
+"""Seconds of one XLA:CPU thunk: which rate of the ``cpu`` profile each kind of work runs at.
+
+See Note [The XLA:CPU model] in ``analysis.timing``, which uses ``cpu_seconds``. XLA:CPU hands
+dots and plain convolutions to a library (Eigen, YNNPACK) that runs near the machine's matmul
+peak, and emits every other loop itself; some of those loops are vectorised streams, others
+walk an index or a window per element and run far slower. Each such family has its own
+calibrated rate (``CpuRates``), measured on an XLA:CPU kernel of that family and nothing else.
+"""
+from __future__ import annotations
+
+import math
+
+from hloscope.analysis.cost import Cost, transpose_is_bitcast
+from hloscope.analysis.hardware import CACHED_DOT_BYTES, LARGE_DOT_BYTES, CpuRates, HardwareSpec
+from hloscope.ir import ArrayShape, Computation, Instruction, Opcode
+
+__all__ = ["MATH_OPS", "cpu_seconds", "math_dtype"]
+
+MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
+
+
+def math_dtype(inst: Instruction) -> str:
+    """The element type whose FLOP rate applies: a dot's or convolution's operand type."""
+    target = inst
+    if inst.opcode is Opcode.FUSION:
+        fused: Computation = inst.attrs["calls"]
+        target = next((i for i in fused.instructions if i.opcode in MATH_OPS), fused.root)
+    if target.opcode in MATH_OPS and target.operands:
+        shape = target.operands[0].shape
+    elif inst.opcode is Opcode.CUSTOM_CALL and inst.operands:
+        shape = inst.operands[0].shape
+    else:
+        shape = target.shape
+    leaf = next((s for _, s in shape.leaves()), None)
+    return leaf.element_type if isinstance(leaf, ArrayShape) else "f32"
+
+
+def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -> tuple[float, float]:
+    """(compute, memory) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model]."""
+    body = inst.attrs["calls"].instructions if inst.opcode is Opcode.FUSION else (inst,)
+    flops, transcendentals = max(c.flops, 0), max(c.transcendentals, 0)
+    math_ops = [i for i in body if i.opcode in MATH_OPS]
+    grouped = [i for i in math_ops if _is_grouped_convolution(i)]
+    if grouped:
+        # Grouped (depthwise) convolutions are XLA's own loop, not the library's kernel.
+        compute = flops / rates.grouped_conv_flops
+    elif math_ops:
+        compute = (flops + transcendentals) / _dot_rate(hw, rates, math_dtype(inst), c.bytes_accessed)
+    elif (sort := next((i for i in body if i.opcode is Opcode.SORT), None)) is not None:
+        extra = max(_comparator_ops(sort) - 1, 0)
+        compute = _sort_comparisons(sort) * (1 / rates.sort_comparisons + extra / rates.comparator_ops)
+    elif inst.opcode is Opcode.CUSTOM_CALL and inst.custom_call_target == "TopK":
+        compute = _elements_of(inst.operands[0]) / rates.topk_elements
+    elif (scatter := next((i for i in body if i.opcode is Opcode.SCATTER), None)) is not None:
+        updates = scatter.operands[(len(scatter.operands) - 1) // 2 + 1]
+        compute = _elements_of(updates) / rates.scatter_elements
+    else:
+        # An emitted loop: vectorised arithmetic, plus the per-element index work of gathers
+        # and the per-window-element walk of reduce-windows, which do not vectorise.
+        compute = flops / rates.elementwise_flops + transcendentals / rates.transcendentals
+        for i in body:
+            if i.opcode is Opcode.GATHER:
+                compute += _elements_of(i) / rates.gather_elements
+            elif i.opcode is Opcode.REDUCE_WINDOW:
+                window = math.prod(d.size for d in i.attrs["window"].dimensions)
+                compute += _elements_of(i) * window / rates.reduce_window_elements
+    strided = any(_changes_physical_order(i) for i in body)
+    bandwidth = rates.transpose_bandwidth if strided else hw.memory_bandwidth
+    return compute, max(c.bytes_accessed, 0) / bandwidth
+
+
+def _is_grouped_convolution(inst: Instruction) -> bool:
+    return inst.opcode is Opcode.CONVOLUTION and (
+        inst.attrs.get("feature_group_count", 1) > 1 or inst.attrs.get("batch_group_count", 1) > 1)
+
+
+def _dot_rate(hw: HardwareSpec, rates: CpuRates, dtype: str, nbytes: float) -> float:
+    """A library dot's FLOP/s: ``peak_flops`` for large operands, faster when they fit in cache.
+
+    Between the two calibration sizes the rate is interpolated on log(bytes); the cache speed-up
+    measured for f32 applies to every type.
+    """
+    large = hw.flops_per_second(dtype)
+    speedup = max(rates.cached_dot_flops / hw.flops_per_second("f32"), 1.0)
+    if nbytes >= LARGE_DOT_BYTES or speedup == 1.0:
+        return large
+    if nbytes <= CACHED_DOT_BYTES:
+        return large * speedup
+    w = math.log(LARGE_DOT_BYTES / nbytes) / math.log(LARGE_DOT_BYTES / CACHED_DOT_BYTES)
+    return large * speedup**w
+
+
+def _elements_of(inst: Instruction) -> int:
+    return sum(s.element_count for _, s in inst.shape.leaves() if isinstance(s, ArrayShape))
+
+
+def _sort_comparisons(sort: Instruction) -> float:
+    shape = sort.operands[0].shape
+    if not isinstance(shape, ArrayShape) or not shape.dimensions:
+        return 0.0
+    n = shape.dimensions[sort.attrs.get("dimensions", (len(shape.dimensions) - 1,))[0]]
+    return float(shape.element_count * max((n - 1).bit_length(), 1))
+
+
+def _comparator_ops(sort: Instruction) -> int:
+    """Instructions of a sort's comparator that run per comparison (not parameters or constants)."""
+    comparator = sort.attrs.get("to_apply")
+    if comparator is None:
+        return 1
+    return sum(i.opcode not in (Opcode.PARAMETER, Opcode.CONSTANT) for i in comparator.instructions)
+
+
+def _changes_physical_order(inst: Instruction) -> bool:
+    """A transpose that is not a bitcast, or a copy between different layouts."""
+    if inst.opcode is Opcode.TRANSPOSE:
+        return not transpose_is_bitcast(inst)
+    if inst.opcode is Opcode.COPY and inst.operands:
+        out, src = inst.shape, inst.operands[0].shape
+        if isinstance(out, ArrayShape) and isinstance(src, ArrayShape) and out.layout and src.layout:
+            return _nontrivial(out, out.layout.minor_to_major) != _nontrivial(src, src.layout.minor_to_major)
+    return False
+
+
+def _nontrivial(shape: ArrayShape, minor_to_major: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in minor_to_major if shape.dimensions[d] > 1)
