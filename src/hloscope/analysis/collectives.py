@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hloscope.analysis.async_ops import async_wrapped_instruction
+from hloscope.analysis.gc_pause import without_cyclic_gc
 from hloscope.analysis.trip_count import execution_counts
 from hloscope.ir import Instruction, Module, Opcode
 from hloscope.ir.replica_groups import CollectiveOpGroupMode, group_mode, participant_groups
@@ -243,6 +244,7 @@ def group_summary(inst: Instruction, kind: str, replicas: int, partitions: int) 
     return mode.value, max((len(g) for g in groups), default=1), len(groups)
 
 
+@without_cyclic_gc
 def analyze_collectives(module: Module, num_replicas: int | None = None,
                         num_partitions: int | None = None) -> CollectivesReport:
     """Every collective of ``module`` with its groups and bytes per device.

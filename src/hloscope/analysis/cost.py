@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.analysis.async_ops import async_wrapped_instruction
+from hloscope.analysis.gc_pause import without_cyclic_gc
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import ArrayShape, Computation, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir.op_table import OpTable
@@ -775,6 +776,7 @@ class CostReport:
         return data
 
 
+@without_cyclic_gc
 def analyze_cost(module: Module) -> CostReport:
     """XLA's cost of ``module`` (entry computation, nested bodies counted once) plus loop-aware totals."""
     an = _Analyzer()

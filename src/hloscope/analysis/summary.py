@@ -5,6 +5,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from hloscope.analysis.gc_pause import without_cyclic_gc
 from hloscope.ir.module import Module
 from hloscope.ir.opcode import Family
 from hloscope.ir.shape import Shape
@@ -80,6 +81,7 @@ def _leaves(prefix: str, shape: Shape) -> list[TensorInfo]:
     return out
 
 
+@without_cyclic_gc
 def summarize(module: Module) -> ModuleSummary:
     """Summarize ``module``: one pass over its instructions."""
     counts: Counter[str] = Counter()

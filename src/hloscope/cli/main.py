@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from hloscope.analysis.gc_pause import cyclic_gc_paused
 from hloscope.cli.common import (
     COMMANDS,
     EXIT_INPUT,
@@ -53,6 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands that execute programs keep the collector: arrays held in reference cycles (an
+# exception's frames, for one) must be freed while they run.
+_EXECUTING_COMMANDS = frozenset({"run", "dump", "calibrate"})
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     parser = build_parser()
@@ -62,7 +68,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     run = COMMANDS[args.command][0]
     try:
-        return run(args)
+        if args.command in _EXECUTING_COMMANDS:
+            return run(args)
+        # A command reads a module, answers and exits: the cyclic collector would only walk the
+        # module again and again (Note [No cyclic GC during analyses] in analysis/gc_pause.py).
+        with cyclic_gc_paused():
+            return run(args)
     except HloscopeError as e:
         sys.stderr.write(str(e).rstrip("\n") + "\n")
         return getattr(e, "exit_code", EXIT_INPUT)

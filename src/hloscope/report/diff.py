@@ -23,6 +23,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from hloscope.analysis.gc_pause import without_cyclic_gc
 from hloscope.ir.instruction import Instruction
 from hloscope.ir.module import Module
 from hloscope.ir.opcode import Opcode
@@ -150,6 +151,7 @@ def _fusion_owner(module: Module) -> dict[int, str]:
     return owner
 
 
+@without_cyclic_gc
 def diff_modules(before: Module, after: Module, *, analyses: bool = True) -> ModuleDiff:
     """Diff ``before`` against ``after`` (see Note [Matching instructions]).
 
