@@ -77,3 +77,21 @@ def test_loops_carry_their_time_into_the_page_data():
     seconds = dict(zip((r[0] for r in entry["instructions"]), entry["seconds"]))
     assert all(seconds[r["name"]] == r["seconds"] for r in loops)
     assert rows["custom-call.93"]["executions"] == 64
+
+
+def test_report_progress_names_slow_steps(tmp_path, capsys, monkeypatch):
+    """Off a terminal only steps of a second or more are written, one line each, on stderr."""
+    import io
+
+    from hloscope.cli.report import _Progress
+
+    stream = io.StringIO()
+    progress = _Progress(stream)
+    progress("cost", None)
+    progress("cost", 0.2)
+    progress("memory", None)
+    progress("memory", 6.24)
+    assert stream.getvalue() == "hloscope report: memory took 6.2 s\n"
+    out = tmp_path / "r.html"
+    assert main(["report", str(SEED_FILES["000"]), "-o", str(out)]) == 0
+    assert "instructions" in capsys.readouterr().out
