@@ -83,10 +83,10 @@ def test_report_progress_names_slow_steps(tmp_path, capsys, monkeypatch):
     """Off a terminal only steps of a second or more are written, one line each, on stderr."""
     import io
 
-    from hloscope.cli.report import _Progress
+    from hloscope.cli.report import TerminalProgress
 
     stream = io.StringIO()
-    progress = _Progress(stream)
+    progress = TerminalProgress(stream)
     progress("cost", None)
     progress("cost", 0.2)
     progress("memory", None)

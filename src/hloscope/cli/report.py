@@ -34,7 +34,7 @@ def _report(args: argparse.Namespace) -> int:
     if _is_buffer_assignment_dump(path):
         return _report_dump(path, args.output)
     started = time.perf_counter()
-    progress = _Progress(sys.stderr)
+    progress = TerminalProgress(sys.stderr)
     progress("parse", None)
     module = load(path)
     progress("parse", time.perf_counter() - started)
@@ -70,7 +70,7 @@ def _is_buffer_assignment_dump(path: str) -> bool:
     return first.startswith("BufferAssignment:") or first.startswith("allocation 0:")
 
 
-class _Progress:
+class TerminalProgress:
     """Report steps on the terminal as they start and end, so a big module is not a silent wait.
 
     On a terminal each step rewrites one status line; otherwise only steps slower than a second
