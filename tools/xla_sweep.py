@@ -380,6 +380,12 @@ def cause(row: dict[str, Any]) -> str:
             "exact" if "(exact" in detail else "float"
         return f"{row.get('producer', '?')} ({what})"
     detail = row.get("detail", "") or row.get("stage", "")
+    # "module.hlo:3:4: error: evaluating NAME (OPCODE) in computation C: WHY" -> "OPCODE: WHY"
+    m = re.search(r"evaluating \S+ \(([\w-]+)\) in computation \S+: (.*)", detail)
+    if m:
+        detail = f"{m.group(1)}: {m.group(2)}"
+        detail = re.sub(r"^custom-call: custom-call target '([^']*)'.*", r"custom-call target \1", detail)
+        detail = re.sub(r" is not supported by the interpreter.*", " is not supported", detail)
     detail = re.sub(r"%?[\w.\-]*\d[\w.\-]*", "#", detail)  # names and numbers
     detail = re.sub(r"'[^']*'|\"[^\"]*\"", "'…'", detail)
     detail = re.sub(r"\[[^\]]*\]|\{[^}]*\}", "[…]", detail)
