@@ -177,6 +177,7 @@ def test_cost_table_lists_loops_with_their_share(browser, pages):
     assert names[0].startswith("while."), names[:5]
     assert "64 trips" in what[0] and share[0].strip().endswith("%") and times[0].endswith("ms")
     assert sum(n.startswith("while.") for n in names) == 18
+    assert cells(page, "cost-table", "FLOPs (all runs)")[0].endswith(" G")  # body × trips, not a dash
     # A gemm inside a loop body has its time (all trips), not a dash.
     k = names.index("custom-call.93")
     assert times[k] != "–" and cells(page, "cost-table", "runs")[k] == "×64"

@@ -105,6 +105,8 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
         return cost_result[0]
 
     data["cost"] = step("cost", lambda: _section(run_cost, top=TOP_INSTRUCTIONS))
+    if data["cost"]["data"] is not None:
+        data["cost"]["data"]["loops"] = _loop_costs(cost_result[0])
     explain: list[str] = []
 
     def run_memory() -> Any:
@@ -174,6 +176,17 @@ def implied_hardware(module: Module, replicas: int | None = None,
     if tiled:
         return "tpu-v5p", f"no --hardware given: TPU v5p assumed from its TPU tiled layouts; {where}"
     return "cpu", f"no --hardware given: the CPU profile assumed (no GPU custom calls or TPU layouts); {where}"
+
+
+def _loop_costs(cost: Any) -> list[dict[str, Any]]:
+    """Each while loop's loop-aware cost (its body and condition times its trips, as the cost
+    analysis charges it), which ``to_json``'s per-instruction rows leave out as control flow."""
+    rows = []
+    for inst, c in getattr(cost, "loop_aware_per_instruction", {}).items():
+        if inst.opcode.text == "while":
+            rows.append({"name": inst.name, "flops": c.flops, "transcendentals": c.transcendentals,
+                         "bytes_accessed": c.bytes_accessed, "trip_count": cost.trip_counts.get(inst.name)})
+    return rows
 
 
 def _attach_seconds(computations: list[dict[str, Any]], estimate: Any) -> None:

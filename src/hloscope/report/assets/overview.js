@@ -182,6 +182,9 @@
       if (c.op_name) r.op_name = c.op_name;
       if (sourceOf(c)) r.source = sourceOf(c);
     });
+    (cost.loops || []).forEach(function (c) {  // a loop's FLOPs and bytes: body and condition × trips
+      var r = row(c.name); r.flops = c.flops; r.bytes = c.bytes_accessed; r.trans = c.transcendentals; r.trip = c.trip_count;
+    });
     if (TIM) (TIM.per_instruction || []).forEach(function (t) {
       var r = row(t.name); r.runs = t.executions; r.trip = t.trip_count;
     });
