@@ -161,6 +161,7 @@ class _Builder:
         self.embedded: set[object] = set()
         self.sequential: list[object] = []
         self.done: set[object] = set()
+        self.elements: dict[int, tuple[ValueSets, dict[int, ValueSets]]] = {}  # see element_sets
 
     def new(self, inst: object, index: ShapeIndex, shape: object, *, phi: bool = False, embedded: bool = False) -> Value:
         v = Value(len(self.values), inst, index, shape, phi, embedded)
@@ -204,6 +205,21 @@ class _Builder:
     def operand_sets(self, inst: object, i: int) -> ValueSets:
         return self.sets[inst.operands[i]]  # type: ignore[attr-defined]
 
+    def element_sets(self, sets: ValueSets, k: int) -> ValueSets:
+        """``sets``' element ``k`` re-rooted at ``()``: what ``get-tuple-element index=k`` sees.
+
+        Each tuple's sets are split by first index once, so ``n`` get-tuple-elements of an
+        ``n``-tuple cost ``O(n)`` in all, not ``O(n)`` each (a loop body reading its state).
+        """
+        cached = self.elements.get(id(sets))
+        if cached is None or cached[0] is not sets:
+            split: dict[int, ValueSets] = {}
+            for idx, vs in sets.items():
+                if idx:
+                    split.setdefault(idx[0], {})[idx[1:]] = vs
+            cached = self.elements[id(sets)] = (sets, split)
+        return dict(cached[1].get(k, {}))
+
 
 # --- the registry: how each opcode defines or forwards values ---------------------------------
 _Rule = Callable[[_Builder, object], ValueSets]
@@ -236,7 +252,7 @@ def _tuple(b: _Builder, inst: object) -> ValueSets:
 
 @_rule(Opcode.GET_TUPLE_ELEMENT)
 def _gte(b: _Builder, inst: object) -> ValueSets:
-    return _sub(b.operand_sets(inst, 0), (inst.attrs["index"],))  # type: ignore[attr-defined]
+    return b.element_sets(b.operand_sets(inst, 0), inst.attrs["index"])  # type: ignore[attr-defined]
 
 
 @_rule(Opcode.COPY_START)
@@ -390,10 +406,13 @@ def analyze_dataflow(module: object) -> Dataflow:
                     v.positions.append((inst, idx))
         if inst.opcode in (Opcode.TUPLE, Opcode.BITCAST):  # type: ignore[attr-defined]
             continue  # they forward values without reading them; their users are the uses
+        if inst.opcode is Opcode.GET_TUPLE_ELEMENT:  # type: ignore[attr-defined]
+            # It reads only the tuple's own value (its pointer table), never the elements.
+            for v in sets.get(inst.operands[0], {}).get((), ()):  # type: ignore[attr-defined]
+                v.uses.append((inst, 0, ()))
+            continue
         for n, operand in enumerate(inst.operands):  # type: ignore[attr-defined]
             for idx, vs in sets.get(operand, {}).items():
-                if inst.opcode is Opcode.GET_TUPLE_ELEMENT and idx:  # type: ignore[attr-defined]
-                    continue
                 for v in vs:
                     v.uses.append((inst, n, idx))
     # Union-find over values -> buffers.

@@ -404,7 +404,11 @@ def _to_buffer_assignment(module: Any, df: Any, live: Any, allocs: list[Allocati
         return values[v.id]
 
     out = []
+    root_text = module.entry.root.shape.to_text(layout=False)
+    param_texts: dict[int, str] = {}  # one printing per parameter, not per allocation of its elements
     for a in allocs:
+        if a.parameter_number is not None and a.parameter_number not in param_texts:
+            param_texts[a.parameter_number] = module.entry.parameters[a.parameter_number].shape.to_text(layout=False)
         assigned = tuple(Assigned(bv(v), off, size) for v, off, size in sorted(a.assigned, key=lambda t: t[0].id))
         is_output = a.kind == "maybe-live-out" and any(
             v.instruction is module.entry.root and not v.index for v, _, _ in a.assigned)
@@ -415,9 +419,8 @@ def _to_buffer_assignment(module: Any, df: Any, live: Any, allocs: list[Allocati
             is_constant=a.kind == "constant", is_thread_local=a.kind == "thread-local",
             is_tuple=a.is_tuple, is_preallocated_temp=a.kind == "preallocated-temp", color=a.color,
             assigned=assigned,
-            parameter_shape=(module.entry.parameters[a.parameter_number].shape.to_text(layout=False)
-                             if a.parameter_number is not None else None),
-            output_shape=module.entry.root.shape.to_text(layout=False) if is_output else None))
+            parameter_shape=param_texts.get(a.parameter_number) if a.parameter_number is not None else None,
+            output_shape=root_text if is_output else None))
     ranges = {value_key(v.name, v.index): LiveRange(*live.ranges[v.id]) for v in df.values if v.id in live.ranges}
     peak = PeakInfo(peak_time, tuple(PeakEntry(v.name, v.index, v.size) for v in at_peak))
     return BufferAssignment(
