@@ -412,3 +412,14 @@ def test_buffer_assignment_dump_page(browser, tmp_path):
     assert "1.66 MiB" in page.locator("#figures").inner_text()
     page.close()
     assert not problems
+
+
+@pytest.mark.parametrize("overlay", ["time", "bytes", "peak"])
+def test_overlays_colour_nodes_by_figure(browser, pages, overlay):
+    page, problems, _, _ = open_page(browser, pages["000"])
+    page.click("nav button[data-tab=graph]")
+    page.select_option("#graph-overlay", overlay)
+    fills = page.eval_on_selector_all("#graph-svg g.gnode rect", "rs => rs.map(r => r.getAttribute('fill'))")
+    assert len(set(fills)) >= 2, "every node has the same colour"
+    page.close()
+    assert not problems

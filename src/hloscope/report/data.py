@@ -107,6 +107,7 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     data["cost"] = step("cost", lambda: _section(run_cost, top=TOP_INSTRUCTIONS))
     if data["cost"]["data"] is not None:
         data["cost"]["data"]["loops"] = _loop_costs(cost_result[0])
+        _attach_bytes(data["computations"], cost_result[0])
     explain: list[str] = []
 
     def run_memory() -> Any:
@@ -187,6 +188,13 @@ def _loop_costs(cost: Any) -> list[dict[str, Any]]:
             rows.append({"name": inst.name, "flops": c.flops, "transcendentals": c.transcendentals,
                          "bytes_accessed": c.bytes_accessed, "trip_count": cost.trip_counts.get(inst.name)})
     return rows
+
+
+def _attach_bytes(computations: list[dict[str, Any]], cost: Any) -> None:
+    """Each instruction's loop-aware bytes accessed per step, beside its row (the graph's overlay)."""
+    per = {inst.name: c.bytes_accessed for inst, c in getattr(cost, "loop_aware_per_instruction", {}).items()}
+    for comp in computations:
+        comp["bytes"] = [per.get(r[0]) for r in comp["instructions"]]
 
 
 def _attach_seconds(computations: list[dict[str, Any]], estimate: Any) -> None:

@@ -68,7 +68,7 @@
     if (ov === "family") return FAMILY_FILL[r[C.family]] || "#f3f5f9";
     var v = null;
     if (ov === "time") v = n.ci === G.ci && comps[n.ci].seconds ? comps[n.ci].seconds[n.ii] : null;
-    else if (ov === "bytes") v = bytesByName()[r[C.name]];
+    else if (ov === "bytes") v = comps[n.ci].bytes ? comps[n.ci].bytes[n.ii] : bytesByName()[r[C.name]];
     else if (ov === "peak") return peakSet()[r[C.name]] ? "#f7b3c8" : "#f3f5f9";
     if (v == null || !G.ovMax) return "#f3f5f9";
     var f = Math.sqrt(Math.max(0, v) / G.ovMax);  // square root: small values stay visible
@@ -102,7 +102,7 @@
     var g = graphData(ci, keep, G.expanded);
     G.ovMax = 0;
     g.nodes.forEach(function (n) {
-      var r = comps[n.ci].instructions[n.ii], v = G.overlay === "time" ? (n.ci === ci && comps[ci].seconds ? comps[ci].seconds[n.ii] : 0) : G.overlay === "bytes" ? bytesByName()[r[C.name]] : 0;
+      var r = comps[n.ci].instructions[n.ii], v = G.overlay === "time" ? (n.ci === ci && comps[ci].seconds ? comps[ci].seconds[n.ii] : 0) : G.overlay === "bytes" ? (comps[n.ci].bytes ? comps[n.ci].bytes[n.ii] : bytesByName()[r[C.name]]) : 0;
       if (v > G.ovMax) G.ovMax = v;
     });
     var labels = g.nodes.length <= 120;
