@@ -301,51 +301,32 @@ def summarize(outcomes: list[Outcome], show: int) -> str:
     return "\n".join(lines)
 
 
-def _worker(selected: list[Case], start: int, timeout: float) -> None:
-    """Run cases from index ``start`` on, announcing each before it runs (the parent's watchdog
-    reads the announcements) and printing each outcome as a JSON line."""
-    for i in range(start, len(selected)):
-        print(json.dumps({"begin": i}), flush=True)
-        for o in run_case(selected[i], timeout):
-            print(json.dumps(dataclasses.asdict(o)), flush=True)
+def run_named(name: str, timeout: float) -> list[dict[str, Any]]:
+    """``run_case`` of the case called ``name``, as dicts (what the worker process sends back)."""
+    case = next(c for c in build_cases() if c.name == name)
+    return [dataclasses.asdict(o) for o in run_case(case, timeout)]
 
 
-def _supervise(argv: list[str], count: int, timeout: float, on_outcome: Callable[[Outcome], None],
-               names: list[str]) -> None:
-    """Run the cases in a child process, restarting it after the case it hangs or dies on.
+def _supervise(names: list[str], timeout: float, on_outcome: Callable[[Outcome], None]) -> None:
+    """Run each case in a child process (``hloscope.testing.xla_worker``), replaced after a case
+    it hangs or dies on.
 
     XLA itself can hang (jnp.gcd on INT_MIN loops forever) or abort, inside C++ where no Python
     signal reaches, so the only safe time limit is a process boundary."""
-    import select
-    import subprocess
+    from hloscope.testing.xla_worker import XlaWorker
 
-    start = 0
-    while start < count:
-        cmd = [sys.executable, __file__, *argv, "--worker", str(start)]
-        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        assert child.stdout is not None
-        current = start
-        while True:
-            ready, _, _ = select.select([child.stdout], [], [], timeout * 4)
-            line = child.stdout.readline() if ready else None
-            if line is None or line == "":
-                break
-            row = json.loads(line)
-            if "begin" in row:
-                current = row["begin"]
-                if current and current % 100 == 0:
-                    print(f"... {current}/{count}", file=sys.stderr, flush=True)
-            else:
-                on_outcome(Outcome(**row))
-        if line is None:
-            child.kill()
-            on_outcome(Outcome(names[current], "lower", "hang", f"no progress in {timeout * 4:.0f}s"))
-        code = child.wait()
-        if line == "" and code == 0:
-            return
-        if line == "":
-            on_outcome(Outcome(names[current], "lower", "crash", f"the worker died with exit code {code}"))
-        start = current + 1
+    with XlaWorker(timeout=timeout * 4) as worker:
+        for i, name in enumerate(names):
+            if i and i % 100 == 0:
+                print(f"... {i}/{len(names)}", file=sys.stderr, flush=True)
+            status, value = worker.call("call", __file__, "run_named", name, timeout)
+            if status == "ok":
+                for row in value:
+                    on_outcome(Outcome(**row))
+            elif status == "timeout":
+                on_outcome(Outcome(name, "lower", "hang", f"no progress in {timeout * 4:.0f}s"))
+            else:  # the worker died ("abort") or the case raised outside its own guards ("error")
+                on_outcome(Outcome(name, "lower", "crash", f"the worker failed: {value}"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -358,7 +339,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", type=int, default=3, help="examples per group")
     parser.add_argument("--bisect", default=None, metavar="STAGE",
                         help="pre|post: for each selected one-device case, the first instruction that differs")
-    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     build_cases()
     selected = [c for c in CASES if (not args.only or re.search(args.only, c.name))
@@ -370,9 +350,6 @@ def main(argv: list[str] | None = None) -> int:
         for c in selected:
             print(f"{c.name}: {bisect(c, args.bisect)}")
         return 0
-    if args.worker is not None:
-        _worker(selected, args.worker, args.timeout)
-        return 0
     outcomes: list[Outcome] = []
     sink = open(args.jsonl, "w") if args.jsonl else None  # noqa: SIM115
 
@@ -383,10 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             sink.flush()
 
     start = time.perf_counter()
-    child_argv = [a for pair in (("--only", args.only), ("--exclude", args.exclude),
-                                 ("--timeout", str(args.timeout))) if pair[1] for a in pair]
     try:
-        _supervise(child_argv, len(selected), args.timeout, record, [c.name for c in selected])
+        _supervise([c.name for c in selected], args.timeout, record)
     finally:
         if sink:
             sink.close()

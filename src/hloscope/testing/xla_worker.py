@@ -3,11 +3,17 @@ hloscope's tests, tools and benchmarks for calls into XLA that can abort the pro
 
 ``XlaWorker.call(kind, ...)`` sends one request to a long-lived child (``python -m
 hloscope.testing.xla_worker``) and returns ``(status, value)``; XLA's CHECK failures kill only
-the child, which is restarted on the next call. For one module run in a fresh process with
-its own device count, ``hloscope.xla.worker.run_on_xla`` is the library's entry.
+the child, which is restarted on the next call, and a call that outlives ``timeout`` is
+reported as such and its child killed. Requests: ``parse``, ``cost``, ``compile``, ``run``,
+``run-optimized`` (XLA's own), and ``call`` (any function of a module or script, run in the
+child: how the oracle sweep runs each case where XLA may hang or abort). The child inherits the
+parent's environment (``XLA_FLAGS`` device counts included). For one module run in a fresh
+process with its own device count, ``hloscope.xla.worker.run_on_xla`` is the library's entry.
 """
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
 import pickle
 import select
@@ -58,7 +64,28 @@ def _xla_request(req: tuple[Any, ...]) -> Any:
     if kind == "run-optimized":  # the outputs and the module XLA:CPU compiled after optimizing
         compiled = xla.compile_hlo(req[1])
         return compiled.run(req[2]), compiled.executable.hlo_modules()[0].to_string()
+    if kind == "call":  # ("call", module or script path, function name, *args)
+        return getattr(_module(req[1]), req[2])(*req[3:])
     raise ValueError(kind)
+
+
+_MODULES: dict[str, Any] = {}
+
+
+def _module(target: str) -> Any:
+    """The module ``target`` names (a dotted name, or a script's path), imported once."""
+    if target not in _MODULES:
+        if target.endswith(".py"):
+            name = Path(target).stem
+            spec = importlib.util.spec_from_file_location(name, target)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # dataclasses resolve their module by name
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(target)
+        _MODULES[target] = module
+    return _MODULES[target]
 
 
 def worker_main() -> None:
