@@ -21,8 +21,9 @@ parser and through hloscope and sorts the outcome into one kind per module (see 
 * jaxlib rejects: hloscope must raise ParseError (another exception or a hang is a bug; parsing
   it is reported as ``lenient``, which is fine for newer syntax jaxlib does not know yet).
 
-jaxlib aborts the process on some CHECK failures, so the checks run in a child process that
-is restarted when it dies; the module it was on is counted as ``xla-crash``.
+jaxlib aborts the process on some CHECK failures, so the checks run in a child process
+(``hloscope.testing.xla_worker``) that is restarted when it dies; the module it was on is
+counted as ``xla-crash``.
 
 Usage::
 
@@ -40,7 +41,6 @@ import argparse
 import collections
 import hashlib
 import json
-import os
 import re
 import subprocess
 import sys
@@ -196,7 +196,21 @@ def _mask(text: str, names: set[str]) -> str:
     return "\n".join(lines)
 
 
-def _check_one(text: str, timeout: int) -> dict[str, str]:
+def xla_phase(path: str) -> tuple[str | None, str]:
+    """XLA's ShortParsable printing of the module at ``path`` (None when XLA's parser rejects
+    it) and XLA's message; run in the worker process, under the parent's XLA time limit."""
+    from hloscope.errors import ParseError
+    from hloscope.xla import client as xla
+
+    try:
+        return xla.short_parsable_text(Path(path).read_text()), ""
+    except ParseError as e:
+        return None, str(e)
+
+
+def hloscope_phase(path: str, theirs: str | None, xla_error: str, timeout: int) -> dict[str, str]:
+    """hloscope's reading and printing of the module at ``path`` against XLA's (``theirs``);
+    run in the worker process, which stops itself after ``timeout`` seconds."""
     import signal
 
     import hloscope as hs
@@ -204,13 +218,7 @@ def _check_one(text: str, timeout: int) -> dict[str, str]:
     from hloscope.ir.equality import first_difference
     from hloscope.xla import client as xla
 
-    try:
-        theirs = xla.short_parsable_text(text)
-    except ParseError as e:
-        theirs, xla_error = None, str(e)
-    # The parent's clock now times hloscope (jaxlib can hang where no signal reaches it).
-    sys.stdout.write('{"phase": "hloscope"}\n')
-    sys.stdout.flush()
+    text = Path(path).read_text()
     verdict = {"xla": "accepts" if theirs is not None else "rejects"}
 
     def alarm(signum: int, frame: object) -> None:
@@ -261,83 +269,38 @@ def _first_line_diff(expected: str, actual: str) -> str:
     return f"XLA has {len(a)} lines, hloscope {len(b)}"
 
 
-def _worker(timeout: int) -> None:
-    """Child process: one module path per stdin line; a phase line, then one JSON result line."""
-    for line in sys.stdin:
-        result = _check_one(Path(line.strip()).read_text(), timeout)
-        sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
-
-
-class _Child:
-    """The worker process, restarted whenever it dies or is killed for taking too long."""
+class _Checker:
+    """The two phases of one module in a worker process (``hloscope.testing.xla_worker``),
+    which is replaced whenever it dies or is killed for taking too long: jaxlib's parse first
+    (with time for a new worker to import jax), then hloscope's, which stops itself at
+    ``timeout``; the margin covers printing and the comparisons."""
 
     def __init__(self, timeout: int, xla_timeout: int) -> None:
+        from hloscope.testing.xla_worker import XlaWorker
+
         self.timeout = timeout
         self.xla_timeout = xla_timeout
-        self.proc: subprocess.Popen[str] | None = None
-        self.pending = b""
-
-    def _start(self) -> subprocess.Popen[str]:
-        env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
-        return subprocess.Popen([sys.executable, __file__, "_worker", "--timeout", str(self.timeout)],
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                text=True, bufsize=1, env=env)
-
-    def _readline(self, seconds: float) -> str | None:
-        """The child's next line; None after ``seconds`` without one, "" when the child died.
-        Reads the pipe unbuffered: a line already in a file object's buffer is invisible to
-        select()."""
-        import selectors
-
-        assert self.proc is not None and self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + seconds
-        with selectors.DefaultSelector() as sel:
-            sel.register(fd, selectors.EVENT_READ)
-            while b"\n" not in self.pending:
-                left = deadline - time.monotonic()
-                if left <= 0 or not sel.select(left):
-                    return None
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    return ""
-                self.pending += chunk
-        line, _, self.pending = self.pending.partition(b"\n")
-        return line.decode()
-
-    def _stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-            self.pending = b""
+        self.worker = XlaWorker()
 
     def check(self, path: Path) -> dict[str, str]:
-        if self.proc is None:
-            self.proc = self._start()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{path}\n")
-        self.proc.stdin.flush()
-        # jaxlib's parse first (with time for a new child to import jax), then hloscope's,
-        # which stops itself at `timeout`; the margin covers printing and the comparisons.
-        phase = self._readline(self.xla_timeout + 10)
-        if phase is None:
-            self._stop()
+        self.worker.timeout = self.xla_timeout + 10
+        status, value = self.worker.call("call", __file__, "xla_phase", str(path))
+        if status == "timeout":
             return {"kind": "xla-timeout"}
-        if not phase:
-            self._stop()
+        if status != "ok":
+            self.worker.close()
             return {"kind": "xla-crash"}
-        reply = self._readline(4 * self.timeout)
-        if not reply:
-            self._stop()
+        theirs, xla_error = value
+        self.worker.timeout = 4 * self.timeout
+        status, value = self.worker.call("call", __file__, "hloscope_phase", str(path), theirs, xla_error,
+                                         self.timeout)
+        if status != "ok":
+            self.worker.close()
             return {"kind": "hs-timeout"}
-        return json.loads(reply)
+        return value
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.stdin is not None:
-            self.proc.stdin.close()
-            self.proc.wait()
+        self.worker.close()
 
 
 def _read_jsonl(path: Path) -> list[dict[str, str]]:
@@ -357,7 +320,7 @@ def check(out: Path, *, timeout: int, xla_timeout: int, results_name: str, limit
     if limit:
         index = index[:limit]
     results: dict[str, dict[str, str]] = {}
-    child = _Child(timeout, xla_timeout)
+    child = _Checker(timeout, xla_timeout)
     t0 = time.perf_counter()
     with open(out / results_name, "w") as f:
         for k, row in enumerate(index):
@@ -407,8 +370,6 @@ def main() -> int:
     for p in (ck, sm):
         p.add_argument("--only", help="print the details of the modules of this kind")
         p.add_argument("--show", type=int, default=20, help="how many details --only prints")
-    wk = sub.add_parser("_worker")
-    wk.add_argument("--timeout", type=int, default=20)
     args = ap.parse_args()
     if args.command == "extract":
         extract(args.sources, args.out)
@@ -419,8 +380,6 @@ def main() -> int:
         del results
     elif args.command == "summary":
         summarize(_read_jsonl(args.out / args.results), only=args.only, show=args.show)
-    else:
-        _worker(args.timeout)
     return 0
 
 
