@@ -1,4 +1,5 @@
-"""Regression tests for what the differential fuzzer (hloscope.testing.fuzz, tools/fuzz_hlo.py) found in the verifier,
+"""Regression tests for what the differential fuzzer (hloscope.testing.fuzz)
+found in the verifier,
 shape inference and cost analysis, one small module each, checked without XLA."""
 from __future__ import annotations
 

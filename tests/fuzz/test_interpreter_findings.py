@@ -1,4 +1,5 @@
-"""Regression tests for interpreter differences the differential fuzzer (hloscope.testing.fuzz, tools/fuzz_hlo.py) found.
+"""Regression tests for interpreter differences the differential fuzzer
+(hloscope.testing.fuzz) found.
 
 Each test runs a small module on hloscope and on XLA:CPU. The operands are parameters, not
 constants, so XLA:CPU runs its compiled code: with constant operands XLA folds the instruction
