@@ -1,6 +1,5 @@
-"""Regression tests for what the differential fuzzer (hloscope.testing.fuzz)
-found in the verifier,
-shape inference and cost analysis, one small module each, checked without XLA."""
+"""Regression tests for what the differential fuzzer (hloscope.testing.fuzz) found in the
+verifier, shape inference and cost analysis, one small module each, checked without XLA."""
 from __future__ import annotations
 
 import pytest
