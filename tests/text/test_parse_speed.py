@@ -333,3 +333,51 @@ def test_stack_frame_tables_read_by_the_line_path_as_by_the_token_parser(frames:
     assert fast.stack_frames == slow.stack_frames
     if frames == _FRAMES:
         assert fast.stack_frames is not None and len(fast.stack_frames.stack_frames) == 2
+
+
+_LAYOUT = "entry_computation_layout={(f32[2]{0}, s32[], (f32[], s32[3]{0}), f32[], f32[], /*index=5*/f32[])->(f32[2]{0}, s32[])}"
+
+
+@pytest.mark.parametrize("head", [
+    f"HloModule m, {_LAYOUT}",
+    f"HloModule %m, is_scheduled=true, {_LAYOUT}, num_partitions=8",
+    "HloModule m, input_output_alias={ {0}: (0, {}, may-alias), {1,2}: (1, {0, 1}, must-alias), {3}: (2, {}) }",
+    "HloModule m, input_output_alias={}",
+    "HloModule m, input_output_alias={ {0}: (0, {}, %may-alias) }",
+    "HloModule m, input_output_alias={ {0}: (-1, {}, may-alias) }",
+    "HloModule m, input_output_alias={ {0}: (0, {}, may-alias), }",
+    "HloModule m, input_output_alias={{0}:(0,{},may-alias)}",
+    'HloModule m, frontend_attributes={a="1", b="{2}"}, replica_count=2',
+    "HloModule m, entry_computation_layout={(f32[2]{0,1})->f32[]}",
+    "HloModule m, entry_computation_layout={(f32[2]{0} )->f32[]}",
+    "HloModule m, entry_computation_layout={()->f32[]}",
+    "HloModule m, entry_computation_layout={(f32[2]{0}, /*index=1*/ f32[])->f32[]}",
+    "HloModule m,  replica_count=2",
+    "HloModule m, replica_count=2 // a comment",
+    "HloModule m:",
+    "HloModule m, buffer_donor={ (0, {}), (1, {0}) }",
+    "HloModule m, mystery=[2,4]<=[8]T(1,0), other={a b}",
+])
+def test_module_lines_read_by_the_line_path_as_by_the_token_parser(head: str) -> None:
+    text = f"// a note\n{head}\n\nENTRY %e {{\n  ROOT %c = f32[] constant(1)\n}}\n"
+    fast = _line_parse(text)
+    try:
+        slow = _token_parse(text)
+    except ParseError:
+        assert fast is None
+        return
+    assert fast is not None
+    _assert_same(fast, slow)
+    assert fast.name == slow.name
+    assert repr(fast.attrs) == repr(slow.attrs)
+
+
+def test_module_lines_in_xla_spacing_skip_the_token_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+    real = parser_module._token_parser
+    monkeypatch.setattr(parser_module, "_token_parser", lambda s: calls.append(s) or real(s))
+    text = (f"HloModule m, {_LAYOUT}, input_output_alias={{ {{0}}: (0, {{}}, may-alias) }}\n\n"
+            "ENTRY %e {\n  ROOT %c = f32[] constant(1)\n}\n")
+    m = _line_parse(text)
+    assert m is not None and len(m.attrs["entry_computation_layout"].parameters) == 6
+    assert not [c for c in calls if "layout" in c or "alias" in c]

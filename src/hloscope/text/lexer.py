@@ -140,15 +140,31 @@ LINE_COMPUTATION_RE = re.compile(r"(ENTRY )?(\S[^\n]*) \{")
 LINE_COMPUTATION_HEAD_RE = re.compile(rf"(ENTRY )?({_LF_NAME}) (?:({_LF_P3}) -> ({_LF_SHAPE}) )?\{{")
 #: A row of a stack frame table: ``1 "file.py"`` or ``2 {file_name_id=1 line=6}``.
 LINE_FRAME_ROW_RE = re.compile(rf'([0-9]+) ({_LF_STRING}|\{{[^{{}}()\[\]"/\n]*+\}})')
+#: The module's line: ``HloModule name`` and its attribute text (``, key=value`` each).
+LINE_MODULE_RE = re.compile(rf"HloModule ({_LF_NAME})(.*)")
+#: ``{(p0, /*index=1*/p1)->result}`` (entry_computation_layout) -> parameter text, result.
+_LF_SHAPE_LIST = rf"(?:(?:{_LF_INDEX})?(?:{_LF_SHAPE})(?:, (?:{_LF_INDEX})?(?:{_LF_SHAPE}))*+)?"
+LINE_PROGRAM_SHAPE_RE = re.compile(rf"\{{\(({_LF_SHAPE_LIST})\)->({_LF_SHAPE})\}}")
+#: One shape of that parameter text.
+LINE_SHAPE_ITEM_RE = re.compile(rf"(?:, )?(?:{_LF_INDEX})?({_LF_SHAPE})")
+#: ``{ {0}: (0, {}, may-alias), ... }`` (input_output_alias), and one alias in it.
+_LF_INTS = r"(?:[0-9]+(?:, ?[0-9]+)*+)?"
+_LF_ALIAS = rf"\{{({_LF_INTS})\}}: \(([0-9]+), \{{({_LF_INTS})\}}(?:, ([a-z]+-alias))?\)"
+LINE_ALIAS_RE = re.compile(_LF_ALIAS)
+LINE_ALIASES_RE = re.compile(rf"\{{ ?(?:{_LF_ALIAS}(?:, {_LF_ALIAS})*+)? ?\}}")
 #: A simple array shape ``f32[2,3]{1,0}``: element type, dimensions, minor-to-major.
 LINE_ARRAY_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)\[((?:[0-9]+(?:,[0-9]+)*)?)\](?:\{((?:[0-9]+(?:,[0-9]+)*)?)\})?")
 LINE_INT_RE = re.compile(r"-?[0-9]+")
 _LF_OPERAND = rf"(?:{_LF_INDEX})?(?:(?:{_LF_SHAPE}) )?{_LF_NAME}"
 
+_LF_UNTYPED_OPERAND = rf"(?:{_LF_INDEX})?{_LF_NAME}"
+
 #: ``  ROOT %name = shape opcode(operands), attributes`` -> root, name, shape, opcode, operand
-#: text, a marker ('' when the operand text is an operand list: names, each optionally after
-#: its shape and /*index=N*/; None otherwise), attribute text (``, key=value`` each).
+#: text, two markers ('' when the operand text is an operand list: the first when it is names
+#: alone, each perhaps after /*index=N*/, the second when some are written with their shapes;
+#: None otherwise), attribute text (``, key=value`` each).
 LINE_INSTRUCTION_RE = re.compile(
     rf"[ \t]*+(ROOT )?({_LF_NAME}) = ({_LF_SHAPE}) ([a-z][\w\-]*+)"
-    rf"\(((?:{_LF_OPERAND}(?:, {_LF_OPERAND})*+()(?=\)))?+(?:{_LF_ATOM}|{_LF_P3})*+)\)(.*)", re.S
+    rf"\(((?:{_LF_UNTYPED_OPERAND}(?:, {_LF_UNTYPED_OPERAND})*+()(?=\))"
+    rf"|{_LF_OPERAND}(?:, {_LF_OPERAND})*+()(?=\)))?+(?:{_LF_ATOM}|{_LF_P3})*+)\)(.*)", re.S
 )

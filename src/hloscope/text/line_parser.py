@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hloscope.ir.attribute_specs import ATTRIBUTE_KINDS
-from hloscope.ir.attributes import OpMetadata, StackFrameIndex, unquote
+from hloscope.ir.attribute_specs import ATTRIBUTE_KINDS, MODULE_ATTRIBUTE_KINDS
+from hloscope.ir.attributes import AliasEntry, OpMetadata, StackFrameIndex, unquote
 from hloscope.ir.computation import Computation
 from hloscope.ir.dtypes import PRIMITIVE_TYPES
 from hloscope.ir.instruction import Instruction
@@ -18,9 +18,12 @@ from hloscope.ir.literal import Literal
 from hloscope.ir.module import Module
 from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
 from hloscope.ir.print_options import PrintOptions
+from hloscope.ir.program_shape import ProgramShape
 from hloscope.ir.shape import ArrayShape, Shape
 from hloscope.source import Source, Span
 from hloscope.text.lexer import (
+    LINE_ALIAS_RE,
+    LINE_ALIASES_RE,
     LINE_ARRAY_SHAPE_RE,
     LINE_ATTRIBUTE_RE,
     LINE_COMPUTATION_HEAD_RE,
@@ -29,10 +32,13 @@ from hloscope.text.lexer import (
     LINE_INDEX_COMMENT,
     LINE_INSTRUCTION_RE,
     LINE_INT_RE,
+    LINE_MODULE_RE,
     LINE_NAME_LIST_RE,
     LINE_NAME_RE,
     LINE_NAMES_IN_LIST_RE,
     LINE_OPERAND_RE,
+    LINE_PROGRAM_SHAPE_RE,
+    LINE_SHAPE_ITEM_RE,
     lex,
 )
 from hloscope.text.shorthand import (
@@ -121,6 +127,18 @@ def _balanced(text: str) -> bool:
         b = shorter
 
 
+def _io_alias(value: str) -> list[AliasEntry] | None:
+    """``{ {0}: (0, {}, may-alias), ... }`` in XLA's spacing, or None."""
+    if LINE_ALIASES_RE.fullmatch(value) is None:
+        return None
+    return [AliasEntry(_ints(out), int(param), _ints(index), kind or "")
+            for out, param, index, kind in LINE_ALIAS_RE.findall(value)]
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(",")) if text else ()
+
+
 def _nests(text: str) -> bool:
     """Whether the brackets of ``text`` nest (any kind closing any kind, as a literal is read)."""
     b = _BRACKETS_RE.sub("", text).translate(_ONE_BRACKET)
@@ -207,19 +225,23 @@ class LineParser:
         # The stack frame tables (thousands of lines in a module from jax) in their line form are
         # read here; the header before them, or the whole header if they are written otherwise,
         # by the token parser.
-        header_end, stack_frames = off, None
+        header_end, stack_frames = first, None
         tables = next((k for k in range(first) if lines[k] in STACK_SECTIONS), None)
         if tables is not None:
             stack_frames = self._stack_frames(lines[tables:first])
             if stack_frames is not None:
-                header_end = sum(len(line) + 1 for line in lines[:tables])
-        hp = _token_parser(text[:header_end])
-        name, attrs, header_frames = hp.parse_header()
-        if hp.toks[hp.pos] != "":
-            raise _Bail
-        if stack_frames is None:
-            stack_frames = header_frames
-        self.saw_percent = hp.saw_percent
+                header_end = tables
+        header = self._module_line(lines[:header_end])
+        if header is not None:
+            name, attrs = header
+        else:
+            hp = _token_parser("\n".join(lines[:header_end]) if stack_frames is not None else text[:off])
+            name, attrs, header_frames = hp.parse_header()
+            if hp.toks[hp.pos] != "":
+                raise _Bail
+            if stack_frames is None:
+                stack_frames = header_frames
+            self.saw_percent = hp.saw_percent
 
         computations: list[Computation] = []
         by_name: dict[str, Computation] = {}
@@ -257,6 +279,61 @@ class LineParser:
         style.end_comments = self.saw_end_comment
         style.operand_index_comments = self.index_comments is not False
         return Module(name, computations, entry, attrs, stack_frames=stack_frames, style=style, source=source)
+
+    def _module_line(self, lines: list[str]) -> tuple[str, dict[str, Any]] | None:
+        """The module's name and attributes when its header is one ``HloModule name, key=value,
+        ...`` line in XLA's spacing (blank lines and line comments around it), or None. The
+        parameter layouts and aliases, a few thousand of each in an LLM module, are read by
+        regex; any other attribute, or anything unusual, by the token parser."""
+        found = None
+        for line in lines:
+            if not line or line.isspace() or line.startswith("//"):
+                continue
+            if found is not None:
+                return None
+            found = LINE_MODULE_RE.fullmatch(line)
+            if found is None:
+                return None
+        if found is None:
+            return None
+        name, rest = found.groups()
+        percent = name[0] == "%"
+        attrs: dict[str, Any] = {}
+        covered = 0
+        for key, value in LINE_ATTRIBUTE_RE.findall(rest):
+            covered += len(key) + len(value) + 3
+            kind = MODULE_ATTRIBUTE_KINDS.get(key)
+            v = None
+            if kind == "program_shape":
+                v = self._program_shape(value)
+            elif kind == "io_alias":
+                v = _io_alias(value)
+            if v is None:
+                p = _token_parser(value)
+                v = p.parse_module_attr(key)
+                if p.toks[p.pos] != "":
+                    return None
+                percent = percent or p.saw_percent
+            attrs[key] = v
+        if covered != len(rest):
+            return None
+        if percent:
+            self.saw_percent = True
+        return (name[1:] if percent and name[0] == "%" else name), attrs
+
+    def _program_shape(self, value: str) -> ProgramShape | None:
+        """``{(p0, p1, /*index=2*/p2)->result}``, the shapes cached by their text."""
+        m = LINE_PROGRAM_SHAPE_RE.fullmatch(value)
+        if m is None:
+            return None
+        params_text, result_text = m.groups()
+        shapes = self.shapes
+        params = []
+        for t in LINE_SHAPE_ITEM_RE.findall(params_text):
+            shape = shapes.get(t)
+            params.append(shape if shape is not None else self._shape(t))
+        result = shapes.get(result_text)
+        return ProgramShape(params, result if result is not None else self._shape(result_text))
 
     def _stack_frames(self, lines: list[str]) -> StackFrameIndex | None:
         """The stack frame tables written one row a line (``1 "file.py"``, ``2 {file_name_id=1
@@ -345,7 +422,7 @@ class LineParser:
                     off += len(line) + 1
                     k += 1
                     continue
-                root_kw, name, shape_text, op_text, args, is_list, attr_text = m.groups()
+                root_kw, name, shape_text, op_text, args, untyped, typed, attr_text = m.groups()
                 start, end = m.span(2)
                 if name[0] == "%":
                     percent = True
@@ -358,13 +435,13 @@ class LineParser:
                 opcode = opcodes.get(op_text)
                 attrs: dict[str, Any] = {}
                 if opcode is None or opcode is _CONSTANT or opcode is _PARAMETER:
-                    opcode, operand_names = self._unusual_operands(opcode, op_text, args, is_list, attrs)
+                    opcode, operand_names = self._unusual_operands(opcode, op_text, args, untyped, typed, attrs)
                 elif not args:
                     operand_names = _NO_OPERANDS
-                elif is_list is None:  # not an operand list (LINE_INSTRUCTION_RE)
-                    raise _Bail
-                elif "[" in args or "(" in args:  # operands written with their shapes (old syntax)
-                    operand_names = self._typed_operands(args)
+                elif untyped is None:
+                    if typed is None:  # not an operand list (LINE_INSTRUCTION_RE)
+                        raise _Bail
+                    operand_names = self._typed_operands(args)  # written with their shapes (old syntax)
                 else:
                     # Names, ", " between them, every fifth perhaps after /*index=N*/ (the form
                     # LINE_INSTRUCTION_RE checked), cut with string methods: a regex per operand
@@ -421,8 +498,8 @@ class LineParser:
         comp = Computation(comp_name, instructions, root, is_entry=is_entry, attrs={}, span=span)  # type: ignore[arg-type]
         return comp, k, off
 
-    def _unusual_operands(self, opcode: Opcode | None, op_text: str, args: str, is_list: str | None,
-                          attrs: dict[str, Any]) -> tuple[Opcode, Any]:
+    def _unusual_operands(self, opcode: Opcode | None, op_text: str, args: str, untyped: str | None,
+                          typed: str | None, attrs: dict[str, Any]) -> tuple[Opcode, Any]:
         """A constant's literal, a parameter's number, or the operands of XLA's async sugar."""
         if opcode is None:  # XLA's async sugar, `call-start` (Note [Async sugar] in parser.py)
             base, _, suffix = op_text.rpartition("-")
@@ -431,7 +508,7 @@ class LineParser:
                 raise _Bail
             operand_names: Any = _NO_OPERANDS
             if args:
-                if is_list is None:  # not an operand list (LINE_INSTRUCTION_RE)
+                if untyped is None and typed is None:  # not an operand list (LINE_INSTRUCTION_RE)
                     raise _Bail
                 operand_names = self._typed_operands(args)
             attrs["async_wrapped_opcode"] = wrapped

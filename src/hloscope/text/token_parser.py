@@ -356,7 +356,7 @@ class TokenParser:
                     continue
                 key = self._name("a module attribute name")
                 self._expect("=", f"'=' after {key}")
-                attrs[key] = self._parse_module_attr(key)
+                attrs[key] = self.parse_module_attr(key)
         else:
             name = ""
         stack_frames = self._parse_stack_frames() if toks[self.pos] in STACK_SECTIONS else None
@@ -420,7 +420,7 @@ class TokenParser:
         self._shapeless = []
 
 
-    def _parse_module_attr(self, key: str) -> Any:
+    def parse_module_attr(self, key: str) -> Any:
         kind = MODULE_ATTRIBUTE_KINDS.get(key)
         toks = self.toks
         if kind == "bool":
