@@ -45,11 +45,11 @@ def test_random_graphs_agree_with_xla(sweep) -> None:
 
 
 def test_a_wrong_rule_is_reported(sweep, monkeypatch) -> None:
-    from hloscope.analysis import cost
+    from hloscope.analysis import cost_rules
     from hloscope.ir import Opcode
 
     # tanh counted as FLOPs, not transcendentals (the kind of slip the sweep is for).
-    monkeypatch.setattr(cost, "TRANSCENDENTAL", cost.TRANSCENDENTAL - {Opcode.TANH})
+    monkeypatch.setattr(cost_rules, "TRANSCENDENTAL", cost_rules.TRANSCENDENTAL - {Opcode.TANH})
     result = sweep.run_case(_case(sweep, "unary.tanh.bfloat16"), monotone=False)
     assert result["status"] == "mismatch"
     kinds = {m.split(" ")[0] for m in result["mismatches"]}

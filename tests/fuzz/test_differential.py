@@ -171,12 +171,12 @@ def test_check_c_catches_a_wrong_shape_rule(worker, monkeypatch) -> None:
 
 
 def test_check_d_catches_a_cost_bug_and_the_reducer_isolates_it(worker, monkeypatch) -> None:
-    from hloscope.analysis import cost
+    from hloscope.analysis import cost_rules
     from hloscope.ir.opcode import Opcode
 
     seed = _first_seed(lambda c: c.mutation is None and any(
         i.opcode == "exponential" for comp in c.comps for i in comp.insts))
-    monkeypatch.setattr(cost, "TRANSCENDENTAL", cost.TRANSCENDENTAL - {Opcode.EXP})
+    monkeypatch.setattr(cost_rules, "TRANSCENDENTAL", cost_rules.TRANSCENDENTAL - {Opcode.EXP})
     case = fz.generate(seed)
     out = fz.check_case(case, worker, "d")
     (failure,) = [f for f in out.failures if f.kind == "cost-transcendentals"]
