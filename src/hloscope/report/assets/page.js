@@ -140,7 +140,9 @@
         if (i === state.col) th.classList.add(state.dir > 0 ? "sorted-asc" : "sorted-desc");
       });
       tbody.textContent = "";
-      var limit = opts.limit || 500;
+      // Only the first rows are built (a big module's 500-row tables took most of a second);
+      // the last row shows more on a click.
+      var limit = state.limit || opts.limit || 150;
       rs.slice(0, limit).forEach(function (r) {
         var tr = el("tr");
         cols.forEach(function (c) {
@@ -151,7 +153,9 @@
         });
         tbody.appendChild(tr);
       });
-      if (rs.length > limit) tbody.appendChild(el("tr", null, el("td", {colspan: cols.length, cls: "muted", text: "… " + (rs.length - limit) + " more rows"})));
+      if (rs.length > limit) tbody.appendChild(el("tr", {cls: "more"}, el("td", {colspan: cols.length},
+        el("span", {cls: "link", text: "… " + (rs.length - limit) + " more rows: show " + Math.min(500, rs.length - limit) + " more",
+          on: {click: function () { state.limit = limit + 500; draw(); }}}))));
     }
     draw();
     return el("div", {cls: "scroll"}, t);
