@@ -300,7 +300,7 @@ def _touch_share(user_value: Value, operand_value: Value, live: Liveness) -> boo
     # through a get-tuple-element is that instruction's whole output (index {}).
     end_inst, end_index = live.end_position[operand_value.id]
     user = user_value.instruction
-    if user.opcode is Opcode.COPY or end_inst not in user.operands:  # type: ignore[attr-defined]
+    if user.opcode is Opcode.COPY or end_inst not in live.operands_of(user):  # type: ignore[attr-defined]
         return False
     return can_share_operand(end_inst, end_index, user, user_value.index)
 

@@ -86,17 +86,18 @@ def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict
     canonical: dict[int, int] = {}
     first_in_buffer: dict[int, int] = {}
     clock = 0
+    taken: set[int] = set()  # values ending now whose chunk a value starting now took over
     for t in range(live.schedule_end_time + 1):
         freeing = by_end.get(t, [])
         for v in by_start.get(t, []):
             buf = df.buffer_of[v.id]
             target = first_in_buffer.get(buf.id)
             if target is None and len(buf.values) == 1:
-                target = _share_candidate(v, df, live, freeing, ids, t)
+                target = _share_candidate(v, df, live, taken, ids, t)
                 if target is not None:
                     end[target] = clock
                     clock += 1
-                    freeing.remove(next(x for x in freeing if x.id == target))
+                    taken.add(target)
             if target is not None:
                 root = canonical.get(target, target)
                 coloc.setdefault(root, []).append(v.id)
@@ -106,8 +107,9 @@ def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict
             start[v.id] = clock
             clock += 1
         for v in freeing:
-            end[v.id] = clock
-            clock += 1
+            if v.id not in taken:
+                end[v.id] = clock
+                clock += 1
     roots = [v.id for v in values if v.id not in canonical and v.id in start]
     best: HeapResult | None = None
     for name in ("spatial", "temporal"):
@@ -118,18 +120,22 @@ def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict
     return HeapResult(best.offsets, best.heap_size, _lower_bound(start, end, canonical, sizes), best.algorithm)
 
 
-def _share_candidate(v: Value, df: Dataflow, live: Liveness, freeing: list[Value], ids: set[int],
+def _share_candidate(v: Value, df: Dataflow, live: Liveness, taken: set[int], ids: set[int],
                      t: int) -> int | None:
+    """A value dying at ``t`` whose chunk ``v`` (starting at ``t``) may take over, XLA's ShareWith.
+
+    Only a value still to be freed at ``t`` qualifies (one already taken over does not); sets,
+    not scans, so an instruction reading thousands of dying operands stays linear.
+    """
     inst = v.instruction
     if inst.opcode is Opcode.COPY:  # type: ignore[attr-defined]
         return None
     for operand in inst.operands:  # type: ignore[attr-defined]
         for ov in df.value_set(operand):
-            if ov.id not in ids or len(df.buffer_of[ov.id].values) > 1 or live.ranges[ov.id][1] != t:
+            if (ov.id not in ids or ov.id in taken or len(df.buffer_of[ov.id].values) > 1
+                    or live.ranges[ov.id][1] != t):
                 continue
-            if not any(f is ov for f in freeing):
-                continue
-            if ov.instruction in inst.operands and can_share_operand(ov.instruction, ov.index, inst, v.index):  # type: ignore[attr-defined]
+            if ov.instruction in live.operands_of(inst) and can_share_operand(ov.instruction, ov.index, inst, v.index):
                 return ov.id
     return None
 

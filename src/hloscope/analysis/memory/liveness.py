@@ -34,7 +34,7 @@ the same, so our peak time and list equal the dump's ``Live ranges at N (peak)``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hloscope.analysis.memory.dataflow import Dataflow, Value
 from hloscope.ir import Opcode
@@ -56,6 +56,16 @@ class Liveness:
     # value id -> its last position (instruction, shape index), XLA's TimeBound::end_position;
     # a value meeting another at one time may share its memory through it (assignment.py).
     end_position: dict[int, tuple[object, tuple[int, ...]]]
+    # instruction -> the set of its operands, built on first ask (a wide concatenate or tuple
+    # asked once per operand would cost O(n) per ask as a list).
+    operand_sets: dict[object, frozenset[object]] = field(default_factory=dict, repr=False, compare=False)
+
+    def operands_of(self, inst: object) -> frozenset[object]:
+        """``inst``'s operands as a set (cached)."""
+        found = self.operand_sets.get(inst)
+        if found is None:
+            found = self.operand_sets[inst] = frozenset(inst.operands)  # type: ignore[attr-defined]
+        return found
 
     @property
     def schedule_end_time(self) -> int:
