@@ -56,7 +56,7 @@
       {key: "seconds", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.seconds); }},
       {key: "share", label: "share of step", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
       {key: "bound", label: "bound by", cls: "muted"}];
-    if (withWhere) cols.push({key: "computation", label: "in", cls: "mono wrap", fmt: function (r) { return compIndex[r.computation] != null ? compLink(compIndex[r.computation]) : r.computation; }});
+    if (withWhere) cols.push({key: "computation", label: "in", cls: "mono", fmt: function (r) { return compIndex[r.computation] != null ? compLink(compIndex[r.computation], clip(r.computation, 32)) : r.computation; }});
     return cols;
   }
   // Where memory peaks and why, on the first screen: the peak, its step and what holds it.
@@ -195,7 +195,7 @@
     var cols = [
       {key: "name", label: "instruction", fmt: function (r) { return instLink(r.name); }},
       {key: "opcode", label: "what", fmt: function (r) { return r.opcode === "while" ? whatCell(r) : el("span", {cls: "mono", text: r.opcode}); }},
-      {key: "computation", label: "in", cls: "mono wrap", fmt: function (r) { return compIndex[r.computation] != null ? compLink(compIndex[r.computation]) : r.computation; }},
+      {key: "computation", label: "in", cls: "mono", fmt: function (r) { return compIndex[r.computation] != null ? compLink(compIndex[r.computation], clip(r.computation, 32)) : r.computation; }},
       {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }},
       {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
       {key: "runs", label: "runs", num: true, fmt: function (r) { return r.runs == null ? "" : "×" + fmtNum(r.runs); }},

@@ -161,7 +161,7 @@
     return el("div", {cls: "scroll"}, t);
   }
   function instLink(name) {
-    return el("span", {cls: "link mono", text: name, on: {click: function () { jumpTo(name); }}});
+    return el("span", {cls: "link mono inst", text: name, on: {click: function () { jumpTo(name); }}});
   }
 
   // ---- header and tabs -------------------------------------------------------------------------
