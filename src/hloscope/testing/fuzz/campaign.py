@@ -16,6 +16,7 @@ from hloscope.testing.xla_worker import XlaWorker
 
 
 def note_class(note: str) -> str:
+    """The class a note is counted under in the summary (XLA:CPU refusals by their reason)."""
     head, _, msg = note.partition(": ")
     if head.startswith("xla-cpu-refuses"):
         return head + ": " + msg.split(":")[2 if msg.startswith("XlaCompileError") else 0][:70].strip()

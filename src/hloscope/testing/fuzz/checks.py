@@ -284,6 +284,7 @@ def _table_for(opcode: str, dtype: np.dtype[Any] | None = None) -> dict[np.dtype
 
 
 def leaves_of(value: Any, prefix: tuple[int, ...] = ()) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
+    """(shape index, array) of every leaf of a value (tuples nest)."""
     if isinstance(value, tuple):
         for k, v in enumerate(value):
             yield from leaves_of(v, (*prefix, k))
@@ -416,6 +417,7 @@ def _check_execution(case: Case, module: Any, worker: XlaWorker, out: Outcome) -
 
 
 def run_hloscope(module: Any, inputs: list[Any]) -> Any:
+    """``hloscope.run`` of ``module`` with numpy's IEEE warnings silenced (check e's side)."""
     import hloscope as hs
 
     # Overflow and NaN warnings are numpy doing IEEE arithmetic, as XLA does silently.

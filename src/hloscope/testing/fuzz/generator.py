@@ -275,6 +275,7 @@ class Generator:
 
 
 def identity_text(op: str, t: str) -> str:
+    """The literal of the identity of reducer ``op`` on element type ``t``."""
     kind = type_kind(t)
     if op in ("add", "or", "xor"):
         return "false" if kind == "pred" else "(0, 0)" if kind == "complex" else "0"
@@ -310,4 +311,5 @@ def _highest_text(t: str) -> str:
 
 
 def braced(xs: Any) -> str:
+    """``{1,2,3}``: integers as an HLO attribute list."""
     return "{" + ",".join(str(int(x)) for x in xs) + "}"

@@ -60,6 +60,7 @@ XLA_CPU_UNIMPLEMENTED = frozenset({"acos", "acosh", "asin", "asinh", "atanh", "c
 
 
 def unary_result(op: str, t: str) -> str:
+    """The element type of unary ``op`` on ``t`` (pred for is-finite, real for abs/real/imag of complex)."""
     if op == "is-finite":
         return "pred"
     if op in ("abs", "real", "imag"):
@@ -68,10 +69,12 @@ def unary_result(op: str, t: str) -> str:
 
 
 def bit_width(t: str) -> int:
+    """Bits of element type ``t``."""
     return PRIMITIVE_TYPES[t].bits
 
 
 def type_kind(t: str) -> str:
+    """``t``'s kind: pred, signed, unsigned, float or complex."""
     return PRIMITIVE_TYPES[t].kind
 
 
@@ -180,10 +183,12 @@ class Case:
 
 
 def shape_text(shape: Shape) -> str:
+    """``shape`` as the generated text writes it (no layout)."""
     return shape.to_text(layout=False)
 
 
 def A(t: str, dims: Any = ()) -> ArrayShape:  # noqa: N802 - reads like the HLO it builds
+    """The array shape ``t[dims]``."""
     return ArrayShape(t, tuple(int(d) for d in dims))
 
 

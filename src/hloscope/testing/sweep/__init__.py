@@ -71,6 +71,8 @@ BYTES_ATOL = 16
 
 @dataclass
 class Artifacts:
+    """What one lowering and compilation of a case gives: both texts and XLA's figures."""
+
     pre: str
     post: str
     xla_post_cost: dict[str, float]
@@ -123,6 +125,7 @@ def _cost_mismatches(tag: str, ours: Any, xla: dict[str, float]) -> list[str]:
 
 
 def check_cost(art: Artifacts) -> list[str]:
+    """Check a: hloscope's cost of both stages against XLA's analyses (mismatch lines)."""
     import hloscope
     from hloscope.analysis.cost import analyze_cost
 
@@ -142,6 +145,7 @@ def _temp_offsets(ba: Any) -> set[tuple[Any, ...]]:
 
 
 def check_memory(art: Artifacts) -> list[str]:
+    """Check b: hloscope's memory analysis against XLA's figures and buffer assignment."""
     import hloscope
     from hloscope.analysis.memory.report import analyze_memory
 
@@ -195,6 +199,7 @@ def estimates(text: str) -> dict[str, float]:
 
 
 def check_estimate(text: str) -> list[str]:
+    """Check c: finite, non-negative estimates on every hardware profile, every rule visited."""
     import hloscope
     from hloscope.analysis.cost import COST_RULES, NO_COST, analyze_cost
 

@@ -31,6 +31,7 @@ def sweep_case(name: str, fn: Callable[..., Any], make: Callable[[int], tuple[An
 
 
 def array_of(dtype: str, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    """Seeded values of numpy/ml_dtypes type ``dtype`` and ``shape``."""
     import ml_dtypes
 
     rng = np.random.default_rng(seed)
@@ -48,6 +49,7 @@ def array_of(dtype: str, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
 
 
 def needs_x64(dtype: str) -> bool:
+    """Whether jax needs 64-bit types enabled for ``dtype``."""
     return dtype in ("float64", "int64", "uint64", "complex128")
 
 
