@@ -212,6 +212,16 @@ ENTRY %e {
   ROOT %t = (f32[1,1,2]{2,1,0}, f32[2,2]) tuple(%c, %d)
 }
 """,
+    # Tuple shapes in XLA's spacing, read element by element: nested, empty, with index markers.
+    "tuple shapes": """HloModule m
+
+ENTRY %e (p: (f32[2]{0}, (s32[], ()), f32[], f32[], f32[], /*index=5*/f32[3])) -> (s32[], ()) {
+  %p = (f32[2]{0}, (s32[], ()), f32[], f32[], f32[], /*index=5*/f32[3]) parameter(0)
+  %q = (s32[], ()) get-tuple-element(%p), index=1
+  %r = (s32[], ()) copy(%q)
+  ROOT %t = (s32[], ()) tuple()
+}
+""",
     # Wide untyped operand lists: with and without '%', with and without /*index=N*/.
     "wide operand lists": "HloModule m\n\nENTRY %e {\n"
     + "".join(f"  %p{i} = f32[] parameter({i})\n" for i in range(12))
@@ -245,6 +255,10 @@ def test_line_path_reads_these_forms_like_the_token_parser(form: str) -> None:
     "  %u = f32[2] constant({1, 2} /*i0=0*/)",
     "  %u = f32[2] constant({1, 2} /*i0=0)",
     "  /* a block comment */",
+    "  %u = (f32[],f32[]) tuple(%p0, %p1)",
+    "  %u = (f32[2]{0,1}, f32[]) tuple(%p0, %p1)",
+    "  %u = (f32[], /*index=1*/ f32[]) tuple(%p0, %p1)",
+    "  %u = (f32[], (f32[]) tuple(%p0, %p1)",
 ])
 def test_line_path_leaves_near_misses_of_these_forms_to_the_token_parser(line: str) -> None:
     text = f"HloModule m\n\nENTRY e {{\n  %p0 = f32[] parameter(0)\n  %p1 = f32[] parameter(1)\n{line}\n}}\n"

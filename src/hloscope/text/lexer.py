@@ -145,7 +145,9 @@ LINE_MODULE_RE = re.compile(rf"HloModule ({_LF_NAME})(.*)")
 #: ``{(p0, /*index=1*/p1)->result}`` (entry_computation_layout) -> parameter text, result.
 _LF_SHAPE_LIST = rf"(?:(?:{_LF_INDEX})?(?:{_LF_SHAPE})(?:, (?:{_LF_INDEX})?(?:{_LF_SHAPE}))*+)?"
 LINE_PROGRAM_SHAPE_RE = re.compile(rf"\{{\(({_LF_SHAPE_LIST})\)->({_LF_SHAPE})\}}")
-#: One shape of that parameter text.
+#: Shapes, ", " between them, every fifth perhaps after /*index=N*/ (parameters, tuple elements).
+LINE_SHAPE_LIST_RE = re.compile(_LF_SHAPE_LIST)
+#: One shape of such a list.
 LINE_SHAPE_ITEM_RE = re.compile(rf"(?:, )?(?:{_LF_INDEX})?({_LF_SHAPE})")
 #: ``{ {0}: (0, {}, may-alias), ... }`` (input_output_alias), and one alias in it.
 _LF_INTS = r"(?:[0-9]+(?:, ?[0-9]+)*+)?"

@@ -19,7 +19,7 @@ from hloscope.ir.module import Module
 from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
 from hloscope.ir.print_options import PrintOptions
 from hloscope.ir.program_shape import ProgramShape
-from hloscope.ir.shape import ArrayShape, Shape
+from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 from hloscope.source import Source, Span
 from hloscope.text.lexer import (
     LINE_ALIAS_RE,
@@ -39,6 +39,7 @@ from hloscope.text.lexer import (
     LINE_OPERAND_RE,
     LINE_PROGRAM_SHAPE_RE,
     LINE_SHAPE_ITEM_RE,
+    LINE_SHAPE_LIST_RE,
     lex,
 )
 from hloscope.text.shorthand import (
@@ -193,6 +194,15 @@ class LineParser:
                     raise _Bail
                 layout = Layout(m2m)
             shape: Shape = ArrayShape(et, dims, (), layout)
+        elif text[:1] == "(" and text[-1] == ")" and LINE_SHAPE_LIST_RE.fullmatch(text, 1, len(text) - 1):
+            # A tuple in XLA's spacing: its elements cached one by one (a while loop's state is a
+            # tuple of hundreds of arrays, written in full on every instruction that carries it).
+            shapes = self.shapes
+            elements = []
+            for t in LINE_SHAPE_ITEM_RE.findall(text, 1, len(text) - 1):
+                element = shapes.get(t)
+                elements.append(element if element is not None else self._shape(t))
+            shape = TupleShape(tuple(elements))
         else:
             p = _token_parser(text)
             shape = p.parse_shape()
