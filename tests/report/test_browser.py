@@ -423,3 +423,21 @@ def test_overlays_colour_nodes_by_figure(browser, pages, overlay):
     assert len(set(fills)) >= 2, "every node has the same colour"
     page.close()
     assert not problems
+
+
+def test_namespaces_nest_and_open_one_level_at_a_time(browser, pages):
+    page, problems, _, _ = open_page(browser, pages["003"])
+    page.goto(pages["003"].as_uri() + "#graph&i=custom-call.93")
+    page.reload()
+    page.wait_for_selector("body[data-ready='1']")
+    page.select_option("#graph-namespace", "3")
+    boxes = page.eval_on_selector_all("#graph-svg g.gns", "gs => gs.map(g => g.dataset.cluster)")
+    assert any(b.count("/") == 2 for b in boxes) and any("/" not in b for b in boxes)
+    page.click("#graph-collapse-all")
+    groups = page.eval_on_selector_all("#graph-svg g.gnode.group", "gs => gs.map(g => g.dataset.name)")
+    assert groups and all("/" not in g for g in groups)
+    page.locator(f"#graph-svg g.gnode.group[data-name='{groups[0]}']").dblclick()
+    inner = page.eval_on_selector_all("#graph-svg g.gnode.group", "gs => gs.map(g => g.dataset.name)")
+    assert any(g.startswith(groups[0] + "/") for g in inner), inner
+    page.close()
+    assert not problems

@@ -6,14 +6,21 @@
  */
   // ---- graph: data ----------------------------------------------------------------------------
   // Mirrors report/graphs.py: fusions are one node; expanded ones inline their body as a cluster.
-  // Instructions whose op_name shares a namespace (its first G.nsDepth parts) form a cluster too;
-  // a collapsed namespace is one node standing for all of them (Model Explorer's layers).
-  function nsOf(r) {
+  // Instructions whose op_name shares a namespace form a cluster too, nested level by level
+  // down to G.nsDepth (jit(f) / layer_3 / attention); a collapsed namespace is one node standing
+  // for everything under it (Model Explorer's layers).
+  function nsChain(r) {  // the instruction's namespaces, outermost first
     var o = r[C.op_name];
-    if (!o || !G.nsDepth) return null;
-    var parts = String(o).split("/");
-    if (parts.length <= G.nsDepth) return null;  // the leaf op itself is no namespace
-    return parts.slice(0, G.nsDepth).join("/");
+    if (!o || !G.nsDepth) return [];
+    var parts = String(o).split("/"), out = [];
+    for (var k = 1; k <= Math.min(G.nsDepth, parts.length - 1); k++) out.push(parts.slice(0, k).join("/"));
+    return out;  // the leaf op itself is no namespace
+  }
+  function nsOf(r) { var c = nsChain(r); return c.length ? c[c.length - 1] : null; }
+  function collapsedNs(r) {  // the outermost collapsed namespace holding the instruction, if any
+    var c = nsChain(r);
+    for (var k = 0; k < c.length; k++) if (G.collapsed[c[k]]) return c[k];
+    return null;
   }
   // Edges are [from id, to id, the shape they carry]. An expanded fusion's body is drawn in a
   // cluster named after the fusion, and fusions inside it expand the same way, nested; g.parents
@@ -21,8 +28,11 @@
   function graphData(ci, keep, expanded) {
     var rows = comps[ci].instructions, nodes = [], edges = [], outId = {}, groupNode = {}, parents = {};
     function ownerOf(i) {  // the node id instruction i is drawn as (a collapsed namespace's, or its own)
-      var ns = nsOf(rows[i]);
-      return ns && G.collapsed[ns] ? "ns:" + ns : (outId[i] || String(i));
+      var ns = collapsedNs(rows[i]);
+      return ns ? "ns:" + ns : (outId[i] || String(i));
+    }
+    function nest(chain, upTo) {  // each namespace inside the one before it
+      for (var k = 1; k < upTo; k++) parents["n:" + chain[k]] = "n:" + chain[k - 1];
     }
     function expandBody(fc, pre, name, ns) {
       var inner = comps[fc].instructions, params = {}, out = {};
@@ -44,13 +54,20 @@
     }
     rows.forEach(function (r, i) {
       if (keep && !keep[i]) return;
-      var ns = nsOf(r);
-      if (ns && G.collapsed[ns]) {
-        if (!groupNode[ns]) { groupNode[ns] = {id: "ns:" + ns, ci: ci, ii: i, group: ns, members: 0}; nodes.push(groupNode[ns]); }
-        groupNode[ns].members++;
-        r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), "ns:" + ns, rows[o][C.shape]]); });
+      var chain = nsChain(r), gns = collapsedNs(r), ns = chain.length ? chain[chain.length - 1] : null;
+      if (gns) {
+        var at = chain.indexOf(gns);
+        nest(chain, at + 1);
+        if (!groupNode[gns]) {
+          groupNode[gns] = {id: "ns:" + gns, ci: ci, ii: i, group: gns, members: 0, ns: at > 0 ? chain[at - 1] : null};
+          nodes.push(groupNode[gns]);
+        }
+        var ns0 = gns;
+        groupNode[ns0].members++;
+        r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), "ns:" + ns0, rows[o][C.shape]]); });
         return;
       }
+      nest(chain, chain.length);
       var called = r[C.called], isFusion = r[C.opcode] === "fusion" && called.length && called[0] >= 0;
       if (isFusion && expanded[r[C.name]]) {
         if (ns) parents["f:" + r[C.name]] = "n:" + ns;
@@ -179,11 +196,16 @@
       }
     });
     // Nesting: a fusion opened inside another, or inside a namespace.
-    Object.keys(g.parents || {}).forEach(function (k) {
-      var up = g.parents[k];
-      if (!clusters[up]) { clusters[up] = 1; gr.setNode("c:" + up, {paddingTop: 18}); }
-      if (!clusters[k]) { clusters[k] = 1; gr.setNode("c:" + k, {paddingTop: 18}); }
-      gr.setParent("c:" + k, "c:" + up);
+    // Only clusters that hold a node, and those around them, are drawn (an empty compound node
+    // gets no place from dagre).
+    var parents = g.parents || {};
+    Object.keys(clusters).forEach(function (k) {
+      for (var up = parents[k]; up; k = up, up = parents[k]) {
+        var fresh = !clusters[up];
+        if (fresh) { clusters[up] = 1; gr.setNode("c:" + up, {paddingTop: 18}); }
+        gr.setParent("c:" + k, "c:" + up);
+        if (!fresh) break;
+      }
     });
     var shown = [];
     g.edges.forEach(function (e, k) {

@@ -30,11 +30,11 @@
     var depth = el("input", {type: "number", min: 1, max: 12, value: G.depth, id: "graph-depth"});
     depth.addEventListener("change", function () { G.depth = Math.max(1, Number(depth.value) || 3); if (G.center != null) draw(); });
     var ns = el("select", {id: "graph-namespace", title: "group instructions by the first parts of their op_name"});
-    [["no grouping", 0], ["op_name level 1", 1], ["level 2", 2], ["level 3", 3], ["level 4", 4]].forEach(function (o) { ns.appendChild(el("option", {value: o[1], text: o[0]})); });
+    [["no grouping", 0], ["op_name: 1 level", 1], ["op_name: 2 levels", 2], ["op_name: 3 levels", 3], ["op_name: 4 levels", 4]].forEach(function (o) { ns.appendChild(el("option", {value: o[1], text: o[0]})); });
     ns.addEventListener("change", function () { G.nsDepth = Number(ns.value); G.collapsed = {}; draw(); });
     var collapseAll = el("button", {cls: "btn", id: "graph-collapse-all", text: "collapse all", on: {click: function () {
       if (!G.nsDepth) { G.nsDepth = 1; ns.value = "1"; }
-      G.lastNs.forEach(function (k) { G.collapsed[k] = true; }); draw(); }}});
+      G.collapsed = {}; G.lastNs.forEach(function (k) { if (k.indexOf("/") < 0) G.collapsed[k] = true; }); draw(); }}});
     var overlay = el("select", {id: "graph-overlay"});
     [["colour: kind of op", "family"], ["colour: est. time", "time"], ["colour: bytes accessed", "bytes"], ["colour: live at the peak", "peak"]].forEach(function (o) { overlay.appendChild(el("option", {value: o[1], text: o[0]})); });
     overlay.addEventListener("change", function () { G.overlay = overlay.value; draw(true); });
@@ -111,7 +111,11 @@
     svg.textContent = "";
     var root = sv("g", {id: "graph-root"});
     var nsSeen = {};
-    g.nodes.forEach(function (n) { if (n.ns) nsSeen[n.ns] = 1; });
+    g.nodes.forEach(function (n) {
+      if (!n.ns) return;
+      var parts = n.ns.split("/");
+      for (var k = 1; k <= parts.length; k++) nsSeen[parts.slice(0, k).join("/")] = 1;
+    });
     G.lastNs = Object.keys(nsSeen);
     function clusterLabel(k, x, y, box) {
       var isNs = k.charAt(0) === "n";
@@ -194,7 +198,15 @@
       });
       gn.addEventListener("dblclick", function (ev) {
         ev.stopPropagation();
-        if (n.group) { delete G.collapsed[n.group]; draw(true); }
+        if (n.group) {  // open one level: its inner namespaces stay closed, as layers do
+          delete G.collapsed[n.group];
+          var depth = n.group.split("/").length + 1;
+          comps[ci].instructions.forEach(function (q) {
+            var c = nsChain(q);
+            if (c.length >= depth && c[depth - 2] === n.group) G.collapsed[c[depth - 1]] = true;
+          });
+          draw(true);
+        }
         else if (n.fusion != null) { G.expanded[r[C.name]] = true; draw(true); }
         else if (n.cluster) { delete G.expanded[n.cluster]; draw(true); }
       });
@@ -284,8 +296,7 @@
     // neighbourhood view) re-centre on the node.
     var big = comps[ci].instructions.length > MAX_GRAPH_NODES;
     if (ci !== G.ci) { G.expanded = {}; G.collapsed = {}; }
-    var ns = nsOf(comps[ci].instructions[ii]);
-    if (ns) delete G.collapsed[ns];
+    nsChain(comps[ci].instructions[ii]).forEach(function (p) { delete G.collapsed[p]; });
     G.ci = ci; G.select.value = ci;
     G.center = big || G.center != null ? ii : null;
     G.selected = ii;
