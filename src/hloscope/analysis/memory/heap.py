@@ -233,23 +233,49 @@ class _PlacedChunks:
 
     def add(self, lo_t: int, hi_t: int, lo: int, hi: int) -> None:
         """Record offsets ``[lo, hi)`` as busy over the times ``[lo_t, hi_t]``."""
-        shift, mask = self.shift, self.mask
+        # The nodes to update: every ancestor of lo_t's leaf in ``by_start``, the canonical
+        # nodes of [lo_t, hi_t] in ``covering``.
+        nodes: list[tuple[list[list[int] | None], int]] = []
         by_start = self.by_start
         i = lo_t + self.width
         while i:
-            _insert(by_start, i, lo, hi, shift, mask)
+            nodes.append((by_start, i))
             i >>= 1
         covering = self.covering
         a, b = lo_t + self.width, hi_t + self.width + 1
         while a < b:
             if a & 1:
-                _insert(covering, a, lo, hi, shift, mask)
+                nodes.append((covering, a))
                 a += 1
             if b & 1:
                 b -= 1
-                _insert(covering, b, lo, hi, shift, mask)
+                nodes.append((covering, b))
             a >>= 1
             b >>= 1
+        # Insert [lo, hi) into each node's union, merging the pieces it overlaps or touches.
+        shift, mask = self.shift, self.mask
+        key, lo_key, hi_key = lo << shift | hi, lo << shift, hi << shift | mask
+        for tree, i in nodes:
+            node = tree[i]
+            if node is None:
+                tree[i] = [key]
+                continue
+            k = bisect_left(node, lo_key)  # the first piece starting at or after lo ...
+            if k and node[k - 1] & mask >= lo:  # ... or the one before, when it reaches lo
+                k -= 1
+            j = bisect_right(node, hi_key, k)  # the first piece starting after hi
+            if k == j:
+                node.insert(k, key)
+                continue
+            first, last = node[k] >> shift, node[j - 1] & mask
+            if first >= lo and last <= hi:
+                merged = key
+            else:
+                merged = (first if first < lo else lo) << shift | (last if last > hi else hi)
+            if j == k + 1:
+                node[k] = merged
+            else:
+                node[k:j] = (merged,)
 
     def overlapping(self, lo_t: int, hi_t: int, out: list[int]) -> None:
         """Append to ``out`` pieces whose union is every offset busy in ``[lo_t, hi_t]``."""
@@ -277,30 +303,6 @@ class _PlacedChunks:
                     out.extend(node)
             a >>= 1
             b >>= 1
-
-
-def _insert(tree: list[list[int] | None], i: int, lo: int, hi: int, shift: int, mask: int) -> None:
-    """Add ``[lo, hi)`` to node ``i``'s union, merging the pieces it overlaps or touches."""
-    node = tree[i]
-    if node is None:
-        tree[i] = [lo << shift | hi]
-        return
-    k = bisect_left(node, lo << shift)  # the first piece starting at or after lo ...
-    if k and node[k - 1] & mask >= lo:  # ... or the one before, when it reaches lo
-        k -= 1
-    j = bisect_right(node, hi << shift | mask, k)  # the first piece starting after hi
-    if k == j:
-        node.insert(k, lo << shift | hi)
-        return
-    first, last = node[k] >> shift, node[j - 1] & mask
-    if first < lo:
-        lo = first
-    if last > hi:
-        hi = last
-    if j == k + 1:
-        node[k] = lo << shift | hi
-    else:
-        node[k:j] = (lo << shift | hi,)
 
 
 def _lower_bound(start: dict[int, int], end: dict[int, int], canonical: dict[int, int],

@@ -182,6 +182,16 @@ class MemoryReport:
         When there are more live ranges, the biggest are kept (ties: earliest start) and
         ``buffers_omitted`` says how many were left out; otherwise it is 0.
         """
+        # Tens of thousands of small dicts: see Note [No garbage collection during the analysis].
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._to_json(max_buffers)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _to_json(self, max_buffers: int) -> dict[str, Any]:
         buffers = self.buffers
         if len(buffers) > max_buffers:
             keep = set(sorted(range(len(buffers)), key=lambda i: (-buffers[i].bytes, buffers[i].start, i))[:max_buffers])
