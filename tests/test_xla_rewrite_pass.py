@@ -70,3 +70,24 @@ def test_partitions_become_replicas() -> None:
     assert e.instruction("rid").opcode is Opcode.CONSTANT
     assert "sharding" not in e.instruction("x").attrs
     assert [o.name for o in e.root.operands] == ["ar", "pid", "rid"]
+
+
+PREFETCH = """HloModule t, is_scheduled=true
+
+ENTRY %e (p: f32[4,8], q: f32[4,8]) -> f32[4,8] {
+  %p = f32[4,8]{1,0} parameter(0)
+  %q = f32[4,8]{1,0} parameter(1)
+  %cs = (f32[4,8]{1,0:S(1)}, f32[4,8]{1,0}, u32[]) copy-start(%p), cross_program_prefetch_index=0
+  %cd = f32[4,8]{1,0:S(1)} copy-done(%cs)
+  ROOT %a = f32[4,8]{1,0} add(%cd, %q)
+}
+"""
+
+
+def test_asynchronous_copies_become_copies() -> None:
+    assert needs_rewrite(PREFETCH)
+    rewrite = recompilable_text(PREFETCH)
+    assert rewrite.copies == 1 and "1 copy-start/copy-done pairs as copies" in rewrite.describe()
+    e = parse_module(rewrite.text).entry
+    assert [i.opcode for i in e.instructions] == [Opcode.PARAMETER, Opcode.PARAMETER, Opcode.COPY, Opcode.ADD]
+    assert [o.name for o in e.instruction("cd").operands] == ["p"]

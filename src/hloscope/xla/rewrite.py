@@ -12,7 +12,9 @@ Note [Recompiling optimized HLO]
     (``recompilable_text``): every ``fusion`` becomes a ``call`` of its fused computation,
     layouts are dropped (they never change values, except through ``bitcast`` and custom calls),
     each ``bitcast`` becomes transpose-to-physical-order, reshape, transpose-to-logical-order,
-    and custom calls keep their layouts because library calls (LAPACK) depend on them.
+    each ``copy-done`` of a ``copy-start`` becomes a ``copy`` (XLA:CPU has no asynchronous
+    copies; TPU dumps prefetch with them), and custom calls keep their layouts because library
+    calls (LAPACK) depend on them.
     The rewrite is a pass over hloscope's IR of XLA's own canonical printing of the module
     (``rewrite_module``, built on the editing API of Note [Editing the IR]), printed back by
     hloscope's printer in the style it was read in. It returns a ``Rewrite`` saying what it
@@ -70,13 +72,14 @@ def _error(message: str) -> HloscopeError:
 
 
 _TARGET = re.compile(r'custom_call_target="([^"]*)"')
-_OPTIMIZED = re.compile(r" (fusion|bitcast)\(")
+_OPTIMIZED = re.compile(r" (fusion|bitcast|copy-start)\(")
 
 
 def needs_rewrite(canonical: str) -> bool:
     """True when XLA:CPU cannot compile ``canonical`` (XLA's printing) as it is: an optimized
-    module (scheduled, or holding fusions or bitcasts) or one calling GPU kernels. A scan of
-    the text, so that modules XLA:CPU compiles as they are are never parsed twice."""
+    module (scheduled, or holding fusions, bitcasts or asynchronous copies) or one calling GPU
+    kernels. A scan of the text, so that modules XLA:CPU compiles as they are are never parsed
+    twice."""
     from hloscope.xla.gpu import expandable_target
 
     # Only already-optimized modules trip the MLIR import (fusion parameters lose layouts);
@@ -98,6 +101,7 @@ class Rewrite:
     bitcasts: int = 0
     custom_calls: dict[str, int] = dataclasses.field(default_factory=dict)
     partitions_as_replicas: int = 0
+    copies: int = 0
 
     def describe(self) -> str:
         """One line for people, e.g. "8 fusions as calls, 3 bitcasts as transpose/reshape,
@@ -106,6 +110,7 @@ class Rewrite:
 
         parts = [f"{self.fusions} fusions as calls"] if self.fusions else []
         parts += [f"{self.bitcasts} bitcasts as transpose/reshape"] if self.bitcasts else []
+        parts += [f"{self.copies} copy-start/copy-done pairs as copies"] if self.copies else []
         parts.append("layouts dropped")
         parts += [f"{n} {t} calls {EXPANSIONS[t].how}" for t, n in sorted(self.custom_calls.items())]
         if self.partitions_as_replicas:
@@ -242,10 +247,23 @@ def _expand_custom_call(comp: Computation, inst: Instruction) -> str:
     return inst.custom_call_target or ""
 
 
+def _copy_done_as_copy(comp: Computation, done: Instruction) -> bool:
+    """Replace ``copy-done(copy-start(x))`` by ``copy(x)`` (the start goes once unused): XLA:CPU
+    has no asynchronous copies (TPU dumps prefetch with them), and the value is ``x``'s."""
+    start = done.operands[0]
+    if start.opcode is not Opcode.COPY_START:
+        return False
+    comp.replace_instruction(done, Instruction(done.name, Opcode.COPY, done.shape, [start.operands[0]]))
+    if not start.users and start is not comp.root:
+        comp.remove_instruction(start)
+    return True
+
+
 @dataclasses.dataclass
 class _Counts:
     fusions: int = 0
     bitcasts: int = 0
+    copies: int = 0
     custom_calls: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
@@ -286,13 +304,15 @@ def rewrite_module(module: Module, *, partitions_as_replicas: int = 0) -> Rewrit
             elif op is Opcode.FUSION:
                 counts.fusions += 1
                 _fusion_as_call(comp, inst)
+            elif op is Opcode.COPY_DONE and _copy_done_as_copy(comp, inst):
+                counts.copies += 1
     # Layouts go last: bitcasts above read their operands' layouts.
     for comp in module.computations:
         for inst in comp.instructions:
             if inst not in keep_layouts:
                 inst.shape = without_layouts(inst.shape)
     return Rewrite(module.to_text(), counts.fusions, counts.bitcasts, counts.custom_calls,
-                   partitions_as_replicas)
+                   partitions_as_replicas, counts.copies)
 
 
 def recompilable_text(canonical: str, *, partitions_as_replicas: int = 0) -> Rewrite:
