@@ -411,7 +411,8 @@ class LineParser:
         match = LINE_INSTRUCTION_RE.fullmatch
         shapes = self.shapes
         opcodes = OPCODES_BY_TEXT
-        percent = False
+        percent = untyped_seen = False
+        index_comments_unknown = self.index_comments is None
         try:
             while True:
                 line = lines[k]
@@ -444,7 +445,10 @@ class LineParser:
                     shape = self._shape(shape_text)
                 opcode = opcodes.get(op_text)
                 attrs: dict[str, Any] = {}
-                if opcode is None or opcode is _CONSTANT or opcode is _PARAMETER:
+                if opcode is _PARAMETER and args.isdigit():  # (a fifth of an LLM module's lines)
+                    attrs["parameter_number"] = int(args)
+                    operand_names = _NO_OPERANDS
+                elif opcode is None or opcode is _CONSTANT or opcode is _PARAMETER:
                     opcode, operand_names = self._unusual_operands(opcode, op_text, args, untyped, typed, attrs)
                 elif not args:
                     operand_names = _NO_OPERANDS
@@ -456,9 +460,11 @@ class LineParser:
                     # Names, ", " between them, every fifth perhaps after /*index=N*/ (the form
                     # LINE_INSTRUCTION_RE checked), cut with string methods: a regex per operand
                     # was a quarter of the load time of XLA's LLM modules.
-                    self.saw_untyped = True
-                    if self.index_comments is None and args.count(", ") >= 5:
-                        self.index_comments = args.split(", ", 6)[5][0] == "/"
+                    untyped_seen = True
+                    if index_comments_unknown and args.count(", ") >= 5:
+                        if self.index_comments is None:  # (the first wide list decides)
+                            self.index_comments = args.split(", ", 6)[5][0] == "/"
+                        index_comments_unknown = False
                     if "/" in args:
                         args = _INDEX_COMMENT_SUB("", args)
                     if "%" in args:
@@ -494,6 +500,8 @@ class LineParser:
             raise
         if percent:
             self.saw_percent = True
+        if untyped_seen:
+            self.saw_untyped = True
         if not instructions:
             raise _Bail
         for inst, operand_names in later:
