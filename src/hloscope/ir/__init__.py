@@ -28,6 +28,7 @@ from hloscope.ir.instruction import Instruction
 from hloscope.ir.layout import Layout, Tile
 from hloscope.ir.literal import Literal, LiteralError
 from hloscope.ir.module import Module, ProgramShape
+from hloscope.ir.op_table import DuplicateRuleError, OpTable, op_tables
 from hloscope.ir.opcode import Family, Opcode, opcode_from_text
 from hloscope.ir.shape import ArrayShape, Shape, ShapeIndex, TupleShape, subshape
 from hloscope.ir.shape_inference import infer_shape
@@ -35,10 +36,10 @@ from hloscope.ir.verifier import Diagnostic, check, verify
 
 __all__ = [
     "AliasEntry", "ArrayShape", "Diagnostic", "check", "infer_shape", "verify", "BackendConfig", "Computation", "ConvolutionDimensionNumbers",
-    "Family", "FrontendAttributes", "Instruction", "Layout", "Literal", "LiteralError", "Module",
-    "OpMetadata", "Opcode", "PRIMITIVE_TYPES", "PaddingConfig", "PrimitiveType", "ProgramShape",
+    "DuplicateRuleError", "Family", "FrontendAttributes", "Instruction", "Layout", "Literal", "LiteralError", "Module",
+    "OpMetadata", "OpTable", "Opcode", "PRIMITIVE_TYPES", "PaddingConfig", "PrimitiveType", "ProgramShape",
     "RawAttribute", "ReplicaGroups", "Shape", "ShapeIndex", "Sharding", "ShardingSpec",
     "SliceRange", "StackFrameIndex", "Tile", "TupleShape", "Window", "WindowDimension",
-    "dtype_of", "first_difference", "modules_equal", "opcode_from_text", "primitive_type",
+    "dtype_of", "first_difference", "modules_equal", "op_tables", "opcode_from_text", "primitive_type",
     "subshape", "type_name_of",
 ]
