@@ -379,6 +379,32 @@ ENTRY e {
   bits = u32[25]{0} parameter(2)
   ROOT s = bf16[25]{0} stochastic-convert(r, bits)
 }""",
+    # A fusion reading a nested tuple parameter through get-tuple-elements (two for one
+    # element: the first is the one XLA follows), each leaf sliced: 192 bytes as XLA counts.
+    "fusion_tuple_parameter": """HloModule m
+f {
+  p = ((f32[100]{0}, f32[50]{0}), f32[80]{0}) parameter(0)
+  t = (f32[100]{0}, f32[50]{0}) get-tuple-element(p), index=0
+  a = f32[100]{0} get-tuple-element(t), index=0
+  a2 = f32[100]{0} get-tuple-element(t), index=0
+  b = f32[50]{0} get-tuple-element(t), index=1
+  c = f32[80]{0} get-tuple-element(p), index=1
+  s = f32[10]{0} slice(a), slice={[0:10]}
+  sl2 = f32[10]{0} slice(a2), slice={[20:30]}
+  sb = f32[10]{0} slice(b), slice={[0:10]}
+  sc = f32[10]{0} slice(c), slice={[5:15]}
+  x = f32[10]{0} add(s, sl2)
+  y = f32[10]{0} add(sb, sc)
+  ROOT r = f32[10]{0} add(x, y)
+}
+ENTRY e {
+  a = f32[100]{0} parameter(0)
+  b = f32[50]{0} parameter(1)
+  c = f32[80]{0} parameter(2)
+  t = (f32[100]{0}, f32[50]{0}) tuple(a, b)
+  p = ((f32[100]{0}, f32[50]{0}), f32[80]{0}) tuple(t, c)
+  ROOT o = f32[10]{0} fusion(p), kind=kLoop, calls=f
+}""",
     "nested_tuple": """HloModule m
 ENTRY e {
   a = f32[100]{0} parameter(0)

@@ -542,13 +542,25 @@ def _fusion_bytes(inst: Instruction, fused: Computation, an: CostAnalyzer) -> fl
         if hlo.opcode is Opcode.CONSTANT and leaf_elements(hlo.shape) > 1:
             total += shape_bytes(hlo.shape)
     users = an.users_of(fused)
+    # Each tuple's first get-tuple-element user per index, found once per tuple (scanning the
+    # users for every leaf would be quadratic in the tuple's size).
+    gtes: dict[Instruction, dict[Any, Instruction]] = {}
+
+    def element(node: Instruction, i: int) -> Instruction | None:
+        by_index = gtes.get(node)
+        if by_index is None:
+            by_index = gtes[node] = {}
+            for u in users.get(node, ()):
+                if u.opcode is Opcode.GET_TUPLE_ELEMENT:
+                    by_index.setdefault(u.attrs.get("index"), u)
+        return by_index.get(i)
+
     for param in fused.parameters:
         if isinstance(param.shape, TupleShape):
             for index, _ in param.shape.leaves():
                 node = param
                 for i in index:
-                    nxt = next((u for u in users.get(node, ()) if u.opcode is Opcode.GET_TUPLE_ELEMENT
-                                and u.attrs.get("index") == i), None)
+                    nxt = element(node, i)
                     if nxt is None:
                         break
                     node = nxt
