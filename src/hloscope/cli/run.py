@@ -25,6 +25,11 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-device-inputs", action="store_true",
                    help="draw different random inputs for each device (default: the same on every device)")
     p.add_argument("--out", metavar="OUT.npz", help="write the outputs (out, out.0 ...; per device d<k>.out...)")
+    p.add_argument("--float-env", choices=("xla-cpu", "gpu", "tpu", "ieee"), default="xla-cpu",
+                   help="the backend whose floating-point environment to follow (default xla-cpu: "
+                        "XLA:CPU reads and writes f32, bf16 and f64 denormals of arithmetic as zero, "
+                        "so log(1e-40) is -inf). gpu: GPU kernels flush f32/bf16 denormals (ftz) but "
+                        "keep f64 ones; tpu: TPUs have no f32 denormals; ieee: keep every denormal")
     p.add_argument("--per-device", action="store_true",
                    help="for a sharded module not partitioned yet (pmap, shard_map, sharded jit before "
                         "XLA's partitioner): write each device's shard of the outputs (d<k>.out...) "
@@ -133,7 +138,7 @@ def _run(args: argparse.Namespace) -> int:
                                                   f"{pr.loop_iterations:,} loop iterations")
 
     options = RunOptions(fill_elided=args.fill_elided, seed=args.random or 0, progress=progress_cb,
-                         progress_every=5_000, per_device=args.per_device)
+                         progress_every=5_000, per_device=args.per_device, float_env=args.float_env)
     # The inputs are ours: hand them over (outputs reuse their memory), unless XLA needs them after.
     t0 = time.perf_counter()
     if progress_ctx is not None:

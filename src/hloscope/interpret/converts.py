@@ -31,7 +31,10 @@ from hloscope.interpret.dtype_bits import (
     unsigned_bits,
     wrap_to,
 )
+from hloscope.interpret.float_env import daz, ftz
 from hloscope.ir.literal import float_from_f64
+
+E_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 __all__ = ["convert", "bitcast_convert", "reduce_precision"]
 
@@ -53,6 +56,16 @@ def convert(x: Array, to_dtype: Any) -> Array:
     with np.errstate(all="ignore"):
         if src == dst:
             return x.copy()
+        if {src, dst} != {np.dtype(np.float32), E_BF16}:  # bf16 <-> f32 moves bits: kept
+            # Note [Denormals] in float_env.py: a flushed type's denormal reads as zero, and
+            # a result in a flushed type (f64 -> f32) is written as zero when denormal.
+            return ftz(_convert(daz(x), dst))
+        return _convert(x, dst)
+
+
+def _convert(x: Array, dst: np.dtype[Any]) -> Array:
+    src = x.dtype
+    with np.errstate(all="ignore"):
         if is_complex(src):
             if is_complex(dst):
                 return x.astype(dst)

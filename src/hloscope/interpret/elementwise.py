@@ -18,11 +18,8 @@ Note [Low-precision floats]
     Transcendentals (exp, log, tanh, ...) are evaluated in f64 and rounded to f32: XLA uses its
     own polynomial approximations, so those agree within a few ULP, not bit for bit.
 
-Note [Denormals]
-    XLA:CPU runs with the x86 flush-to-zero and denormals-are-zero modes, so f32/f64 subnormal
-    inputs and results become zero there (e.g. converting the f32 subnormal 1e-39 to f64 gives 0).
-    That is a property of the CPU runtime, not of HLO: XLA's reference HloEvaluator keeps
-    subnormals, and so do we. The tests keep subnormals out of the f32/f64 comparisons.
+Denormals follow the run's floating-point environment (Note [Denormals] in float_env.py):
+    XLA:CPU's by default, which reads and writes f32/bf16/f64 denormals of arithmetic as zero.
 
 Note [Quiet numpy]
     Integer arithmetic wraps (two's complement) and float arithmetic follows IEEE; numpy's
@@ -38,6 +35,7 @@ import numpy as np
 
 from hloscope.interpret import complex_ops
 from hloscope.interpret.converts import bitcast_convert, convert, reduce_precision
+from hloscope.interpret.float_env import daz, ftz, keeps_denormals
 from hloscope.interpret.dtype_bits import (
     E8M0,
     FNUZ,
@@ -513,7 +511,9 @@ def apply_unary(op: str, x: Array) -> Array:
     with np.errstate(all="ignore"):
         if is_complex(x.dtype) and op in complex_ops.UNARY:
             return complex_ops.UNARY[op](x)
-        return _narrow(np.asarray(UNARY[op](_widen(x, op))), x.dtype)
+        if keeps_denormals(op, x.dtype):
+            return _narrow(np.asarray(UNARY[op](_widen(x, op))), x.dtype)
+        return ftz(_narrow(np.asarray(UNARY[op](_widen(daz(x), op))), x.dtype))
 
 
 def apply_binary(op: str, a: Array, b: Array) -> Array:
@@ -521,15 +521,21 @@ def apply_binary(op: str, a: Array, b: Array) -> Array:
     with np.errstate(all="ignore"):
         if is_complex(a.dtype) and op in complex_ops.BINARY:
             return complex_ops.BINARY[op](a, b)
-        return _narrow(np.asarray(BINARY[op](_widen(a, op), _widen(b, op))), a.dtype)
+        if op in ("remainder", "atan2"):  # XLA:CPU passes a tiny first operand through
+            # unchanged where it is the answer (Note [Denormals]); only the second reads as 0
+            r = _narrow(np.asarray(BINARY[op](_widen(a, op), _widen(daz(b), op))), a.dtype)
+            return ftz(r) if op == "atan2" and a.dtype == np.float64 else r
+        return ftz(_narrow(np.asarray(BINARY[op](_widen(daz(a), op), _widen(daz(b), op))), a.dtype))
 
 
 def apply_ternary(op: str, a: Array, b: Array, c: Array) -> Array:
     """Evaluate ``select(pred, on_true, on_false)`` or ``clamp(min, operand, max)``."""
     with np.errstate(all="ignore"):
         out_dtype = b.dtype
-        r = TERNARY[op](a if op == "select" else _widen(a, op), _widen(b, op), _widen(c, op))
-        return _narrow(np.asarray(r), out_dtype)
+        if op == "select":
+            return _narrow(np.asarray(TERNARY[op](a, _widen(b, op), _widen(c, op))), out_dtype)
+        r = TERNARY[op](_widen(daz(a), op), _widen(daz(b), op), _widen(daz(c), op))
+        return ftz(_narrow(np.asarray(r), out_dtype))
 
 
 # --------------------------------------------------------------------------------------------
@@ -583,6 +589,8 @@ def compare(lhs: Array, rhs: Array, direction: str, compare_type: str | None = N
     fn = COMPARISON_DIRECTIONS[direction]
     dt = lhs.dtype
     kind = compare_type or _default_compare_type(dt)
+    if kind == "FLOAT":  # Note [Denormals] in float_env.py
+        lhs, rhs = daz(lhs), daz(rhs)
     if kind == "TOTALORDER" and is_float(dt):
         return fn(total_order_key(lhs), total_order_key(rhs))
     if is_int(dt) and kind in ("SIGNED", "UNSIGNED"):

@@ -64,6 +64,7 @@ from hloscope.errors import (
     InterpretError,
     UnsupportedOpcodeError,
 )
+from hloscope.interpret.float_env import FLOAT_ENVS
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import Value
 from hloscope.ir import Computation, Instruction, Module, Opcode
@@ -102,6 +103,9 @@ class RunOptions:
                     in run.py), or "auto": lockstep where it applies, per-device otherwise.
     keep_freed_memory  let glibc reuse freed large blocks during the run instead of handing
                     them back to the kernel (Note [Keeping freed memory] in allocator.py).
+    float_env       the backend's floating-point environment (Note [Denormals] in
+                    float_env.py): "xla-cpu" (default: f32/bf16/f64 denormals flushed), "gpu"
+                    (f32/bf16 flushed, f64 kept), "tpu" (no f32 denormals), "ieee" (all kept).
     per_device      for a sharded module not partitioned yet (Note [Global programs] in
                     spmd.py): return each device's shard of the outputs, cut by the outputs'
                     shardings, instead of the global arrays the module declares.
@@ -115,10 +119,13 @@ class RunOptions:
     mode: str = "auto"
     keep_freed_memory: bool = True
     per_device: bool = False
+    float_env: str = "xla-cpu"
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "lockstep", "per-device"):
             raise ValueError(f"mode must be 'auto', 'lockstep' or 'per-device', not {self.mode!r}")
+        if self.float_env not in FLOAT_ENVS:
+            raise ValueError(f"float_env must be one of {', '.join(FLOAT_ENVS)}, not {self.float_env!r}")
         if self.fill_elided not in (None, "zeros", "random"):
             raise ValueError(f"fill_elided must be None, 'zeros' or 'random', not {self.fill_elided!r}")
 

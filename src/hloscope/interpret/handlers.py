@@ -17,6 +17,7 @@ import numpy as np
 from hloscope.errors import UnsupportedOpcodeError
 from hloscope.interpret import elementwise, indexing, linalg, reduction, rng, shape_ops
 from hloscope.interpret.evaluator import EvalContext, known_reduction, sole_owner
+from hloscope.interpret.float_env import daz, ftz, ftz_in_place
 from hloscope.interpret.registry import UNSUPPORTED, evaluates
 from hloscope.interpret.values import Value
 from hloscope.ir import ArrayShape, Computation, Family, Instruction, Opcode
@@ -88,8 +89,8 @@ def _binary(op: str) -> Any:
         if ufunc is not None and ctx.donate:
             i = _donor(operands)
             if i is not None:
-                with np.errstate(all="ignore"):
-                    return ufunc(operands[0], operands[1], out=operands[i])
+                with np.errstate(all="ignore"):  # Note [Denormals] in float_env.py
+                    return ftz_in_place(ufunc(daz(operands[0]), daz(operands[1]), out=operands[i]))
         return elementwise.apply_binary(op, operands[0], operands[1])
     handler.__name__ = f"binary_{op}"
     return handler
@@ -118,7 +119,7 @@ def _divide(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
             i = _donor(operands)
             if i is not None:
                 with np.errstate(all="ignore"):
-                    return np.true_divide(operands[0], operands[1], out=operands[i])
+                    return ftz_in_place(np.true_divide(daz(operands[0]), daz(operands[1]), out=operands[i]))
             a, b = operands
         return elementwise.apply_binary("divide", a, b)
     if dt in _WIDENED_BEFORE_SIMPLIFICATION:
@@ -300,7 +301,11 @@ def _one_or_tuple(inst: Instruction, results: tuple[Any, ...]) -> Value:
 def _reduce(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     n = len(operands) // 2
     reducer, known = reducer_of(ctx, inst.attrs["to_apply"])
+    if known is not None:  # a plain add/max/...: its arithmetic reads and writes as ours does
+        operands = [daz(o) for o in operands]
     out = reduction.reduce(operands[:n], operands[n:], inst.attrs["dimensions"], reducer, known)
+    if known is not None:
+        out = tuple(ftz(o) for o in out)
     return _one_or_tuple(inst, out)
 
 
@@ -379,9 +384,9 @@ def _topk(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 @evaluates(Opcode.DOT)
 def _dot(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     a = inst.attrs
-    return linalg.dot_general(operands[0], operands[1], a.get("lhs_batch_dims", ()),
-                              a.get("rhs_batch_dims", ()), a.get("lhs_contracting_dims", ()),
-                              a.get("rhs_contracting_dims", ()), inst.array_shape.dtype)
+    return ftz(linalg.dot_general(daz(operands[0]), daz(operands[1]), a.get("lhs_batch_dims", ()),
+                                  a.get("rhs_batch_dims", ()), a.get("lhs_contracting_dims", ()),
+                                  a.get("rhs_contracting_dims", ()), inst.array_shape.dtype))
 
 
 @evaluates(Opcode.CONVOLUTION)

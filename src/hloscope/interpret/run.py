@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InputError
-from hloscope.interpret import lockstep, spmd
+from hloscope.interpret import float_env, lockstep, spmd
 from hloscope.interpret.allocator import kept_freed_memory
 from hloscope.interpret.driver import drive
 from hloscope.interpret.evaluator import (
@@ -137,7 +137,7 @@ def run(module: Module, inputs: Sequence[Any] = (), *, replicas: int | None = No
     if r < 1 or p < 1:
         raise InputError(f"a device grid needs at least one replica and one partition, got {r}x{p}")
     n = r * p
-    with kept_freed_memory(options.keep_freed_memory):  # Note [Keeping freed memory]
+    with kept_freed_memory(options.keep_freed_memory), float_env.using(options.float_env):
         if n > 1 and is_global_run(module, inputs, n):
             return _run_global(module, inputs, r, p, options)
         args = _device_inputs(module, inputs, n)
