@@ -89,3 +89,14 @@ def test_jax_functions_of_denormals_match_xla_cpu(fn: str) -> None:
     got = got[0] if isinstance(got, tuple) else got
     close = (got == expected) | (np.isnan(got) & np.isnan(expected)) | np.isclose(got, expected, rtol=1e-5)
     assert close.all(), f"ours {got} xla {expected}"
+
+
+def test_f64_to_f16_rounds_once_on_avx512_hosts() -> None:
+    # XLA:CPU on an AVX-512 host gives 1.001 (one rounding); on AVX2, and its parser, 1.0
+    # (through f32): the oracle runs at AVX2 (Note [The oracle's instruction set]).
+    text = "HloModule m\nENTRY e {\n  p = f64[2] parameter(0)\n  ROOT c = f16[2] convert(p)\n}\n"
+    x = np.array([1 + 2.0**-11 + 2.0**-40, -(1 + 2.0**-11 + 2.0**-40)])
+    m = hloscope.parse(text)
+    assert run(m, [x]).tolist() == [1.0, -1.0]
+    assert run(m, [x], options=RunOptions(float_env="xla-cpu-avx512")).tolist() == [1.0009765625, -1.0009765625]
+    assert np.array_equal(run(m, [x]), np.asarray(client.compile_and_run(text, [x])))

@@ -25,11 +25,13 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-device-inputs", action="store_true",
                    help="draw different random inputs for each device (default: the same on every device)")
     p.add_argument("--out", metavar="OUT.npz", help="write the outputs (out, out.0 ...; per device d<k>.out...)")
-    p.add_argument("--float-env", choices=("xla-cpu", "gpu", "tpu", "ieee"), default="xla-cpu",
+    p.add_argument("--float-env", choices=("xla-cpu", "xla-cpu-avx512", "gpu", "tpu", "ieee"), default="xla-cpu",
                    help="the backend whose floating-point environment to follow (default xla-cpu: "
                         "XLA:CPU reads and writes f32, bf16 and f64 denormals of arithmetic as zero, "
-                        "so log(1e-40) is -inf). gpu: GPU kernels flush f32/bf16 denormals (ftz) but "
-                        "keep f64 ones; tpu: TPUs have no f32 denormals; ieee: keep every denormal")
+                        "so log(1e-40) is -inf, and rounds f64 -> f16 through f32 as on AVX2 hosts). "
+                        "xla-cpu-avx512: XLA:CPU on an AVX-512 host, which rounds f64 -> f16 once; "
+                        "gpu: GPU kernels flush f32/bf16 denormals (ftz) but keep f64 ones; "
+                        "tpu: TPUs have no f32 denormals; ieee: keep every denormal")
     p.add_argument("--per-device", action="store_true",
                    help="for a sharded module not partitioned yet (pmap, shard_map, sharded jit before "
                         "XLA's partitioner): write each device's shard of the outputs (d<k>.out...) "

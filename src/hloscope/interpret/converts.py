@@ -31,7 +31,7 @@ from hloscope.interpret.dtype_bits import (
     unsigned_bits,
     wrap_to,
 )
-from hloscope.interpret.float_env import daz, ftz
+from hloscope.interpret.float_env import current, daz, ftz
 from hloscope.ir.literal import float_from_f64
 
 E_BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -46,7 +46,8 @@ def convert(x: Array, to_dtype: Any) -> Array:
     * int -> narrower int: wrap (two's complement); any -> pred: ``x != 0``.
     * float -> float: round to nearest even; overflow goes to inf, or for types without inf
       (f8e4m3fn, fnuz, f4e2m1fn) as ml_dtypes/XLA define it; NaN -> -0.0 for f4e2m1fn (no NaN).
-      XLA:CPU rounds f64 -> f16/bf16 through f32 (twice) but f64 -> fp8/fp4 once.
+      XLA:CPU rounds f64 -> f16/bf16 through f32 (twice) but f64 -> fp8/fp4 once; on an AVX-512
+      host f64 -> f16 once (float environment "xla-cpu-avx512", float_env.py).
     * complex -> real (and pred): the real part; real -> complex: imaginary part 0.
 
     XLA:CPU saturates f4e2m1fn ±6.0 to the int range when converting to integers; we give ±6
@@ -107,7 +108,9 @@ def _float_to_float(x: Array, dst: np.dtype[Any]) -> Array:
     # ir/literal.py): through f32 to f16 and bf16 (1 + 2^-11 + 2^-40 -> 1.0 in f16), directly
     # to the fp8/fp4 types.
     source = x
-    if x.dtype == np.float64:
+    if x.dtype == np.float64 and dst == np.float16 and current().f64_to_f16_direct:
+        r = x.astype(np.float16)  # numpy rounds f64 -> f16 once, correctly
+    elif x.dtype == np.float64:
         r = float_from_f64(x, dst)
     else:
         try:

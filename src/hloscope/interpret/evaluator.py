@@ -104,7 +104,8 @@ class RunOptions:
     keep_freed_memory  let glibc reuse freed large blocks during the run instead of handing
                     them back to the kernel (Note [Keeping freed memory] in allocator.py).
     float_env       the backend's floating-point environment (Note [Denormals] in
-                    float_env.py): "xla-cpu" (default: f32/bf16/f64 denormals flushed), "gpu"
+                    float_env.py): "xla-cpu" (default: f32/bf16/f64 denormals flushed),
+                    "xla-cpu-avx512" (also f64 -> f16 rounded once, as on AVX-512 hosts), "gpu"
                     (f32/bf16 flushed, f64 kept), "tpu" (no f32 denormals), "ieee" (all kept).
     per_device      for a sharded module not partitioned yet (Note [Global programs] in
                     spmd.py): return each device's shard of the outputs, cut by the outputs'

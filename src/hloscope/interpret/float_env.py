@@ -36,13 +36,20 @@ class FloatEnv:
     name: str
     flushes: frozenset[np.dtype[Any]]
     description: str
+    # f64 -> f16 rounded once (AVX-512 hosts, GPUs) rather than through f32, twice (XLA:CPU
+    # on AVX2 hosts; Note [The oracle's instruction set] in tests/conftest.py).
+    f64_to_f16_direct: bool = False
 
 
 FLOAT_ENVS: dict[str, FloatEnv] = {
     "xla-cpu": FloatEnv("xla-cpu", frozenset({_F32, _F64, _BF16}),
                         "XLA:CPU: f32, bf16 and f64 denormals read and written as zero (DAZ, FTZ)"),
+    "xla-cpu-avx512": FloatEnv("xla-cpu-avx512", frozenset({_F32, _F64, _BF16}),
+                               "XLA:CPU on an AVX-512 host: as xla-cpu, and f64 -> f16 rounded once",
+                               f64_to_f16_direct=True),
     "gpu": FloatEnv("gpu", frozenset({_F32, _BF16}),
-                    "GPU kernels compiled with ftz: f32 and bf16 denormals flushed, f64 kept"),
+                    "GPU kernels compiled with ftz: f32 and bf16 denormals flushed, f64 kept",
+                    f64_to_f16_direct=True),
     "tpu": FloatEnv("tpu", frozenset({_F32, _BF16}), "TPU: no f32 (or bf16) denormals"),
     "ieee": FloatEnv("ieee", frozenset(), "IEEE 754: every denormal kept"),
 }
