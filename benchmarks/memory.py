@@ -7,7 +7,9 @@ tuple of the copies' roots, each copy's input_output_alias carried over), so the
 schedule, the values and the heap all grow with the number of copies. Linear time shows as a
 flat "cpu us/step" column and a "vs 1x" ratio equal to the number of copies.
 
-Run: ``python benchmarks/memory.py``. Prints CPU seconds (best of N; CPU time is steadier than
+Run: ``python benchmarks/memory.py [FILE ...]``; each FILE (such as XLA's benchmark modules in
+``/work/xla_bench``) is timed too, once, with ``live_range_peaks`` (what ``hloscope run`` asks
+before allocating) beside it. Prints CPU seconds (best of N; CPU time is steadier than
 wall time on a shared machine), schedule steps, values and microseconds per step; no
 pass/fail, the figures are for the issue tracker.
 """
@@ -77,9 +79,9 @@ def best_of(fn, repeat: int) -> tuple[float, float]:
 SIZES = (1, 2, 5, 10)
 
 
-def main() -> int:
+def main(files: list[str]) -> int:
     import hloscope as hs
-    from hloscope.analysis.memory.report import analyze_memory
+    from hloscope.analysis.memory.report import analyze_memory, live_range_peaks
 
     text = SEED.read_text()
     print(f"{'workload':<14} {'steps':>7} {'values':>8} {'wall s':>8} {'cpu s':>8} {'cpu us/step':>12}"
@@ -94,8 +96,17 @@ def main() -> int:
         values = len(report.buffer_assignment.values) if report.buffer_assignment else 0
         print(f"{f'seed 003 x{copies}':<14} {steps:>7} {values:>8} {wall:>8.3f} {cpu:>8.3f}"
               f" {1e6 * cpu / steps:>12.1f} {cpu / base:>6.1f} {report.total_bytes:>14}")
+    for path in files:
+        module = hs.load(path)
+        holder: list[object] = []
+        wall, cpu = best_of(lambda m=module: holder.append(analyze_memory(m)), 1)
+        peaks_wall, peaks_cpu = best_of(lambda m=module: live_range_peaks(m), 1)
+        report = holder[0]
+        print(f"{Path(path).name}: {report.schedule_end_time} steps, analyze_memory {wall:.2f} s wall "  # type: ignore[attr-defined]
+              f"{cpu:.2f} s CPU, live_range_peaks {peaks_cpu:.2f} s CPU; peak {report.peak_bytes:,} B "  # type: ignore[attr-defined]
+              f"at {report.peak_time}, temps {report.temp_bytes:,} B")  # type: ignore[attr-defined]
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
