@@ -99,7 +99,7 @@ def main(files: list[str]) -> int:
     for path in files:
         module = hs.load(path)
         holder: list[object] = []
-        wall, cpu = best_of(lambda m=module: holder.append(analyze_memory(m)), 1)
+        wall, cpu = best_of(lambda m=module, h=holder: h.append(analyze_memory(m)), 1)
         peaks_wall, peaks_cpu = best_of(lambda m=module: live_range_peaks(m), 1)
         report = holder[0]
         print(f"{Path(path).name}: {report.schedule_end_time} steps, analyze_memory {wall:.2f} s wall "  # type: ignore[attr-defined]
