@@ -38,6 +38,11 @@ per node instead of every chunk (Llama 3.1 8B: 17 M chunks found in all, 1.2 M p
 merging). A group's own intervals that overlap or abut are merged first, as the same integer
 times. The gaps between the pieces found are then swept in offset order as before, so the
 offsets are the scan's, chunk for chunk (``tests/analysis/test_heap.py`` compares the two).
+
+Cost: placing a value updates ``O(log T)`` nodes (a bisection each) and reads ``O(log T)``
+nodes plus their pieces; the pieces are the busy stretches of the heap then, not the chunks,
+so it is ``O(n log n)`` while packing stays tight and ``O(n * gaps)`` at worst, the bound XLA's
+own tree has. Llama 3.1 8B: both orders 28 s -> 0.9 s CPU, the whole analysis 2.2 s.
 """
 
 from __future__ import annotations
