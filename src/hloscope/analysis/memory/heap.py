@@ -42,7 +42,7 @@ offsets are the scan's, chunk for chunk (``tests/analysis/test_heap.py`` compare
 Cost: placing a value updates ``O(log T)`` nodes (a bisection each) and reads ``O(log T)``
 nodes plus their pieces; the pieces are the busy stretches of the heap then, not the chunks,
 so it is ``O(n log n)`` while packing stays tight and ``O(n * gaps)`` at worst, the bound XLA's
-own tree has. Llama 3.1 8B: both orders 28 s -> 0.9 s CPU, the whole analysis 2.2 s.
+own tree has. Llama 3.1 8B: both orders now take 0.9 s CPU; `hloscope memory` took 27.9 s CPU, now 2.9.
 """
 
 from __future__ import annotations
