@@ -56,7 +56,7 @@ def _buffers(args: argparse.Namespace) -> int:
     for kind, nbytes in ba.bytes_by_kind.items():
         t.add_row(kind, str(ba.count_by_kind.get(kind, 0)), f"{nbytes:,}")
     con.print(t)
-    if ba.peak_time is not None:
+    if ba.peak_time is not None and ba.peak_bytes is not None:
         con.print(f"Peak: {ba.peak_bytes:,} bytes ({format_bytes(ba.peak_bytes)}) at time {ba.peak_time}, "
                   f"{len(peak)} buffers live")
         t = Table(title=f"Biggest buffers live at the peak (top {args.top})", title_justify="left")

@@ -787,7 +787,8 @@ def message_class(name: str) -> type:
     descriptor = _pool().FindMessageTypeByName(f"{PACKAGE}.{name}")
     get_class = getattr(message_factory, "GetMessageClass", None)
     if get_class is None:  # protobuf < 4.22
-        return message_factory.MessageFactory(_pool()).GetPrototype(descriptor)
+        factory: Any = message_factory.MessageFactory(_pool())  # GetPrototype is gone from newer stubs
+        return factory.GetPrototype(descriptor)
     return get_class(descriptor)
 
 

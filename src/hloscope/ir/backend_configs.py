@@ -32,7 +32,10 @@ def _gemm_config(inst: Instruction) -> dict[str, Any]:
 def gemm_result_shape(inst: Instruction) -> ArrayShape:
     """The gemm's result: its shape, or the first element of a (result, workspace) tuple."""
     shape = inst.shape
-    return shape.elements[0] if isinstance(shape, TupleShape) else shape
+    result = shape.elements[0] if isinstance(shape, TupleShape) else shape
+    if not isinstance(result, ArrayShape):
+        raise UnsupportedCustomCallError(f"{inst.custom_call_target}: its result {result} is not an array")
+    return result
 
 
 _EPILOGUES = {"DEFAULT": (False, False), "BIAS": (True, False), "RELU": (False, True),

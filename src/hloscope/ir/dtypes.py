@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["PrimitiveType", "PRIMITIVE_TYPES", "primitive_type", "dtype_of", "type_name_of"]
 
@@ -40,7 +41,7 @@ class PrimitiveType:
         return max(1, (self.bits + 7) // 8) if self.is_array_type else 0
 
 
-def _t(name: str, bits: int, kind: str, dtype: object) -> PrimitiveType:
+def _t(name: str, bits: int, kind: str, dtype: npt.DTypeLike | None) -> PrimitiveType:
     return PrimitiveType(name, bits, kind, None if dtype is None else np.dtype(dtype))
 
 

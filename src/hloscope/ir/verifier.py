@@ -23,7 +23,7 @@ declared shape XLA's parser replaces), the finding is a warning, not an error.
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -223,7 +223,7 @@ class _Verifier:
             return
         undefined = [o.name for o in (*inst.operands, *inst.control_predecessors) if id(o) not in members]
         if undefined:
-            self.error(f"uses {', '.join(undefined)}, not defined in computation {inst.computation.name}")
+            self.error(f"uses {', '.join(undefined)}, not defined in computation {inst.computation.name if inst.computation else '?'}")
             return
         for key in CALLED_COMPUTATION_ATTRS:
             value = inst.attrs.get(key)
@@ -262,7 +262,7 @@ class _Verifier:
 
     # --- called computations -----------------------------------------------------------------
     def expect_signature(self, inst: Instruction, comp: Computation, role: str,
-                         params: list[Shape], result: Shape | None, severity: str = "error") -> None:
+                         params: Sequence[Shape], result: Shape | None, severity: str = "error") -> None:
         """Report when ``comp`` does not take ``params`` (and return ``result``, if given)."""
         got = _params(comp)
         ok = len(got) == len(params) and all(same_shape(a, b) for a, b in zip(got, params, strict=True))

@@ -103,5 +103,5 @@ def lower(case: Case, *inputs: Any) -> Any:
     import jax
 
     with jax.enable_x64(True) if case.x64 else contextlib.nullcontext():
-        target = case.fn if case.mode == "pmapped" else jax.jit(case.fn, **case.jit_options())
+        target: Any = case.fn if case.mode == "pmapped" else jax.jit(case.fn, **case.jit_options())
         return target.lower(*(inputs or case.inputs()))

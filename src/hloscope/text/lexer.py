@@ -51,14 +51,15 @@ class TokenStream:
 
     def offset(self, i: int) -> int:
         """Source offset of token ``i`` (computed for all tokens on first call)."""
-        if self._offsets is None:
+        offsets = self._offsets
+        if offsets is None:
             import numpy as np
 
             lens = np.fromiter((len(w) + len(t) for w, t in self._pairs), dtype=np.int64, count=len(self._pairs))
             ws_lens = np.fromiter((len(w) for w, _ in self._pairs), dtype=np.int64, count=len(self._pairs))
             ends = np.cumsum(lens)
-            self._offsets = (ends - lens + ws_lens).tolist()
-        return self._offsets[min(i, len(self._offsets) - 1)]
+            offsets = self._offsets = (ends - lens + ws_lens).tolist()
+        return offsets[min(i, len(offsets) - 1)]
 
     def span(self, i: int, j: int | None = None) -> Span:
         """Span from the start of token ``i`` to the end of token ``j`` (default: token i)."""

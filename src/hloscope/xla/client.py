@@ -683,6 +683,8 @@ def lower_jax(
         options = {"xla_dump_to": d, "xla_dump_hlo_as_text": True} if dump else {}
         compiled = lowered.compile(compiler_options=options) if options else lowered.compile()
         post = compiled.as_text()
+        if post is None:  # jax returns None when the backend cannot print the executable
+            raise XlaCompileError("XLA compiled the function but gave no HLO text for it")
         dump_files = _read_dump(d) if dump else {}
         outputs = compiled(*args) if mode == "jit" else wrapped(*args)
         jax.block_until_ready(outputs)

@@ -292,7 +292,7 @@ def leaves_of(value: Any, prefix: tuple[int, ...] = ()) -> Iterator[tuple[tuple[
         yield prefix, np.asarray(value)
 
 
-def _as_float(a: np.ndarray) -> np.ndarray:
+def _as_float(a: np.ndarray) -> Any:
     return a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -155,7 +155,7 @@ class Generator:
         return True
 
     # --- sub-computations ------------------------------------------------------------------------
-    def sub(self, stem: str, params: list[Shape], body: Callable[[CompBuilder, list[str]], str]) -> str:
+    def sub(self, stem: str, params: Sequence[Shape], body: Callable[[CompBuilder, list[str]], str]) -> str:
         c = CompBuilder(self, self.fresh(stem), entry=False)
         names = [c.add("parameter", s, [], number=k) for k, s in enumerate(params)]
         root = body(c, names)

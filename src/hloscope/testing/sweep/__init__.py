@@ -163,13 +163,16 @@ def check_memory(art: Artifacts) -> list[str]:
     ):
         if ours != theirs:
             bad.append(f"{key} ours={ours} xla={theirs}")
-    ours_peak = sorted((e.instruction, e.index, e.bytes) for e in r.buffer_assignment.peak.entries)
+    ours_ba = r.buffer_assignment
+    if ours_ba is None or ours_ba.peak is None:  # analyze_memory always fills both
+        return bad + ["memory: the analysis gave no buffer assignment or peak"]
+    ours_peak = sorted((e.instruction, e.index, e.bytes) for e in ours_ba.peak.entries)
     theirs_peak = sorted((e.instruction, e.index, e.bytes) for e in ba.peak.entries)
     if ours_peak != theirs_peak:
         extra = sorted(set(ours_peak) - set(theirs_peak))[:3]
         missing = sorted(set(theirs_peak) - set(ours_peak))[:3]
         bad.append(f"memory.peak_buffers extra={extra} missing={missing}")
-    if _temp_offsets(r.buffer_assignment) != _temp_offsets(ba):
+    if _temp_offsets(ours_ba) != _temp_offsets(ba):
         bad.append("memory.temp_offsets")
     if r.temp_lower_bound > r.temp_bytes:
         bad.append(f"memory.lower_bound {r.temp_lower_bound} > {r.temp_bytes}")

@@ -375,7 +375,11 @@ def _control_cases() -> list[Case]:
     from jax import lax
 
     def scan_rnn(h, xs, w):
-        return lax.scan(lambda h, x: (jnp.tanh(h @ w + x),) * 2, h, xs)
+        def step(h, x):
+            y = jnp.tanh(h @ w + x)
+            return y, y
+
+        return lax.scan(step, h, xs)
 
     def scan_reverse_unroll(xs):
         return lax.scan(lambda c, x: (c * 0.5 + x, c.sum()), jnp.zeros(xs.shape[1:]), xs, reverse=True, unroll=2)
