@@ -167,3 +167,44 @@ def test_get_tuple_elements_of_a_wide_tuple_split_it_once(monkeypatch):
         g = next(x for x in df.module.entry.instructions if x.name == f"g{i}")
         assert df.value_set(g) == df.value_set(p, (i,))
         assert [u[0].name for u in df.value_set(p)[0].uses].count(f"g{i}") == 1
+
+
+ASYNC_COLLECTIVES = """HloModule m, replica_count=2
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY e {
+  p = f32[4]{0} parameter(0)
+  ars = f32[4]{0} all-reduce-start(p), replica_groups={{0,1}}, to_apply=add
+  ard = f32[4]{0} all-reduce-done(ars)
+  ags = (f32[4]{0}, f32[8]{0}) all-gather-start(ard), replica_groups={{0,1}}, dimensions={0}
+  agd = f32[8]{0} all-gather-done(ags)
+  cps = (f32[8]{0}, f32[8]{0}, u32[], u32[]) collective-permute-start(agd), source_target_pairs={{0,1},{1,0}}
+  ROOT cpd = f32[8]{0} collective-permute-done(cps)
+}
+"""
+
+
+def test_async_collectives_forward_operands_and_destinations():
+    # Note [Async collectives]: XLA's dataflow, not a fresh value at every index.
+    import hloscope
+    from hloscope.analysis.memory.dataflow import analyze_dataflow
+
+    m = hloscope.parse(ASYNC_COLLECTIVES)
+    df = analyze_dataflow(m)
+    inst = {i.name: i for i in m.entry.instructions}
+
+    def defined(name, index=()):
+        (v,) = df.value_set(inst[name], index)
+        return v.instruction.name, v.index
+
+    assert defined("ard") == ("ars", ())
+    assert defined("ags", (0,)) == ("ars", ())
+    assert defined("agd") == ("ags", (1,))
+    assert defined("cps", (0,)) == ("ags", (1,))
+    assert defined("cpd") == ("cps", (1,))
+    assert {(v.instruction.name, v.index) for v in df.values if v.instruction.name in ("ard", "agd", "cpd")} == set()

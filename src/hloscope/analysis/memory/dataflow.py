@@ -273,6 +273,50 @@ def _copy_done(b: _Builder, inst: object) -> ValueSets:
     return _sub(b.operand_sets(inst, 0), (0,))
 
 
+def _define_where(b: _Builder, inst: object, keep: Callable[[ShapeIndex, object], bool]) -> ValueSets:
+    embedded = _is_embedded(b, inst)
+    return {idx: [b.new(inst, idx, shape, embedded=embedded)]
+            for idx, shape in _indices(inst.shape) if keep(idx, shape)}  # type: ignore[attr-defined]
+
+
+# Note [Async collectives]: a start's operand slot {0} holds the operands' own values and its
+# destination {1} is defined by the start; the done's result is the start's destination (an
+# all-reduce-done its operand), as in XLA's HloDataflowAnalysis. Defining fresh values there
+# made phantom buffers the size of every operand and result.
+@_rule(Opcode.ALL_REDUCE_DONE)
+def _all_reduce_done(b: _Builder, inst: object) -> ValueSets:
+    return dict(b.operand_sets(inst, 0))
+
+
+@_rule(Opcode.ALL_GATHER_START)
+def _all_gather_start(b: _Builder, inst: object) -> ValueSets:
+    out = _define_where(b, inst, lambda idx, shape: shape.is_tuple or idx[:1] == (1,))  # type: ignore[attr-defined]
+    n = len(inst.operands)  # type: ignore[attr-defined]
+    for i in range(n):
+        out.update(_sub(b.operand_sets(inst, i), (), (0,) if n == 1 else (0, i)))
+    return out
+
+
+@_rule(Opcode.COLLECTIVE_PERMUTE_START)
+def _collective_permute_start(b: _Builder, inst: object) -> ValueSets:
+    out = _define_where(b, inst, lambda idx, shape: idx[:1] != (0,))
+    operands = inst.operands  # type: ignore[attr-defined]
+    if len(operands) > 1 and len(operands) != 4:  # several operands, not the in-place form
+        for k in range(len(operands)):
+            out.update(_sub(b.operand_sets(inst, k), (), (0, k)))
+    else:
+        out.update(_sub(b.operand_sets(inst, 0), (), (0,)))
+    return out
+
+
+@_rule(Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE)
+def _done_of_destination(b: _Builder, inst: object) -> ValueSets:
+    out = b.element_sets(b.operand_sets(inst, 0), 1)
+    if inst.shape.is_tuple:  # type: ignore[attr-defined]
+        out[()] = [b.new(inst, (), inst.shape, embedded=_is_embedded(b, inst))]  # type: ignore[attr-defined]
+    return out
+
+
 @_rule(Opcode.ASYNC_START)
 def _async_start(b: _Builder, inst: object) -> ValueSets:
     # XLA's async-start defines its tuples, its result {1} (inside the wrapped computation,
