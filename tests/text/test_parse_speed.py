@@ -222,6 +222,24 @@ ENTRY %e (p: (f32[2]{0}, (s32[], ()), f32[], f32[], f32[], /*index=5*/f32[3])) -
   ROOT %t = (s32[], ()) tuple()
 }
 """,
+    # Attribute texts repeated word for word, references included (read once, resolved each).
+    "repeated references": """HloModule m
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %r = f32[] add(%a, %b)
+}
+
+ENTRY %e {
+  %x = f32[2] parameter(0)
+  %c = f32[] constant(0)
+  %s = f32[] reduce(%x, %c), dimensions={0}, to_apply=%add
+  %t = f32[] reduce(%x, %c), dimensions={0}, to_apply=%add, control-predecessors={%s}
+  %u = f32[] reduce(%x, %c), dimensions={0}, to_apply=%add, control-predecessors={%s}
+  ROOT %v = (f32[], f32[], f32[]) tuple(%s, %t, %u)
+}
+""",
     # Wide untyped operand lists: with and without '%', with and without /*index=N*/.
     "wide operand lists": "HloModule m\n\nENTRY %e {\n"
     + "".join(f"  %p{i} = f32[] parameter({i})\n" for i in range(12))
@@ -242,6 +260,10 @@ def test_line_path_reads_these_forms_like_the_token_parser(form: str) -> None:
     fast = _line_parse(text)
     assert fast is not None, "the line path fell back to the token parser"
     _assert_same(fast, _token_parse(text))
+    if form == "repeated references":
+        t, u = fast.entry.instructions[3:5]
+        assert t.attrs["to_apply"] is u.attrs["to_apply"] is fast.computations[0]
+        assert t.control_predecessors == u.control_predecessors and t.control_predecessors is not u.control_predecessors
 
 
 @pytest.mark.parametrize("line", [

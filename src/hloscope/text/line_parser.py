@@ -158,7 +158,7 @@ class LineParser:
         self.fixups: list[tuple[Instruction, str, Any]] = []
         # Attribute texts read so far (see _attributes): metadata, and the rest of the text.
         self.metadata: dict[str, OpMetadata] = {}
-        self.attribute_texts: dict[str, tuple[dict[str, Any], bool]] = {}
+        self.attribute_texts: dict[str, tuple[dict[str, Any], bool, list[tuple[str, Any]]]] = {}
         self.saw_percent = False
         self.saw_typed = False
         self.saw_untyped = False
@@ -549,8 +549,8 @@ class LineParser:
         The attributes of most instructions repeat those of others word for word (an LLM module
         has a tenth as many distinct attribute texts, metadata included, as instructions), so
         each distinct text is read once and its values are shared, as the values cache already
-        shares them: every value type is immutable, and references to computations or
-        instructions, which are not, are never cached."""
+        shares them: every value type is immutable. References to computations and control
+        predecessors are kept as names and resolved for each instruction."""
         metadata = None
         # XLA writes metadata last; when it is one flat braced group (what the lexer reads as
         # one _FLAT_ATTR token: one '{', one '}', whole strings without escapes) it is split
@@ -568,30 +568,34 @@ class LineParser:
         if attr_text:
             known = self.attribute_texts.get(attr_text)
             if known is None:
-                values, pred_names, percent = self._read_attributes(inst, attr_text)
-            else:
-                values, percent = known
+                known = self._read_attributes(attr_text)
+            values, percent, references = known
             if attrs and not attrs.keys().isdisjoint(values):
                 raise _Bail
             attrs.update(values)
             if percent:
                 self.saw_percent = True
+            for key, names in references:
+                if key == "control-predecessors":
+                    pred_names = names
+                    attrs[key] = []  # filled in when the computation's names are known
+                else:
+                    self.fixups.append((inst, key, names))
         if metadata is not None:
             if "metadata" in attrs:
                 raise _Bail
             attrs["metadata"] = metadata
         return pred_names
 
-    def _read_attributes(self, inst: Instruction, attr_text: str) -> tuple[dict[str, Any], list[str] | None, bool]:
-        """The values of an attribute text, the control predecessors' names, and whether a name
-        was written with '%'; the values are cached by the text unless they refer to
-        computations or instructions."""
-        pred_names: list[str] | None = None
+    def _read_attributes(self, attr_text: str) -> tuple[dict[str, Any], bool, list[tuple[str, Any]]]:
+        """The values of an attribute text (names standing for the computations and
+        instructions it refers to), whether a name was written with '%', and those references;
+        cached by the text."""
         covered = 0
         percent = False
-        cacheable = True
         values = self.values
         out: dict[str, Any] = {}
+        references: list[tuple[str, Any]] = []
         for key, value in LINE_ATTRIBUTE_RE.findall(attr_text):
             covered += len(key) + len(value) + 3
             if key in out:
@@ -603,14 +607,9 @@ class LineParser:
             if hit is None:
                 kind = ATTRIBUTE_KINDS.get(key, "raw")
                 if kind in _COMPUTATION_KINDS or key == "control-predecessors":
-                    cacheable = False
                     refs = self._references(kind, value)
-                    if key == "control-predecessors":
-                        pred_names = refs  # type: ignore[assignment]
-                        out[key] = []
-                    else:
-                        self.fixups.append((inst, key, refs))
-                        out[key] = refs
+                    references.append((key, refs))
+                    out[key] = refs
                     continue
                 hit = self._value(kind, key, value)
             if hit[1]:
@@ -618,9 +617,8 @@ class LineParser:
             out[key] = hit[0]
         if covered != len(attr_text):
             raise _Bail
-        if cacheable:
-            self.attribute_texts[attr_text] = (out, percent)
-        return out, pred_names, percent
+        known = self.attribute_texts[attr_text] = (out, percent, references)
+        return known
 
     def _typed_operands(self, args: str) -> list[str]:
         """The names of an operand list whose operands may be written with their shapes."""
