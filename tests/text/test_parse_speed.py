@@ -417,3 +417,19 @@ def test_module_lines_in_xla_spacing_skip_the_token_parser(monkeypatch: pytest.M
     m = _line_parse(text)
     assert m is not None and len(m.attrs["entry_computation_layout"].parameters) == 6
     assert not [c for c in calls if "layout" in c or "alias" in c]
+
+
+def test_the_line_parser_still_builds_instructions_slot_by_slot() -> None:
+    # If this fails, Instruction's slots changed: the line parser now calls its constructor (a
+    # twentieth slower on LLM modules); fill the new slot in LineParser._computation and update
+    # INSTRUCTIONS_SLOT_BY_SLOT.
+    assert parser_module.INSTRUCTIONS_SLOT_BY_SLOT
+
+
+def test_the_line_parser_reads_the_same_with_the_constructor(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _NEW_FORMS["repeated references"]
+    slot_by_slot = _line_parse(text)
+    monkeypatch.setattr(parser_module, "INSTRUCTIONS_SLOT_BY_SLOT", False)
+    constructed = _line_parse(text)
+    assert slot_by_slot is not None and constructed is not None
+    _assert_same(slot_by_slot, constructed)

@@ -53,7 +53,7 @@ from hloscope.text.token_parser import (  # noqa: E402  (the token parser is thi
     is_int,
 )
 
-__all__ = ["LineParser"]
+__all__ = ["LineParser", "INSTRUCTIONS_SLOT_BY_SLOT"]
 
 
 # --- The line parser ---------------------------------------------------------------------------
@@ -111,6 +111,12 @@ class _OffsetSpan(tuple):  # type: ignore[type-arg]
 
 
 _new_tuple = tuple.__new__
+
+#: Whether the line parser builds instructions slot by slot, without a constructor call (which
+#: was a twentieth of the load time of XLA's LLM modules): only while ``Instruction`` has exactly
+#: the slots it fills, so a new slot makes it call the constructor again (and a test fail).
+INSTRUCTIONS_SLOT_BY_SLOT = Instruction.__slots__ == (
+    "name", "opcode", "shape", "operands", "attrs", "computation", "span")
 
 
 def _token_parser(text: str) -> TokenParser:
@@ -401,7 +407,9 @@ class LineParser:
         k += 1
         instructions: list[Instruction] = []
         names: dict[str, Instruction] = {}
-        later: list[tuple[Instruction, Any]] = []  # instructions written before an operand
+        later: list[tuple[int, Any]] = []  # instructions written before an operand
+        slot_by_slot = INSTRUCTIONS_SLOT_BY_SLOT
+        new_instruction = object.__new__
         operand = names.__getitem__
         pending_preds: list[tuple[Instruction, list[str]]] = []
         followers: list[Instruction] = []
@@ -474,11 +482,20 @@ class LineParser:
                 try:  # XLA writes operands before their users: resolved now, but for the rare others
                     operands = list(map(operand, operand_names))
                 except KeyError:
-                    operands = None
-                inst = Instruction(name, opcode, shape, operands, attrs,  # type: ignore[arg-type]
-                                   span=_new_tuple(_OffsetSpan, (source, off + start, off + end)))
-                if operands is None:
-                    later.append((inst, operand_names))
+                    operands = []
+                    later.append((len(instructions), operand_names))
+                inst_span = _new_tuple(_OffsetSpan, (source, off + start, off + end))
+                if slot_by_slot:
+                    inst = new_instruction(Instruction)
+                    inst.name = name
+                    inst.opcode = opcode
+                    inst.shape = shape
+                    inst.operands = operands
+                    inst.attrs = attrs
+                    inst.computation = None
+                    inst.span = inst_span
+                else:
+                    inst = Instruction(name, opcode, shape, operands, attrs, span=inst_span)  # type: ignore[arg-type]
                 if attr_text:
                     pred_names = self._attributes(inst, attrs, attr_text)
                     if pred_names is not None:
@@ -504,8 +521,8 @@ class LineParser:
             self.saw_untyped = True
         if not instructions:
             raise _Bail
-        for inst, operand_names in later:
-            inst.operands = list(map(operand, operand_names))
+        for i, operand_names in later:
+            instructions[i].operands = list(map(operand, operand_names))
         for inst in followers:
             if async_operand_problem(inst):
                 raise _Bail
