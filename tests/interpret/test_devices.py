@@ -181,3 +181,36 @@ def test_source_target_pairs_validation():
         D.resolve_source_target_pairs([(0, 1), (2, 1)], True, 1, 4)
     with pytest.raises(InterpretError, match="repeat source ids"):
         D.resolve_source_target_pairs([(0, 1), (0, 2)], True, 1, 4)
+
+
+def test_both_executors_sit_behind_one_interface() -> None:
+    """Note [Executors]: run() picks an executor; each runs the same module to the same values."""
+    from hloscope.interpret.evaluator import RunOptions
+    import numpy as np
+
+    import hloscope
+    from hloscope.interpret.executor import LOCKSTEP, PER_DEVICE, Executor, choose_executor
+
+    executors: list[Executor] = [PER_DEVICE, LOCKSTEP]
+
+    text = """HloModule m, replica_count=4
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[3] parameter(0)
+  r = f32[3] all-reduce(p), replica_groups={{0,1},{2,3}}, to_apply=sum
+  ROOT m = f32[3] multiply(r, p)
+}"""
+    module = hloscope.parse(text)
+    assert choose_executor(module, RunOptions(), 4) is LOCKSTEP
+    assert choose_executor(module, RunOptions(mode="per-device"), 4) is PER_DEVICE
+    outs = []
+    for executor in executors:
+        args = [[np.full(3, k + 1, np.float32)] for k in range(4)]
+        outs.append(executor.run(module, args, 4, 1, RunOptions()))
+    for a, b in zip(*outs, strict=True):
+        assert np.array_equal(a, b)
+    assert [float(o[0]) for o in outs[0]] == [3, 6, 21, 28]

@@ -69,5 +69,7 @@ def test_channel_ids_without_global_device_ids_are_replicas_as_on_xla() -> None:
     for o, t in zip(ours, theirs, strict=True):
         assert np.array_equal(o, np.asarray(t))
     assert [float(o[0]) for o in ours] == [3, 3, 7, 7]
-    with pytest.raises(Exception):  # XLA refuses the partitions reading: replica id 2 of 1
+    from hloscope.errors import XlaCompileError
+
+    with pytest.raises(XlaCompileError, match="replica_id < replica_count"):  # the partitions reading
         client.compile_and_run(CHANNEL_NO_GLOBAL_IDS, xs, replicas=1, partitions=4)

@@ -35,7 +35,6 @@ import numpy as np
 
 from hloscope.interpret import complex_ops
 from hloscope.interpret.converts import bitcast_convert, convert, reduce_precision
-from hloscope.interpret.float_env import daz, ftz, keeps_denormals
 from hloscope.interpret.dtype_bits import (
     E8M0,
     FNUZ,
@@ -56,6 +55,7 @@ from hloscope.interpret.dtype_bits import (
     unsigned_bits,
     wrap_to,
 )
+from hloscope.interpret.float_env import daz, ftz, keeps_denormals
 
 __all__ = [
     "UNARY",

@@ -1,7 +1,8 @@
 """``run``: evaluate a module on one device or on a grid of replicas x partitions.
 
-Devices run per device through the driver (driver.py, Note [Cooperative devices]), with the
-collective handlers of collective_handlers.py, or all at once in lockstep (lockstep.py).
+Devices run through an executor (executor.py, Note [Executors]): per device through the
+driver (driver.py, Note [Cooperative devices]), with the collective handlers of
+collective_handlers.py, or all at once in lockstep (lockstep.py).
 """
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InputError
-from hloscope.interpret import float_env, lockstep, spmd
+from hloscope.interpret import float_env, spmd
 from hloscope.interpret.allocator import kept_freed_memory
-from hloscope.interpret.driver import drive
 from hloscope.interpret.evaluator import (
     EvalContext,
     RunOptions,
     evaluate,
     run_to_completion,
 )
+from hloscope.interpret.executor import choose_executor
 from hloscope.interpret.values import Value, coerce_input
 from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
@@ -143,26 +144,9 @@ def run(module: Module, inputs: Sequence[Any] = (), *, replicas: int | None = No
         args = _device_inputs(module, inputs, n)
         if donate:
             _hand_over(inputs)
-        if n > 1 and _use_lockstep(module, options):
-            return lockstep.run_lockstep(module, args, r, p, options)
-        shared: dict[str, Any] = {}
-        gens = [evaluate(EvalContext(module, options, devices.process_id(d, p), r, p, shared=shared),
-                         module.entry, args[d], donate=donate) for d in range(n)]
-        del args
-        results = drive(gens)
+        # Note [Executors]: where the devices' values live and how collectives meet.
+        results = choose_executor(module, options, n).run(module, args, r, p, options, donate=donate)
     return results[0] if n == 1 else results
-
-
-def _use_lockstep(module: Module, options: RunOptions) -> bool:
-    if options.mode == "per-device":
-        return False
-    if options.mode == "lockstep":
-        if options.hooks:
-            raise InputError("mode='lockstep' cannot run with hooks: hooks see per-device values")
-        if not lockstep.applies(module):
-            raise InputError("mode='lockstep' does not apply: the module calls an op with no lockstep rule")
-        return True
-    return not options.hooks and lockstep.applies(module)
 
 
 # --- global programs (Note [Global programs] in spmd.py) ---------------------------------------

@@ -1,0 +1,97 @@
+"""Devices behind one seam: where each device's arrays live and how collectives exchange them.
+
+Note [Executors]
+    The op semantics (handlers, the pure functions of elementwise.py, collectives.py, ...) know
+    nothing of where a device's values are. An ``Executor`` owns that: it holds each device's
+    arguments and intermediate values, evaluates the entry computation for every device, and
+    completes each collective rendezvous (``driver.Rendezvous``: the instruction, its groups,
+    one contribution per member and the pure ``combine`` of the group) by bringing the
+    members' contributions together and handing each member its share.
+
+    Two executors live in this process. ``PerDeviceExecutor`` runs one generator per device and
+    exchanges contributions in memory (driver.py, Note [Cooperative devices]); it runs every
+    module and observes hooks. ``LockstepExecutor`` holds all devices' values stacked along a
+    leading axis and runs each instruction once for all of them (lockstep.py, Note
+    [Lockstep]); it applies to modules whose ops all have stacked rules. An executor placing
+    devices in other processes or hosts would implement the same two methods, sending each
+    rendezvous' contributions where its group's members live; nothing in the op semantics
+    changes. ``choose_executor`` picks one for a run (``RunOptions.mode``).
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from hloscope.errors import InputError
+from hloscope.interpret import lockstep
+from hloscope.interpret.driver import drive
+from hloscope.interpret.evaluator import EvalContext, RunOptions, evaluate
+from hloscope.interpret.values import Value
+from hloscope.ir import Module
+from hloscope.ir import replica_groups as devices
+
+__all__ = ["Executor", "PerDeviceExecutor", "LockstepExecutor", "choose_executor"]
+
+
+class Executor(Protocol):
+    """Runs a module on a grid of devices (Note [Executors])."""
+
+    name: str
+
+    def applies(self, module: Module, options: RunOptions) -> bool:
+        """Whether this executor can run ``module`` with ``options``."""
+        ...
+
+    def run(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
+            options: RunOptions, *, donate: bool = False) -> list[Value]:
+        """Each device's root value, device index = replica * partitions + partition. ``args``
+        holds one argument list per device; with ``donate`` they may be consumed."""
+        ...
+
+
+class PerDeviceExecutor:
+    """One generator per device, collectives exchanged in memory (driver.py)."""
+
+    name = "per-device"
+
+    def applies(self, module: Module, options: RunOptions) -> bool:
+        return True
+
+    def run(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
+            options: RunOptions, *, donate: bool = False) -> list[Value]:
+        shared: dict[str, Any] = {}
+        gens = [evaluate(EvalContext(module, options, devices.process_id(d, partitions), replicas, partitions,
+                                     shared=shared), module.entry, args[d], donate=donate)
+                for d in range(replicas * partitions)]
+        args.clear()  # the generators hold each device's list now (Note [Donation])
+        return drive(gens)
+
+
+class LockstepExecutor:
+    """All devices at once, values stacked along a leading device axis (lockstep.py)."""
+
+    name = "lockstep"
+
+    def applies(self, module: Module, options: RunOptions) -> bool:
+        return not options.hooks and lockstep.applies(module)
+
+    def run(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
+            options: RunOptions, *, donate: bool = False) -> list[Value]:
+        return lockstep.run_lockstep(module, args, replicas, partitions, options)
+
+
+PER_DEVICE = PerDeviceExecutor()
+LOCKSTEP = LockstepExecutor()
+
+
+def choose_executor(module: Module, options: RunOptions, num_devices: int) -> Executor:
+    """The executor of a run: ``options.mode`` "per-device" or "lockstep" (an error when it
+    cannot run the module), or "auto": lockstep for several devices where it applies."""
+    if options.mode == "per-device" or num_devices == 1:
+        return PER_DEVICE
+    if options.mode == "lockstep":
+        if options.hooks:
+            raise InputError("mode='lockstep' cannot run with hooks: hooks see per-device values")
+        if not lockstep.applies(module):
+            raise InputError("mode='lockstep' does not apply: the module calls an op with no lockstep rule")
+        return LOCKSTEP
+    return LOCKSTEP if LOCKSTEP.applies(module, options) else PER_DEVICE
