@@ -102,7 +102,10 @@ def lex(source: Source) -> TokenStream:
 # the fast path cuts at is a token boundary of `lex`. Lines that are only a `//` comment are
 # skipped, as the lexer skips them.
 # Values whose meaning needs the grammar (shapes, attribute values) are decoded by the token
-# parser on just their own text and cached by that text.
+# parser on just their own text and cached by that text; the forms an LLM module repeats by the
+# thousand (simple and tuple shapes, untyped operand lists, computation heads, the HloModule
+# line's layouts and aliases, stack frame rows, whole attribute texts) are read by the patterns
+# below and cached too. benchmarks/parse.py --paths says where the line path gave up.
 _LF_STRING = r'"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"'
 _LF_NAME = r"%?[A-Za-z_][A-Za-z0-9_.\-]*+"  # XLA's identifiers: ASCII, no leading digit
 _LF_INDEX = r"/\*index=[0-9]+\*/"
