@@ -185,10 +185,10 @@ def test_source_target_pairs_validation():
 
 def test_both_executors_sit_behind_one_interface() -> None:
     """Note [Executors]: run() picks an executor; each runs the same module to the same values."""
-    from hloscope.interpret.evaluator import RunOptions
     import numpy as np
 
     import hloscope
+    from hloscope.interpret.evaluator import RunOptions
     from hloscope.interpret.executor import LOCKSTEP, PER_DEVICE, Executor, choose_executor
 
     executors: list[Executor] = [PER_DEVICE, LOCKSTEP]
