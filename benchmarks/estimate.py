@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import sys
 import time
@@ -249,17 +250,24 @@ class Row:
 
 def _best_time(fn: Callable[[], Any], budget: float, clock: Callable[[], float],
                min_runs: int = 3, max_runs: int = 200) -> tuple[float, int]:
-    """Best time of ``fn()`` by ``clock`` over at least ``min_runs`` calls, more while within budget."""
+    """Time of ``fn()`` by ``clock`` over at least ``min_runs`` samples, more while within budget:
+    the best wall time, or the median CPU time over samples that each span enough calls to make
+    a scheduler tick's error small (as ``hloscope.xla.calibrate`` times its kernels)."""
+    from hloscope.xla.calibrate import CPU_SAMPLE_SECONDS
+
+    t0 = time.perf_counter()
     fn()  # warm up: first-run allocations, thread-pool start
-    best = float("inf")
+    per_sample = 1
+    if clock is time.process_time:
+        per_sample = max(1, math.ceil(CPU_SAMPLE_SECONDS / max(time.perf_counter() - t0, 1e-6)))
+    times = []
     start = time.perf_counter()
-    runs = 0
-    while runs < min_runs or (time.perf_counter() - start < budget and runs < max_runs):
+    while len(times) < min_runs or (time.perf_counter() - start < budget and len(times) < max_runs):
         t0 = clock()
-        fn()
-        best = min(best, clock() - t0)
-        runs += 1
-    return best, runs
+        for _ in range(per_sample):
+            fn()
+        times.append((clock() - t0) / per_sample)
+    return (statistics.median(times) if clock is time.process_time else min(times)), len(times) * per_sample
 
 
 @dataclass

@@ -130,12 +130,17 @@ ENTRY e {
 
 def test_cpu_model_uses_loop_rates() -> None:
     """Note [The XLA:CPU model]: transcendentals at their own rate, strided copies at theirs."""
-    cpu = load_hardware("cpu")
+    bundled = load_hardware("cpu")
+    assert bundled.cpu_rates is not None
+    # Without the cache speed-up first: every loop streams at memory_bandwidth.
+    cpu = dataclasses.replace(bundled, cpu_rates=dataclasses.replace(bundled.cpu_rates, cached_bandwidth=0.0))
     rates = cpu.cpu_rates
-    assert rates is not None
     loop = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), cpu)
     compute = 2 * 1048576 / rates.transcendentals
     memory = 2 * 4 * 1048576 / cpu.memory_bandwidth
+    # With it, the 8 MiB this loop moves stream between the cached and the memory rate.
+    cached = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), bundled).memory_seconds
+    assert 2 * 4 * 1048576 / bundled.cpu_rates.cached_bandwidth < cached < memory
     assert loop.compute_seconds == pytest.approx(compute)
     assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead)
     # The same module on a profile without cpu_rates: transcendentals at the matmul peak.
@@ -200,6 +205,63 @@ def test_cpu_model_families_run_at_their_own_rates() -> None:
                         ("topk", "topk_elements")]:
         slow = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, **{field: getattr(r, field) / 2}))
         assert _compute(_FAMILIES[name], slow) == pytest.approx(2 * _compute(_FAMILIES[name], cpu), rel=0.05)
+
+
+SOFTMAX_FUSION = """HloModule s
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+fused {
+  p = f32[256,1024]{1,0} parameter(0)
+  e = f32[256,1024]{1,0} exponential(p)
+  z = f32[] constant(0)
+  s = f32[256]{0} reduce(e, z), dimensions={1}, to_apply=add
+  b = f32[256,1024]{1,0} broadcast(s), dimensions={0}
+  ROOT d = f32[256,1024]{1,0} divide(e, b)
+}
+ENTRY e {
+  x = f32[256,1024]{1,0} parameter(0)
+  ROOT f = f32[256,1024]{1,0} fusion(x), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_cpu_model_counts_producers_each_loop_evaluates() -> None:
+    """Note [Recomputed producers]: the exp feeds the reduction's loop and the root's, so it runs
+    twice, though XLA's cost analysis counts it once."""
+    cpu = load_hardware("cpu")
+    r = cpu.cpu_rates
+    assert r is not None
+    module = hloscope.parse(SOFTMAX_FUSION)
+    cost = hloscope.cost(module).total
+    n = 256 * 1024
+    assert cost.transcendentals == n
+    once = cost.flops / r.elementwise_flops + n / r.transcendentals
+    assert estimate_time(module, cpu).compute_seconds == pytest.approx(once + n / r.transcendentals)
+
+
+FRESH = """HloModule f
+ENTRY e {
+  x = f32[8388608]{0} parameter(0)
+  ROOT y = f32[8388608]{0} negate(x)
+}
+"""
+SMALL = FRESH.replace("8388608", "4194304")
+
+
+def test_cpu_model_large_results_pay_for_fresh_pages() -> None:
+    """A top-level result of 32 MiB is mapped anew on every run; a smaller one is not."""
+    cpu = load_hardware("cpu")
+    r = cpu.cpu_rates
+    assert r is not None and r.fresh_page_bandwidth > 0
+    without = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, fresh_page_bandwidth=0.0))
+    large = estimate_time(hloscope.parse(FRESH), cpu).memory_seconds
+    assert large - estimate_time(hloscope.parse(FRESH), without).memory_seconds == pytest.approx(
+        4 * 8388608 / r.fresh_page_bandwidth)
+    small = hloscope.parse(SMALL)
+    assert estimate_time(small, cpu).memory_seconds == estimate_time(small, without).memory_seconds
 
 
 # One instruction of each kind the estimate models differently, at a size n (Note [The XLA:CPU

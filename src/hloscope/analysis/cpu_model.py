@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import math
 
-from hloscope.analysis.cost import Cost, transpose_is_bitcast
-from hloscope.analysis.hardware import CACHED_DOT_BYTES, LARGE_DOT_BYTES, CpuRates, HardwareSpec
+from hloscope.analysis.cost import ELEMENTWISE, TRANSCENDENTAL, Cost, transpose_is_bitcast
+from hloscope.analysis.hardware import (
+    CACHED_DOT_BYTES,
+    CACHED_STREAM_BYTES,
+    FRESH_BUFFER_BYTES,
+    LARGE_DOT_BYTES,
+    LARGE_STREAM_BYTES,
+    CpuRates,
+    HardwareSpec,
+)
 from hloscope.ir import ArrayShape, Computation, Instruction, Opcode
 
 __all__ = ["MATH_OPS", "cpu_seconds", "math_dtype"]
@@ -57,6 +65,11 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -
     else:
         # An emitted loop: vectorised arithmetic, plus the per-element index work of gathers
         # and the per-window-element walk of reduce-windows, which do not vectorise.
+        if inst.opcode is Opcode.FUSION:
+            # Note [Recomputed producers]
+            again_flops, again_transcendentals = _recomputed(inst.attrs["calls"])
+            flops += again_flops
+            transcendentals += again_transcendentals
         compute = flops / rates.elementwise_flops + transcendentals / rates.transcendentals
         for i in body:
             if i.opcode is Opcode.GATHER:
@@ -64,9 +77,72 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -
             elif i.opcode is Opcode.REDUCE_WINDOW:
                 window = math.prod(d.size for d in i.attrs["window"].dimensions)
                 compute += _elements_of(i) * window / rates.reduce_window_elements
+    nbytes = max(c.bytes_accessed, 0)
     strided = any(_changes_physical_order(i) for i in body)
-    bandwidth = rates.transpose_bandwidth if strided else hw.memory_bandwidth
-    return compute, max(c.bytes_accessed, 0) / bandwidth
+    if math_ops and not grouped:
+        # A library kernel blocks its operands for the caches and prefetches the next block:
+        # it reads at the cache-resident rate, not at an emitted loop's streaming rate.
+        bandwidth = max(rates.cached_bandwidth, hw.memory_bandwidth)
+    else:
+        bandwidth = rates.transpose_bandwidth if strided else _stream_rate(hw, rates, nbytes)
+    memory = nbytes / bandwidth
+    if rates.fresh_page_bandwidth > 0:
+        memory += _fresh_bytes(inst) / rates.fresh_page_bandwidth
+    return compute, memory
+
+
+def _fresh_bytes(inst: Instruction) -> int:
+    """Bytes of ``inst``'s result written to freshly mapped pages: its large arrays, when it runs
+    once per step at the top level (inside a loop the same buffers serve every trip)."""
+    comp = inst.computation
+    if comp is None or not comp.is_entry:
+        return 0
+    return sum(s.byte_size() for _, s in inst.shape.leaves()
+               if isinstance(s, ArrayShape) and s.byte_size() >= FRESH_BUFFER_BYTES)
+
+
+def _stream_rate(hw: HardwareSpec, rates: CpuRates, nbytes: float) -> float:
+    """Bytes/s of a loop moving ``nbytes``: ``memory_bandwidth`` past the caches, up to
+    ``cached_bandwidth`` for a working set that stays in them (log-interpolated between)."""
+    large, cached = hw.memory_bandwidth, rates.cached_bandwidth
+    if cached <= large or nbytes >= LARGE_STREAM_BYTES:
+        return large
+    if nbytes <= CACHED_STREAM_BYTES:
+        return cached
+    w = math.log(LARGE_STREAM_BYTES / nbytes) / math.log(LARGE_STREAM_BYTES / CACHED_STREAM_BYTES)
+    return large * (cached / large) ** w
+
+
+def _recomputed(fused: Computation) -> tuple[float, float]:
+    """(FLOPs, transcendentals) a fusion evaluates beyond what the cost analysis counts.
+
+    Note [Recomputed producers]
+        XLA's cost analysis counts each fused instruction once, but a fusion holding reductions
+        runs one loop per reduction plus one for its root, and an elementwise producer read by
+        several of those loops is evaluated in each (softmax's exp feeds the sum and the
+        normalised output: evaluated twice, and timed so). An instruction's loops are the
+        reductions and the root its values flow into without passing through another reduction.
+    """
+    users: dict[Instruction, list[Instruction]] = {}
+    for i in fused.instructions:
+        for o in i.operands:
+            users.setdefault(o, []).append(i)
+    loops: dict[Instruction, frozenset[Instruction]] = {}
+    for i in reversed(fused.instructions):  # users come after their operands
+        heads: set[Instruction] = {i} if i is fused.root else set()
+        for u in users.get(i, ()):
+            heads |= {u} if u.opcode is Opcode.REDUCE else loops.get(u, frozenset())
+        loops[i] = frozenset(heads)
+    flops = transcendentals = 0.0
+    for i in fused.instructions:
+        extra = len(loops[i]) - 1
+        if extra <= 0 or i.opcode not in ELEMENTWISE or not isinstance(i.shape, ArrayShape):
+            continue
+        if i.opcode in TRANSCENDENTAL:
+            transcendentals += extra * i.shape.element_count
+        else:
+            flops += extra * i.shape.element_count
+    return flops, transcendentals
 
 
 def _is_grouped_convolution(inst: Instruction) -> bool:

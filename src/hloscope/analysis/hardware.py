@@ -42,6 +42,9 @@ __all__ = [
     "REQUIRED_DTYPES",
     "CACHED_DOT_BYTES",
     "LARGE_DOT_BYTES",
+    "CACHED_STREAM_BYTES",
+    "LARGE_STREAM_BYTES",
+    "FRESH_BUFFER_BYTES",
     "load_hardware",
     "list_hardware",
     "save_hardware",
@@ -112,6 +115,12 @@ class CpuRates:
     the TopK custom call). ``sort_comparisons`` is measured with a one-instruction comparator;
     each further instruction of a comparator (jax's float comparators have about twenty, for
     a total order over NaNs and signed zeros) costs one over ``comparator_ops`` per comparison.
+    ``cached_bandwidth`` is XLA's streaming loop on a working set that stays in cache
+    (``CACHED_STREAM_BYTES``), while ``memory_bandwidth`` holds its rate past the caches
+    (``LARGE_STREAM_BYTES``); an instruction's bytes between the two get a rate interpolated
+    on log(bytes), as dots do between their two sizes. ``fresh_page_bandwidth`` is bytes/s of
+    first writes to freshly mapped pages, which every top-level result of ``FRESH_BUFFER_BYTES``
+    or more pays on each run on top of its streaming time.
     Profiles written before these existed get the defaults below.
     """
 
@@ -126,6 +135,8 @@ class CpuRates:
     grouped_conv_flops: float = 1e9
     topk_elements: float = 5e8
     comparator_ops: float = 2e9
+    cached_bandwidth: float = 0.0  # 0: no cache speed-up (memory_bandwidth throughout)
+    fresh_page_bandwidth: float = 0.0  # 0: first writes to fresh pages cost nothing extra
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
@@ -133,13 +144,22 @@ class CpuRates:
 
 _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth", "sort_comparisons",
                     "scatter_elements", "cached_dot_flops", "gather_elements", "reduce_window_elements",
-                    "grouped_conv_flops", "topk_elements", "comparator_ops")
+                    "grouped_conv_flops", "topk_elements", "comparator_ops", "cached_bandwidth",
+                    "fresh_page_bandwidth")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
-                      "comparator_ops")
+                      "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth")
+_ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536
+# Bytes moved by the two streaming calibrations (z = x + y over f32 arrays of 256 Ki and 6 Mi).
+CACHED_STREAM_BYTES = 3 * 4 * (256 << 10)
+LARGE_STREAM_BYTES = 3 * 4 * (6 << 20)
+# glibc maps every block of this size or more anew (its mmap threshold's ceiling on 64-bit), so
+# an XLA:CPU buffer that large has fresh pages on every run, and the kernel faults in and zeroes
+# each page at its first write (``CpuRates.fresh_page_bandwidth``).
+FRESH_BUFFER_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -202,7 +222,8 @@ class HardwareSpec:
                 ("inter_node.latency", self.inter_node.latency, True),
             ]
         if self.cpu_rates is not None:
-            checks += [(f"cpu_rates.{f}", getattr(self.cpu_rates, f), False) for f in _CPU_RATE_FIELDS]
+            checks += [(f"cpu_rates.{f}", getattr(self.cpu_rates, f), f in _ZERO_OK)
+                       for f in _CPU_RATE_FIELDS]
         for what, value, zero_ok in checks:
             if not (_non_negative(value) if zero_ok else _positive(value)):
                 kind = "non-negative" if zero_ok else "positive"

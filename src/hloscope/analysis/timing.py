@@ -37,9 +37,14 @@ Note [The XLA:CPU model]
       elements at ``gather_elements``) and the window walk of each reduce-window (output
       elements times window size at ``reduce_window_elements``), which do not vectorise;
     * memory time is bytes at ``memory_bandwidth`` (calibrated as XLA's own streaming loop),
-      or at ``cpu_rates.transpose_bandwidth`` when the instruction (or one in its fusion)
-      changes the physical order of an array: a layout-changing ``copy`` or a non-bitcast
-      ``transpose`` walks one side with a stride;
+      faster towards ``cpu_rates.cached_bandwidth`` when they fit in cache, at that cached
+      rate for a library dot (it blocks and prefetches), or at
+      ``cpu_rates.transpose_bandwidth`` when the instruction (or one in its fusion) changes the
+      physical order of an array: a layout-changing ``copy`` or a non-bitcast ``transpose``
+      walks one side with a stride; a top-level result of 32 MiB or more also pays its first
+      writes to freshly mapped pages at ``fresh_page_bandwidth``;
+    * a fusion evaluates an elementwise producer once per loop that reads it (Note
+      [Recomputed producers] in ``cpu_model.py``), though XLA's cost analysis counts it once;
     * compute and memory combine as on GPUs (the larger plus 5% of the smaller), and each
       thunk costs ``kernel_launch_overhead`` (the thunk executor's dispatch, not a launch).
 
