@@ -73,3 +73,14 @@ def test_channel_ids_without_global_device_ids_are_replicas_as_on_xla() -> None:
 
     with pytest.raises(XlaCompileError, match="replica_id < replica_count"):  # the partitions reading
         client.compile_and_run(CHANNEL_NO_GLOBAL_IDS, xs, replicas=1, partitions=4)
+
+
+def test_verify_command_takes_the_device_count(tmp_path, capsys) -> None:
+    from hloscope.cli.main import main
+
+    mod = tmp_path / "g.hlo"
+    mod.write_text(GATHER)
+    assert main(["verify", str(mod)]) == 0
+    assert main(["verify", str(mod), "--replicas", "8"]) == 0
+    assert main(["verify", str(mod), "--replicas", "1"]) == 3
+    assert "gathers 8 shards" in capsys.readouterr().err

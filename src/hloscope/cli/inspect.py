@@ -113,6 +113,8 @@ def _print(args: argparse.Namespace) -> int:
 def _configure_verify(p: argparse.ArgumentParser) -> None:
     file_arg(p)
     p.add_argument("--json", action="store_true", help="print the diagnostics as JSON")
+    p.add_argument("--replicas", type=int, help="check collectives against this many replicas (default: the module's)")
+    p.add_argument("--partitions", type=int, help="check collectives against this many partitions (default: the module's)")
 
 
 @command("verify", "check a module is well formed: shapes re-inferred, structure linted")(_configure_verify)
@@ -121,7 +123,7 @@ def _verify(args: argparse.Namespace) -> int:
     from hloscope.ir.verifier import verify
 
     m = load(args.file)
-    diags = verify(m)
+    diags = verify(m, replicas=args.replicas, partitions=args.partitions)
     errors = [d for d in diags if d.severity == "error"]
     if args.json:
         emit_json({"module": m.name, "ok": not errors, "diagnostics": [d.to_json() for d in diags]})
