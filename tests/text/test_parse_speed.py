@@ -433,3 +433,22 @@ def test_the_line_parser_reads_the_same_with_the_constructor(monkeypatch: pytest
     constructed = _line_parse(text)
     assert slot_by_slot is not None and constructed is not None
     _assert_same(slot_by_slot, constructed)
+
+
+@pytest.mark.parametrize("attrs", [
+    "dimensions={}", "dimensions={1,0}", "dimensions={1, 0}", "dimensions={1,}", "dimensions={-1,0}",
+    "dimensions={{1},{0}}", "channel_id=7", "channel_id=007", "channel_id=-2", "channel_id=x",
+    "channel_id=\u0663", "is_stable=true", "is_stable=false", "is_stable=True", "is_stable={true}",
+])
+def test_simple_values_read_by_the_line_path_as_by_the_token_parser(attrs: str) -> None:
+    text = f"HloModule m\n\nENTRY %e {{\n  %p = f32[2,2]{{1,0}} parameter(0)\n  ROOT %t = f32[2,2]{{0,1}} transpose(%p), {attrs}\n}}\n"
+    fast = _line_parse(text)
+    try:
+        slow = _token_parse(text)
+    except ParseError:
+        assert fast is None
+        return
+    if fast is not None:
+        _assert_same(fast, slow)
+        key = attrs.split("=")[0]
+        assert repr(fast.entry.root.attrs[key]) == repr(slow.entry.root.attrs[key])

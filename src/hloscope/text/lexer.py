@@ -161,6 +161,8 @@ LINE_ALIASES_RE = re.compile(rf"\{{ ?(?:{_LF_ALIAS}(?:, {_LF_ALIAS})*+)? ?\}}")
 #: A simple array shape ``f32[2,3]{1,0}``: element type, dimensions, minor-to-major.
 LINE_ARRAY_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)\[((?:[0-9]+(?:,[0-9]+)*)?)\](?:\{((?:[0-9]+(?:,[0-9]+)*)?)\})?")
 LINE_INT_RE = re.compile(r"-?[0-9]+")
+#: A braced list of integers: ``{}``, ``{1,0}``.
+LINE_INTS_RE = re.compile(r"\{(?:-?[0-9]+(?:,-?[0-9]+)*+)?\}")
 _LF_OPERAND = rf"(?:{_LF_INDEX})?(?:(?:{_LF_SHAPE}) )?{_LF_NAME}"
 
 _LF_UNTYPED_OPERAND = rf"(?:{_LF_INDEX})?{_LF_NAME}"

@@ -32,6 +32,7 @@ from hloscope.text.lexer import (
     LINE_INDEX_COMMENT,
     LINE_INSTRUCTION_RE,
     LINE_INT_RE,
+    LINE_INTS_RE,
     LINE_MODULE_RE,
     LINE_NAME_LIST_RE,
     LINE_NAME_RE,
@@ -218,12 +219,23 @@ class LineParser:
         return shape
 
     def _value(self, kind: str, key: str, text: str) -> Any:
-        p = _token_parser(text)
-        value = p.parse_attr(kind, key, None, 0)  # type: ignore[arg-type]
-        if p.toks[p.pos] != "":
-            raise _Bail
-        self.values[(key, text)] = (value, p.saw_percent)
-        return value, p.saw_percent
+        # Integers, booleans and integer lists are read here, as the token parser reads them
+        # (an LLM module's channel_id=N are all distinct: a token parser each was a tenth of
+        # its load time); the rest by the token parser.
+        if kind == "int" and LINE_INT_RE.fullmatch(text):
+            hit: tuple[Any, bool] = (int(text), False)
+        elif kind == "bool" and (text == "true" or text == "false"):
+            hit = (text == "true", False)
+        elif kind == "ints" and LINE_INTS_RE.fullmatch(text):
+            hit = (tuple(int(v) for v in text[1:-1].split(",")) if len(text) > 2 else (), False)
+        else:
+            p = _token_parser(text)
+            value = p.parse_attr(kind, key, None, 0)  # type: ignore[arg-type]
+            if p.toks[p.pos] != "":
+                raise _Bail
+            hit = (value, p.saw_percent)
+        self.values[(key, text)] = hit
+        return hit
 
     # --- module, computations, instructions -------------------------------------------------
     def _module(self) -> Module:
