@@ -240,6 +240,10 @@ def test_cpu_model_counts_producers_each_loop_evaluates() -> None:
     assert cost.transcendentals == n
     once = cost.flops / r.elementwise_flops + n / r.transcendentals
     assert estimate_time(module, cpu).compute_seconds == pytest.approx(once + n / r.transcendentals)
+    # The input is read by both loops too: twice, where the cost analysis counts it once.
+    flat = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, cached_bandwidth=0.0))
+    assert estimate_time(module, flat).memory_seconds == pytest.approx(
+        (cost.bytes_accessed + 4 * n) / cpu.memory_bandwidth)
 
 
 FRESH = """HloModule f

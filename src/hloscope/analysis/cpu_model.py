@@ -47,6 +47,7 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -
     """(compute, memory) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model]."""
     body = inst.attrs["calls"].instructions if inst.opcode is Opcode.FUSION else (inst,)
     flops, transcendentals = max(c.flops, 0), max(c.transcendentals, 0)
+    nbytes_again = 0.0
     math_ops = [i for i in body if i.opcode in MATH_OPS]
     grouped = [i for i in math_ops if _is_grouped_convolution(i)]
     if grouped:
@@ -67,9 +68,10 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -
         # and the per-window-element walk of reduce-windows, which do not vectorise.
         if inst.opcode is Opcode.FUSION:
             # Note [Recomputed producers]
-            again_flops, again_transcendentals = _recomputed(inst.attrs["calls"])
+            again_flops, again_transcendentals, again_bytes = _recomputed(inst.attrs["calls"])
             flops += again_flops
             transcendentals += again_transcendentals
+            nbytes_again = again_bytes
         compute = flops / rates.elementwise_flops + transcendentals / rates.transcendentals
         for i in body:
             if i.opcode is Opcode.GATHER:
@@ -77,7 +79,7 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -
             elif i.opcode is Opcode.REDUCE_WINDOW:
                 window = math.prod(d.size for d in i.attrs["window"].dimensions)
                 compute += _elements_of(i) * window / rates.reduce_window_elements
-    nbytes = max(c.bytes_accessed, 0)
+    nbytes = max(c.bytes_accessed, 0) + nbytes_again
     strided = any(_changes_physical_order(i) for i in body)
     if math_ops and not grouped:
         # A library kernel blocks its operands for the caches and prefetches the next block:
@@ -113,15 +115,18 @@ def _stream_rate(hw: HardwareSpec, rates: CpuRates, nbytes: float) -> float:
     return large * (cached / large) ** w
 
 
-def _recomputed(fused: Computation) -> tuple[float, float]:
-    """(FLOPs, transcendentals) a fusion evaluates beyond what the cost analysis counts.
+def _recomputed(fused: Computation) -> tuple[float, float, float]:
+    """(FLOPs, transcendentals, bytes) a fusion evaluates or reads beyond what the cost
+    analysis counts.
 
     Note [Recomputed producers]
         XLA's cost analysis counts each fused instruction once, but a fusion holding reductions
         runs one loop per reduction plus one for its root, and an elementwise producer read by
         several of those loops is evaluated in each (softmax's exp feeds the sum and the
-        normalised output: evaluated twice, and timed so). An instruction's loops are the
-        reductions and the root its values flow into without passing through another reduction.
+        normalised output: evaluated twice, and timed so); likewise a fused parameter is read
+        by each loop that needs it (layer norm reads its input for the mean, the variance and
+        the output). An instruction's loops are the reductions and the root its values flow
+        into without passing through another reduction.
     """
     users: dict[Instruction, list[Instruction]] = {}
     for i in fused.instructions:
@@ -133,16 +138,18 @@ def _recomputed(fused: Computation) -> tuple[float, float]:
         for u in users.get(i, ()):
             heads |= {u} if u.opcode is Opcode.REDUCE else loops.get(u, frozenset())
         loops[i] = frozenset(heads)
-    flops = transcendentals = 0.0
+    flops = transcendentals = nbytes = 0.0
     for i in fused.instructions:
         extra = len(loops[i]) - 1
-        if extra <= 0 or i.opcode not in ELEMENTWISE or not isinstance(i.shape, ArrayShape):
+        if extra <= 0 or not isinstance(i.shape, ArrayShape):
             continue
-        if i.opcode in TRANSCENDENTAL:
+        if i.opcode is Opcode.PARAMETER:
+            nbytes += extra * i.shape.byte_size()
+        elif i.opcode in TRANSCENDENTAL:
             transcendentals += extra * i.shape.element_count
-        else:
+        elif i.opcode in ELEMENTWISE:
             flops += extra * i.shape.element_count
-    return flops, transcendentals
+    return flops, transcendentals, nbytes
 
 
 def _is_grouped_convolution(inst: Instruction) -> bool:
