@@ -464,38 +464,42 @@ class LineParser:
                 if shape is None:
                     shape = self._shape(shape_text)
                 opcode = opcodes.get(op_text)
-                attrs: dict[str, Any] = {}
                 if opcode is _PARAMETER and args.isdigit():  # (a fifth of an LLM module's lines)
-                    attrs["parameter_number"] = int(args)
-                    operand_names = _NO_OPERANDS
-                elif opcode is None or opcode is _CONSTANT or opcode is _PARAMETER:
-                    opcode, operand_names = self._unusual_operands(opcode, op_text, args, untyped, typed, attrs)
-                elif not args:
-                    operand_names = _NO_OPERANDS
-                elif untyped is None:
-                    if typed is None:  # not an operand list (LINE_INSTRUCTION_RE)
-                        raise _Bail
-                    operand_names = self._typed_operands(args)  # written with their shapes (old syntax)
+                    attrs: dict[str, Any] = {"parameter_number": int(args)}
+                    operands: list[Instruction] = []
                 else:
-                    # Names, ", " between them, every fifth perhaps after /*index=N*/ (the form
-                    # LINE_INSTRUCTION_RE checked), cut with string methods: a regex per operand
-                    # was a quarter of the load time of XLA's LLM modules.
-                    untyped_seen = True
-                    if index_comments_unknown and args.count(", ") >= 5:
-                        if self.index_comments is None:  # (the first wide list decides)
-                            self.index_comments = args.split(", ", 6)[5][0] == "/"
-                        index_comments_unknown = False
-                    if "/" in args:
-                        args = _INDEX_COMMENT_SUB("", args)
-                    if "%" in args:
-                        percent = True
-                        args = args.replace("%", "")
-                    operand_names = args.split(", ")
-                try:  # XLA writes operands before their users: resolved now, but for the rare others
-                    operands = list(map(operand, operand_names))
-                except KeyError:
-                    operands = []
-                    later.append((len(instructions), operand_names))
+                    attrs = {}
+                    if opcode is None or opcode is _CONSTANT or opcode is _PARAMETER:
+                        opcode, operand_names = self._unusual_operands(opcode, op_text, args, untyped, typed, attrs)
+                    elif not args:
+                        operand_names = _NO_OPERANDS
+                    elif untyped is None:
+                        if typed is None:  # not an operand list (LINE_INSTRUCTION_RE)
+                            raise _Bail
+                        operand_names = self._typed_operands(args)  # written with their shapes (old syntax)
+                    else:
+                        # Names, ", " between them, every fifth perhaps after /*index=N*/ (the
+                        # form LINE_INSTRUCTION_RE checked), cut with string methods: a regex per
+                        # operand was a quarter of the load time of XLA's LLM modules.
+                        untyped_seen = True
+                        if index_comments_unknown and args.count(", ") >= 5:
+                            if self.index_comments is None:  # (the first wide list decides)
+                                self.index_comments = args.split(", ", 6)[5][0] == "/"
+                            index_comments_unknown = False
+                        if "/" in args:
+                            args = _INDEX_COMMENT_SUB("", args)
+                        if "%" in args:
+                            percent = True
+                            args = args.replace("%", "")
+                        operand_names = args.split(", ")
+                    if not operand_names:
+                        operands = []
+                    else:
+                        try:  # XLA writes operands before their users: resolved now, but for the rare others
+                            operands = list(map(operand, operand_names))
+                        except KeyError:
+                            operands = []
+                            later.append((len(instructions), operand_names))
                 inst_span = _new_tuple(_OffsetSpan, (source, off + start, off + end))
                 if slot_by_slot:
                     inst = new_instruction(Instruction)
