@@ -282,9 +282,9 @@ class LineParser:
                 off += len(line) + 1
                 k += 1
                 continue
-            if line[0].isspace() or not comp_re(line):
+            if line[0].isspace():
                 raise _Bail
-            comp, k, off = self._computation(lines, k, off)
+            comp, k, off = self._computation(lines, k, off)  # (which checks the line is a head)
             if comp.name in by_name or (comp.is_entry and entry is not None):
                 raise _Bail
             by_name[comp.name] = comp
@@ -405,6 +405,8 @@ class LineParser:
                     self._shape(result)
             first_token = 5 if is_entry else len(h.group(2))
         else:
+            if not LINE_COMPUTATION_RE.fullmatch(head):
+                raise _Bail
             hp = _token_parser(head)
             is_entry, comp_name = hp.parse_computation_header()
             if hp.toks[hp.pos] != "":
@@ -421,6 +423,7 @@ class LineParser:
         names: dict[str, Instruction] = {}
         later: list[tuple[int, Any]] = []  # instructions written before an operand
         slot_by_slot = INSTRUCTIONS_SLOT_BY_SLOT
+        append = instructions.append
         new_instruction = object.__new__
         operand = names.__getitem__
         pending_preds: list[tuple[Instruction, list[str]]] = []
@@ -519,7 +522,7 @@ class LineParser:
                 if name in names:
                     raise _Bail
                 names[name] = inst
-                instructions.append(inst)
+                append(inst)
                 if opcode is _ASYNC_UPDATE or opcode is _ASYNC_DONE:
                     followers.append(inst)
                 if root_kw is not None:
