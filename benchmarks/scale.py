@@ -407,12 +407,13 @@ def main() -> int:
     # name -> (source path, diff partner name, XLA compiles it as it is)
     sources: dict[str, tuple[Path, str | None, bool]] = {}
     wanted = [m for m in args.modules.split(",") if m and m != "none"]
+    if set(wanted) - {"llama-pre", "llama-post"}:
+        ap.error(f"unknown modules {sorted(set(wanted) - {'llama-pre', 'llama-post'})}")
     if wanted:
         pre, post = llama_modules(args.layers, args.work, env)
-        if "llama-pre" in wanted:
-            sources["llama-pre"] = (pre, "llama-post", True)
-        if "llama-post" in wanted:
-            sources["llama-post"] = (post, "llama-pre", False)
+        # Each is the other's diff partner; one not asked for is kept as a partner only ("~").
+        sources["llama-pre" if "llama-pre" in wanted else "~llama-pre"] = (pre, "llama-post", True)
+        sources["llama-post" if "llama-post" in wanted else "~llama-post"] = (post, "llama-pre", False)
     if args.xla_dir:
         for name in args.xla_modules.split(","):
             path = args.xla_dir / name
