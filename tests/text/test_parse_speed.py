@@ -304,6 +304,10 @@ def test_line_path_leaves_near_misses_of_these_forms_to_the_token_parser(line: s
     "ENTRY %e (p: f32[2]) ->f32[2] {",
     "ENTRY %e (p: f32[2] -> f32[2] {",
     "ENTRY %e () -> f32[] {",
+    "ENTRY %e (p: f32[2]{0}, /*index=1*/q: s32[], r: pred[]) -> f32[] {",
+    "ENTRY %e (p: f32[2]{0}, q: s32[]{0}) -> f32[] {",
+    "ENTRY %e (p: f32[2]{0}, q: s32[) -> f32[] {",
+    "%c.1 (p.1: f32[2]{0}) -> f32[2]{0} {",
     "ENTRY HloModule {",
     "ENTRY %e (p: \"f32[2]\") -> f32[] {",
 ])

@@ -67,7 +67,8 @@ class Computation:
         self.span = span
         parameter = Opcode.PARAMETER  # (an enum member looked up per instruction costs 4% of a parse)
         params = [i for i in instructions if i.opcode is parameter]
-        params.sort(key=lambda p: p.attrs["parameter_number"])
+        if len(params) > 1:
+            params.sort(key=lambda p: p.attrs["parameter_number"])
         self.parameters: list[Instruction] = params
         for inst in instructions:
             inst.computation = self

@@ -141,7 +141,12 @@ LINE_NAMES_IN_LIST_RE = re.compile(_LF_NAME)
 LINE_COMPUTATION_RE = re.compile(r"(ENTRY )?(\S[^\n]*) \{")
 #: A computation's first line in XLA's spacing: ``ENTRY``, name, the signature (brackets still to
 #: be checked for balance), the result shape.
-LINE_COMPUTATION_HEAD_RE = re.compile(rf"(ENTRY )?({_LF_NAME}) (?:({_LF_P3}) -> ({_LF_SHAPE}) )?\{{")
+#: A signature of names and plain array shapes has balanced brackets by its form (the first of
+#: the two signature groups); any other (the second) still has them checked.
+_LF_PLAIN_PARAMETER = rf"(?:{_LF_INDEX})?{_LF_NAME}: [a-z][a-z0-9]*+\[[0-9,]*+\](?:\{{[0-9,]*+\}})?+"
+_LF_PLAIN_SIGNATURE = rf"\((?:{_LF_PLAIN_PARAMETER}(?:, {_LF_PLAIN_PARAMETER})*+)?\)"
+LINE_COMPUTATION_HEAD_RE = re.compile(
+    rf"(ENTRY )?({_LF_NAME}) (?:(?:({_LF_PLAIN_SIGNATURE})|({_LF_P3})) -> ({_LF_SHAPE}) )?\{{")
 #: A row of a stack frame table: ``1 "file.py"`` or ``2 {file_name_id=1 line=6}``.
 LINE_FRAME_ROW_RE = re.compile(rf'([0-9]+) ({_LF_STRING}|\{{[^{{}}()\[\]"/\n]*+\}})')
 #: The module's line: ``HloModule name`` and its attribute text (``, key=value`` each).

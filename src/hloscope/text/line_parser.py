@@ -391,15 +391,15 @@ class LineParser:
         source = self.source
         head = lines[k]
         h = LINE_COMPUTATION_HEAD_RE.fullmatch(head)
-        if h is not None and (h.group(3) is None or _balanced(h.group(3))) and (h.group(1) or h.group(2) != "ENTRY"):
+        if h is not None and (h.group(4) is None or _balanced(h.group(4))) and (h.group(1) or h.group(2) != "ENTRY"):
             # What the token parser's parse_computation_header reads: the signature only for
             # its form (balanced brackets) and the result shape after it.
-            entry_kw, comp_name, signature, result = h.groups()
+            entry_kw, comp_name, plain_signature, signature, result = h.groups()
             is_entry = entry_kw is not None
             if comp_name[0] == "%":
                 self.saw_percent = True
                 comp_name = comp_name[1:]
-            if signature is not None:
+            if plain_signature is not None or signature is not None:
                 self.saw_signature = True
                 if result not in self.shapes:
                     self._shape(result)
