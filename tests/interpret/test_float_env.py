@@ -100,3 +100,16 @@ def test_f64_to_f16_rounds_once_on_avx512_hosts() -> None:
     assert run(m, [x]).tolist() == [1.0, -1.0]
     assert run(m, [x], options=RunOptions(float_env="xla-cpu-avx512")).tolist() == [1.0009765625, -1.0009765625]
     assert np.array_equal(run(m, [x]), np.asarray(client.compile_and_run(text, [x])))
+
+
+def test_auto_follows_the_isa_xla_cpu_compiles_for() -> None:
+    from hloscope.interpret.float_env import host_float_env, resolve
+
+    # XLA_FLAGS caps the level XLA:CPU compiles for; the host decides otherwise.
+    assert host_float_env("--xla_cpu_max_isa=AVX2", host_has_avx512=True) == "xla-cpu"
+    assert host_float_env("--xla_cpu_max_isa=AVX512", host_has_avx512=False) == "xla-cpu-avx512"
+    assert host_float_env("", host_has_avx512=True) == "xla-cpu-avx512"
+    assert host_float_env("", host_has_avx512=False) == "xla-cpu"
+    assert resolve("gpu") == "gpu"
+    # The test oracle is compiled for AVX2 (tests/conftest.py), and so "auto" is xla-cpu here.
+    assert resolve("auto") == "xla-cpu"

@@ -25,10 +25,12 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-device-inputs", action="store_true",
                    help="draw different random inputs for each device (default: the same on every device)")
     p.add_argument("--out", metavar="OUT.npz", help="write the outputs (out, out.0 ...; per device d<k>.out...)")
-    p.add_argument("--float-env", choices=("xla-cpu", "xla-cpu-avx512", "gpu", "tpu", "ieee"), default="xla-cpu",
-                   help="the backend whose floating-point environment to follow (default xla-cpu: "
-                        "XLA:CPU reads and writes f32, bf16 and f64 denormals of arithmetic as zero, "
-                        "so log(1e-40) is -inf, and rounds f64 -> f16 through f32 as on AVX2 hosts). "
+    p.add_argument("--float-env", choices=("auto", "xla-cpu", "xla-cpu-avx512", "gpu", "tpu", "ieee"),
+                   default="auto",
+                   help="the backend whose floating-point environment to follow (default auto: XLA:CPU "
+                        "as it would compile on this machine, honouring XLA_FLAGS=--xla_cpu_max_isa). "
+                        "xla-cpu: XLA:CPU reads and writes f32, bf16 and f64 denormals of arithmetic as "
+                        "zero, so log(1e-40) is -inf, and rounds f64 -> f16 through f32 as on AVX2 hosts; "
                         "xla-cpu-avx512: XLA:CPU on an AVX-512 host, which rounds f64 -> f16 once; "
                         "gpu: GPU kernels flush f32/bf16 denormals (ftz) but keep f64 ones; "
                         "tpu: TPUs have no f32 denormals; ieee: keep every denormal")

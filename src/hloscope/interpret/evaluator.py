@@ -104,7 +104,8 @@ class RunOptions:
     keep_freed_memory  let glibc reuse freed large blocks during the run instead of handing
                     them back to the kernel (Note [Keeping freed memory] in allocator.py).
     float_env       the backend's floating-point environment (Note [Denormals] in
-                    float_env.py): "xla-cpu" (default: f32/bf16/f64 denormals flushed),
+                    float_env.py): "auto" (default: XLA:CPU as it compiles in this process,
+                    Note [Which XLA:CPU]), "xla-cpu" (f32/bf16/f64 denormals flushed),
                     "xla-cpu-avx512" (also f64 -> f16 rounded once, as on AVX-512 hosts), "gpu"
                     (f32/bf16 flushed, f64 kept), "tpu" (no f32 denormals), "ieee" (all kept).
     per_device      for a sharded module not partitioned yet (Note [Global programs] in
@@ -120,13 +121,13 @@ class RunOptions:
     mode: str = "auto"
     keep_freed_memory: bool = True
     per_device: bool = False
-    float_env: str = "xla-cpu"
+    float_env: str = "auto"
 
     def __post_init__(self) -> None:
         if self.mode not in ("auto", "lockstep", "per-device"):
             raise ValueError(f"mode must be 'auto', 'lockstep' or 'per-device', not {self.mode!r}")
-        if self.float_env not in FLOAT_ENVS:
-            raise ValueError(f"float_env must be one of {', '.join(FLOAT_ENVS)}, not {self.float_env!r}")
+        if self.float_env != "auto" and self.float_env not in FLOAT_ENVS:
+            raise ValueError(f"float_env must be 'auto' or one of {', '.join(FLOAT_ENVS)}, not {self.float_env!r}")
         if self.fill_elided not in (None, "zeros", "random"):
             raise ValueError(f"fill_elided must be None, 'zeros' or 'random', not {self.fill_elided!r}")
 

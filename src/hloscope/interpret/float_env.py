@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,7 +25,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["FloatEnv", "FLOAT_ENVS", "current", "using", "daz", "ftz", "ftz_in_place", "KEEPS_DENORMALS",
+__all__ = ["FloatEnv", "FLOAT_ENVS", "current", "using", "resolve", "host_float_env", "daz", "ftz", "ftz_in_place", "KEEPS_DENORMALS",
            "keeps_denormals"]
 
 _F32, _F64, _BF16 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(ml_dtypes.bfloat16)
@@ -73,10 +75,50 @@ def current() -> FloatEnv:
     return _CURRENT.get()
 
 
+_ISA_RANK = {"SSE4_2": 0, "AVX": 1, "AVX2": 2, "AVX512": 3, "AVX512_VNNI": 3, "AVX512_BF16": 3,
+             "AVX10": 3, "AMX": 3}
+
+
+def host_float_env(xla_flags: str | None = None, host_has_avx512: bool | None = None) -> str:
+    """The XLA:CPU environment of this process (what ``float_env="auto"`` means).
+
+    Note [Which XLA:CPU]
+        XLA:CPU compiles for the host's instruction set unless ``XLA_FLAGS`` caps it with
+        ``--xla_cpu_max_isa``, and its f64 -> f16 rounding follows that level (Note [Denormals]):
+        an AVX-512 level rounds once, lower levels through f32. So "auto" reads the same two
+        things XLA:CPU reads: the flag, else the CPU (numpy's CPU-feature table).
+    """
+    flags = os.environ.get("XLA_FLAGS", "") if xla_flags is None else xla_flags
+    m = re.search(r"--xla_cpu_max_isa=(\w+)", flags)
+    if m is not None:
+        rank = _ISA_RANK.get(m.group(1).upper())
+        if rank is not None:
+            return "xla-cpu-avx512" if rank >= 3 else "xla-cpu"
+    if host_has_avx512 is None:
+        host_has_avx512 = _host_has_avx512()
+    return "xla-cpu-avx512" if host_has_avx512 else "xla-cpu"
+
+
+def _host_has_avx512() -> bool:
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as features
+    except ImportError:  # numpy < 2
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as features  # type: ignore[no-redef]  # numpy 1.x path
+        except ImportError:
+            return False
+    return bool(features.get("AVX512F", False))
+
+
+def resolve(name: str) -> str:
+    """``name`` with "auto" replaced by this process's XLA:CPU environment."""
+    return host_float_env() if name == "auto" else name
+
+
 @contextlib.contextmanager
 def using(name: str) -> Iterator[FloatEnv]:
-    """Run the body in environment ``name`` (a key of FLOAT_ENVS)."""
-    env = FLOAT_ENVS.get(name)
+    """Run the body in environment ``name`` (a key of FLOAT_ENVS, or "auto")."""
+    env = FLOAT_ENVS.get(resolve(name))
     if env is None:
         raise ValueError(f"unknown floating-point environment {name!r}; choose one of {', '.join(FLOAT_ENVS)}")
     token = _CURRENT.set(env)
