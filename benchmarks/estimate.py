@@ -2,11 +2,12 @@
 
 Compiles each JAX workload below with jax on XLA:CPU and keeps XLA's after-optimizations
 module text (``compiled.as_text()``). Then, ``--rounds`` times: calibrates this machine
-(``hloscope.xla.calibrate.calibrate``) and times every compiled executable (best of N,
-arguments already on the device, so neither compile time nor host transfer is counted). The
-fastest figure of each calibrated rate and of each workload over the rounds is kept (a shared
-machine slows every measurement by whatever else runs; the best is the least disturbed, for
-the calibration and the workloads alike). Each module is estimated with
+(``hloscope.xla.calibrate.calibrate``) and times every compiled executable (arguments already
+on the device, so neither compile time nor host transfer is counted). By default both are
+timed by the process's CPU time, which other processes on a shared machine do not inflate
+(Note [CPU time on a shared machine] in ``hloscope/xla/calibrate.py``), and the median of
+each calibrated rate and of each workload over the rounds is kept; with ``--clock wall`` the
+fastest of each. Each module is estimated with
 ``hloscope.analysis.timing.estimate_time`` on that profile. Prints one row per workload with
 the signed error ``(estimated - measured) / measured``, the median |error| per op family, and
 the median and worst |error| over all workloads.
@@ -287,21 +288,19 @@ def compile_workload(w: Workload) -> Compiled:
     return Compiled(w, lambda: jax.block_until_ready(compiled(*args)), compiled.as_text())
 
 
-def best_profile(profiles: list[Any]) -> Any:
-    """The fastest figure of each rate over several calibrations of one machine: on a shared
-    machine every measurement is slowed by whatever else runs, and the best one is the least
-    disturbed (the workloads' times are the best of their runs likewise)."""
+def combined_profile(profiles: list[Any], pick: Callable[[list[float]], float]) -> Any:
+    """One profile from several calibrations of one machine, each rate ``pick``ed over them:
+    by wall time the fastest (``max``: every measurement is slowed by whatever else runs, and
+    the best one is the least disturbed); by CPU time the ``median`` (load does not slow CPU
+    time, so the rounds differ by noise, and one lucky or unlucky kernel should not decide)."""
     import dataclasses
 
-    best = profiles[0]
-    for hw in profiles[1:]:
-        rates = {f: max(getattr(best.cpu_rates, f), getattr(hw.cpu_rates, f))
-                 for f in best.cpu_rates.to_json()}
-        best = dataclasses.replace(
-            best, peak_flops={k: max(v, hw.peak_flops.get(k, v)) for k, v in best.peak_flops.items()},
-            memory_bandwidth=max(best.memory_bandwidth, hw.memory_bandwidth),
-            cpu_rates=dataclasses.replace(best.cpu_rates, **rates))
-    return best
+    first = profiles[0]
+    rates = {f: pick([getattr(hw.cpu_rates, f) for hw in profiles]) for f in first.cpu_rates.to_json()}
+    return dataclasses.replace(
+        first, peak_flops={k: pick([hw.peak_flops[k] for hw in profiles]) for k in first.peak_flops},
+        memory_bandwidth=pick([hw.memory_bandwidth for hw in profiles]),
+        cpu_rates=dataclasses.replace(first.cpu_rates, **rates))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -328,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {n for n in opts.only.split(",") if n}
     work = [compile_workload(w) for w in _workloads() if not wanted or w.name in wanted]
     profiles = []
-    measured: dict[str, float] = {}
+    measured: dict[str, list[float]] = {}
     runs: dict[str, int] = {}
     for k in range(max(1, opts.rounds)):
         t0 = time.perf_counter()
@@ -337,9 +336,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"round {k + 1}: calibrated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         for c in work:
             seconds, n = _best_time(c.run, opts.budget, CLOCKS[opts.clock])
-            measured[c.workload.name] = min(measured.get(c.workload.name, float("inf")), seconds)
+            measured.setdefault(c.workload.name, []).append(seconds)
             runs[c.workload.name] = runs.get(c.workload.name, 0) + n
-    hw = load_hardware(opts.hardware) if opts.hardware else best_profile(profiles)
+    # Wall time: the fastest of each figure; CPU time: the median over the rounds.
+    pick: Callable[[list[float]], float] = statistics.median if opts.clock == "cpu" else max
+    hw = load_hardware(opts.hardware) if opts.hardware else combined_profile(profiles, pick)
+    fastest: Callable[[list[float]], float] = statistics.median if opts.clock == "cpu" else min
     print(json.dumps(hw.to_json(), indent=1), file=sys.stderr)
     if opts.save_hardware:
         save_hardware(hw, opts.save_hardware)
@@ -347,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in work:
         est = estimate_time(hloscope.parse(c.text), hw)
         w = c.workload
-        rows.append(Row(w.name, w.character, measured[w.name], est.total_seconds, runs[w.name]))
+        rows.append(Row(w.name, w.character, fastest(measured[w.name]), est.total_seconds, runs[w.name]))
         if opts.top:
             for op in est.to_json(top=opts.top)["longest"]:
                 print(f"    {w.name}: {op['opcode']:<14} {op['seconds'] * 1e3:8.3f} ms  {op['instruction']}",
