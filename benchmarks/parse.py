@@ -11,8 +11,9 @@ machine is shared: only figures taken side by side in the same run mean anything
 ``--paths`` shows, for each module, which path read it (the line path, or the token parser after
 the line path gave up) and, when the line path gave up, the first line it could not read.
 
-Run: ``python benchmarks/parse.py [PATH ...] [--dir DIR] [--largest N] [--repeat N]``; without
-paths it measures seed 003.
+Run: ``python benchmarks/parse.py [PATH ...] [--dir DIR] [--largest N] [--seed] [--x10]
+[--repeat N] [--paths]``; without paths it measures seed 003. The acceptance table of issue 16:
+``--dir /work/xla_bench --largest 4 --seed``.
 """
 from __future__ import annotations
 
@@ -26,6 +27,26 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "tests" / "data" / "seeds" / "003_83a80cec1e7cc5e6.txt"
+
+
+def ten_times(text: str) -> str:
+    """A module 10x the size: ten copies of every computation under new names (``--x10``)."""
+    import hloscope as hs
+    from hloscope.ir import Module
+
+    comps = []
+    entry = None
+    for k in range(10):
+        m = hs.parse(text)
+        for c in m.computations:
+            c.name = f"{c.name}.x{k}"
+            c.is_entry = k == 9 and c is m.entry
+            if c.is_entry:
+                entry = c
+            comps.append(c)
+    assert entry is not None
+    big = Module(m.name, comps, entry, m.attrs, stack_frames=m.stack_frames, style=m.style)
+    return big.to_text()
 
 
 def load(text: str) -> object:
@@ -64,6 +85,7 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, action="append", default=[], help="also every *.hlo in DIR")
     ap.add_argument("--largest", type=int, default=0, help="only the N largest of the --dir files")
     ap.add_argument("--seed", action="store_true", help="also seed 003")
+    ap.add_argument("--x10", action="store_true", help="also seed 003 ten times over (linear time: 10x)")
     ap.add_argument("--repeat", type=int, default=7, help="runs per contender and module")
     ap.add_argument("--paths", dest="show_paths", action="store_true", help="say which parser path read each")
     args = ap.parse_args()
@@ -83,10 +105,12 @@ def main() -> int:
         paths.append(SEED)
     import hloscope as hs
 
+    texts = [(p.name, p.read_text()) for p in paths]
+    if args.x10:
+        texts.append(("seed 003 x10", ten_times(SEED.read_text())))
     rows = []
     print(f"{'module':<62} {'MB':>5} {'instructions':>12} {'hloscope ms':>11} {'XLA ms':>7} {'ratio':>6}")
-    for path in paths:
-        text = path.read_text()
+    for name, text in texts:
         mb = len(text.encode()) / 1e6
         n = hs.parse(text).instruction_count
         fns: dict[str, Callable[[], object]] = {"hloscope": lambda t=text: load(t)}
@@ -97,9 +121,9 @@ def main() -> int:
         theirs = med["XLA"] * 1e3 if have_xla else float("nan")
         ratio = ours / theirs if have_xla else float("nan")
         rows.append(ratio)
-        print(f"{path.name:<62} {mb:5.2f} {n:>12} {ours:11.0f} {theirs:7.0f} {ratio:6.2f}", flush=True)
+        print(f"{name:<62} {mb:5.2f} {n:>12} {ours:11.0f} {theirs:7.0f} {ratio:6.2f}", flush=True)
         if args.show_paths:
-            print(f"    {which_path(text, path.name)}")
+            print(f"    {which_path(text, name)}")
     if have_xla and len(rows) > 1:
         print(f"worst ratio {max(rows):.2f}")
     return 0
