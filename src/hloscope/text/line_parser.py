@@ -512,7 +512,7 @@ class LineParser:
                     inst.operands = operands
                     inst.attrs = attrs
                     inst.computation = None
-                    inst.span = inst_span
+                    inst.span = inst_span  # type: ignore[assignment]  (a lazy span)
                 else:
                     inst = Instruction(name, opcode, shape, operands, attrs, span=inst_span)  # type: ignore[arg-type]
                 if attr_text:

@@ -422,7 +422,7 @@ class TokenParser(ValueParser):
                 continue
             kind = ATTRIBUTE_KINDS.get(key, "raw")
             attrs[key] = self.parse_attr(kind, key, inst, key_at)
-        inst.span = _LazySpan(self.ts, name_at)
+        inst.span = _LazySpan(self.ts, name_at)  # type: ignore[assignment]  (a lazy span)
         return inst, operand_names, pred_names
 
     # --- attribute values that name computations ---------------------------------------------
