@@ -32,6 +32,17 @@ A child whose RSS passes ``--rss-limit-gb`` (default 4) is stopped; at 100x a co
 RSS extrapolated from 1x and 10x passes the limit is skipped with a message instead.
 The machine is shared: compare ratios taken in the same run, not figures across runs.
 
+Measured 2026-11-25 on the shared 2-core machine (load average 11-13, so wall times were 2-10x
+the CPU times), XLA's Llama 3.1 8B module (31,855 instructions, 3.0 MB; 10x 32.6 MB; 100x
+333 MB, 3.2M instructions), CPU seconds at 1x / 10x / 100x and peak RSS at 100x:
+
+    load 0.15 / 1.49 / 13.9 (3.2 GB)   summary 0.31 / 2.38 / 22.9     verify 0.55 / 5.62 / 53.9
+    cost 0.50 / 4.44 / 44.3            collectives 1.20 / 12.3 / 117  estimate 0.67 / 6.24 / 61.4 (3.8 GB)
+    graph 0.23 / 2.01 / 17.2           print 0.35 / 3.29 / 29.4
+
+Every step grew 7.7x-10.2x in time and at most 9.4x in RSS. XLA at 1x: parse 0.15, print
+0.19, cost analysis 0.19 CPU s; at 100x its RSS extrapolates past 4 GB and it is skipped.
+
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
 ``--xla-dir /work/xla_bench --xla-modules hlo_llama31_8b_bf16_1x8.hlo --modules none``.
