@@ -457,7 +457,8 @@ class LineParser:
                     k += 1
                     continue
                 root_kw, name, shape_text, op_text, args, untyped, typed, attr_text = m.groups()
-                start, end = m.span(2)
+                start = m.start(2)
+                end = start + len(name)
                 if name[0] == "%":
                     percent = True
                     name = name[1:]
@@ -491,10 +492,13 @@ class LineParser:
                             index_comments_unknown = False
                         if "/" in args:
                             args = _INDEX_COMMENT_SUB("", args)
-                        if "%" in args:
+                        if args[0] == "%":
+                            # (every name written with '%', as XLA writes them; were one not, its
+                            # piece would hold ", " and name no instruction: the line path gives up)
                             percent = True
-                            args = args.replace("%", "")
-                        operand_names = args.split(", ")
+                            operand_names = args[1:].split(", %")
+                        else:
+                            operand_names = args.split(", ")
                     if not operand_names:
                         operands = []
                     else:
