@@ -2,7 +2,7 @@
 
 batch-norm-*, stochastic-convert, rng-get-and-update-state, set-dimension-size and the
 dynamic-shape custom calls, a bare scalar constant of an array shape, a nested tuple into a
-fusion, and an rng normal with a negative sigma.
+fusion, an rng normal with a negative sigma, and scan.
 """
 from __future__ import annotations
 
@@ -190,3 +190,50 @@ def test_python_errors_are_reported_as_internal_errors() -> None:
                 [np.zeros(2, np.float32)])
     finally:
         registry.HANDLERS.register(hloscope.ir.Opcode.NEGATE, replace=True)(saved)
+
+
+@pytest.mark.parametrize("reverse", ["false", "true"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_scan_matches_xla(reverse: str, dim: int) -> None:
+    # Two inputs, two carries, two stacked outputs; the step order shows in the running max.
+    dims = "5,3" if dim == 0 else "3,5"
+    text = f"""HloModule m
+step {{
+  x = f32[3] parameter(0)
+  y = s32[3] parameter(1)
+  acc = f32[3] parameter(2)
+  hi = s32[3] parameter(3)
+  s = f32[3] add(acc, x)
+  yf = f32[3] convert(y)
+  o = f32[3] multiply(s, yf)
+  m = s32[3] maximum(hi, y)
+  d = s32[3] subtract(m, y)
+  ROOT t = (f32[3], s32[3], f32[3], s32[3]) tuple(o, d, s, m)
+}}
+ENTRY e {{
+  x = f32[{dims}] parameter(0)
+  y = s32[{dims}] parameter(1)
+  a = f32[3] parameter(2)
+  h = s32[3] parameter(3)
+  ROOT r = (f32[{dims}], s32[{dims}], f32[3], s32[3]) scan(x, y, a, h), dimensions={{{dim}}}, num_carries=2, is_reverse={reverse}, to_apply=step
+}}"""
+    shape = (5, 3) if dim == 0 else (3, 5)
+    inputs = [RNG.standard_normal(shape).astype(np.float32), RNG.integers(-9, 9, shape).astype(np.int32),
+              RNG.standard_normal(3).astype(np.float32), np.full(3, -100, np.int32)]
+    _close(*_both(text, inputs))
+
+
+def test_scan_of_a_single_carry_matches_xla() -> None:
+    # A scan whose result is its one carry (no outputs, no tuple): a sequential product.
+    text = """HloModule m
+step {
+  x = f32[] parameter(0)
+  acc = f32[] parameter(1)
+  ROOT p = f32[] multiply(acc, x)
+}
+ENTRY e {
+  x = f32[6] parameter(0)
+  one = f32[] constant(1)
+  ROOT r = f32[] scan(x, one), dimensions={0}, num_carries=1, to_apply=step
+}"""
+    _close(*_both(text, [RNG.standard_normal(6).astype(np.float32)]))

@@ -3,7 +3,8 @@
 batch-norm-training/-inference/-grad follow XLA's BatchNormExpander op for op (statistics as
 E[x^2] - E[x]^2, the inference op as one scale and shift), stochastic-convert follows its
 StochasticConvertDecomposer (the fraction's bits against the random bits), and
-rng-get-and-update-state XLA:CPU's RngState (0x7012395, plus delta on each execution).
+rng-get-and-update-state XLA:CPU's RngState (0x7012395, plus delta on each execution), and
+scan its ScanExpander (one to_apply call per step, in order).
 
 Note [Dynamic shapes as bounds]
     hloscope's values always have their bound shape (``f32[<=4]`` is an f32[4] array) and
@@ -24,8 +25,8 @@ from hloscope.interpret.custom_calls import register_custom_call
 from hloscope.interpret.dtype_bits import bit_width, int_limits
 from hloscope.interpret.evaluator import EvalContext
 from hloscope.interpret.registry import evaluates
-from hloscope.interpret.values import Value
-from hloscope.ir import Instruction, Opcode
+from hloscope.interpret.values import Value, zeros_of
+from hloscope.ir import Instruction, Opcode, TupleShape
 
 __all__: list[str] = []
 
@@ -178,3 +179,37 @@ def _pad_to_static(ctx: EvalContext, inst: Instruction, operands: Operands) -> V
 @register_custom_call("SetBound")
 def _set_bound(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     return operands[0]
+
+
+def _flag(inst: Instruction, name: str) -> bool:
+    """A boolean attribute, which the parser keeps as raw text (``is_reverse=true``)."""
+    v = inst.attrs.get(name, False)
+    return str(getattr(v, "text", v)).lower() == "true"
+
+
+@evaluates(Opcode.SCAN)
+def _scan(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    # XLA's ScanExpander: the operands are inputs then num_carries inits; step i applies to_apply
+    # to the inputs' slices at i along the scan dimension and the carries, which returns
+    # (outputs..., new carries...); the result is (each output stacked along the dimension...,
+    # final carries...). is_reverse walks i from the end; is_associative only licenses a
+    # different evaluation order, so the sequential one is exact.
+    dim = int(inst.attrs["dimensions"][0])
+    carries = int(_number(inst, "num_carries", 0))
+    reverse = _flag(inst, "is_reverse")
+    inputs, carry = operands[:len(operands) - carries], list(operands[len(operands) - carries:])
+    shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
+    n_out = len(shapes) - carries
+    outs = [zeros_of(s) for s in shapes[:n_out]]
+    length = inputs[0].shape[dim] if inputs else (outs[0].shape[dim] if outs else 0)
+    body = inst.attrs["to_apply"]
+    for step in range(length):
+        i = length - 1 - step if reverse else step
+        args = [np.take(x, i, axis=dim) for x in inputs] + carry
+        result = ctx.call_now(body, args)
+        parts = result if isinstance(result, tuple) else (result,)
+        for out, part in zip(outs, parts[:n_out], strict=True):
+            np.moveaxis(out, dim, 0)[i] = part
+        carry = list(parts[n_out:])
+    results = [*outs, *carry]
+    return tuple(results) if isinstance(inst.shape, TupleShape) else results[0]

@@ -37,7 +37,6 @@ UNSUPPORTED: dict[Opcode, str] = {
     Opcode.SCALED_DOT: "scaled-dot (block-scaled fp8/fp4) has no pure function in linalg.py yet",
     Opcode.COLLECTIVE_REDUCE: "collective-reduce has no pure function in collectives.py yet",
     Opcode.SHUFFLE: "shuffle has no documented semantics in XLA's evaluator",
-    Opcode.SCAN: "scan is lowered to while by XLA before evaluation; no pure function yet",
 }
 
 
