@@ -237,3 +237,62 @@ ENTRY e {
   ROOT r = f32[] scan(x, one), dimensions={0}, num_carries=1, to_apply=step
 }"""
     _close(*_both(text, [RNG.standard_normal(6).astype(np.float32)]))
+
+
+@pytest.mark.parametrize("target", ["ShardBarrierTo", "ShardBarrierFrom", "LayoutConstraint"])
+def test_metadata_custom_calls_pass_their_operand_as_xla_does(target: str) -> None:
+    text = f"""HloModule m
+ENTRY e {{
+  p = f32[3,4] parameter(0)
+  n = f32[3,4] negate(p)
+  b = f32[3,4]{{0,1}} custom-call(n), custom_call_target="{target}"
+  ROOT t = f32[4,3] transpose(b), dimensions={{1,0}}
+}}"""
+    _close(*_both(text, [RNG.standard_normal((3, 4)).astype(np.float32)]))
+
+
+def test_unprefixed_shardy_markers_of_one_device_pass_their_operand() -> None:
+    text = """HloModule m
+ENTRY e {
+  p = f32[2,4] parameter(0)
+  g = f32[2,4] custom-call(p), custom_call_target="GlobalToLocalShape"
+  ROOT l = f32[2,4] custom-call(g), custom_call_target="LocalToGlobalShape"
+}"""
+    x = RNG.standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(run(hloscope.parse(text), [x]), x)
+
+
+def test_control_dep_matches_xla() -> None:
+    # An ordering edge between an async all-reduce and unrelated math: no data of its own.
+    text = """HloModule m
+sum {
+  a = u32[] parameter(0)
+  b = u32[] parameter(1)
+  ROOT s = u32[] add(a, b)
+}
+ENTRY e {
+  p = u32[4] parameter(0)
+  st = u32[4] all-reduce-start(p), to_apply=sum
+  k = u32[4] constant({1, 2, 3, 4})
+  m = u32[4] multiply(p, k)
+  dep = () custom-call(st, m), custom_call_target="control_dep"
+  d = u32[4] all-reduce-done(st)
+  ROOT r = u32[4] add(d, m)
+}"""
+    _close(*_both(text, [np.array([5, 6, 7, 8], np.uint32)]))
+
+
+def test_get_rng_seed_is_a_nonzero_u64_reproducible_per_run_seed() -> None:
+    # XLA:CPU draws a fresh random seed on every execution (rng_seed 0 under jax), so only the
+    # type and the nonzero sentinel compare; ours follows RunOptions.seed.
+    from hloscope.interpret import RunOptions
+    text = """HloModule m
+ENTRY e {
+  ROOT s = u64[] custom-call(), custom_call_target="GetRngSeed"
+}"""
+    module = hloscope.parse(text)
+    a, b = run(module, [], options=RunOptions(seed=3)), run(module, [], options=RunOptions(seed=3))
+    c = run(module, [], options=RunOptions(seed=4))
+    xla = client.compile_and_run(text, [])
+    assert a.dtype == np.uint64 == np.asarray(xla).dtype and a.shape == () and int(a) != 0
+    assert int(a) == int(b) and int(a) != int(c)

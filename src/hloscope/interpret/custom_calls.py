@@ -257,7 +257,11 @@ def _host_callback(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> 
 
 
 @register_custom_call("Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "xla.sdy.*",
-                      "MoveToHost", "MoveToDevice", "annotate_device_placement")
+                      "MoveToHost", "MoveToDevice", "annotate_device_placement",
+                      # Sharding propagation's barriers, layout assignment's constraint and the
+                      # unprefixed Shardy markers: metadata XLA removes before codegen.
+                      "ShardBarrierTo", "ShardBarrierFrom", "LayoutConstraint",
+                      "LocalToGlobalShape", "GlobalToLocalShape")
 def _annotation(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     """Sharding and placement annotations change no values in a single global program; the
     manual-region markers cut values into shards and put them back (Note [Global programs]

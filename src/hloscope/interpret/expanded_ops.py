@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from hloscope.errors import UnsupportedCustomCallError
 from hloscope.interpret import elementwise, reduction
 from hloscope.interpret.converts import convert
 from hloscope.interpret.custom_calls import register_custom_call
@@ -179,6 +180,29 @@ def _pad_to_static(ctx: EvalContext, inst: Instruction, operands: Operands) -> V
 @register_custom_call("SetBound")
 def _set_bound(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     return operands[0]
+
+
+@register_custom_call("control_dep")
+def _control_dep(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    # An ordering edge AsyncCollectiveReplacer removes: it carries no data, so its value is
+    # the empty tuple it declares, or its first operand where it stands in for one.
+    if isinstance(inst.shape, TupleShape) and not inst.shape.elements:
+        return ()
+    if operands and inst.operands[0].shape == inst.shape:
+        return operands[0]
+    raise UnsupportedCustomCallError(f"control_dep {inst.name} declares {inst.shape}, which is neither () "
+                                     "nor its first operand's shape")
+
+
+@register_custom_call("GetRngSeed")
+def _get_rng_seed(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    # XLA:CPU's RngSeedThunk writes the run's rng_seed, or a fresh random nonzero u64 when that
+    # is 0 (as under jax), so its value differs from run to run; ours is drawn from the run's
+    # seeded generator (RunOptions.seed), nonzero too, so a run is reproducible.
+    seed = 0
+    while seed == 0:
+        seed = int(ctx.rng.integers(0, 2**64, dtype=np.uint64))
+    return np.asarray(seed, np.uint64)
 
 
 def _flag(inst: Instruction, name: str) -> bool:
