@@ -59,6 +59,7 @@ import oracle_sweep_programs as programs_mod  # noqa: E402
 from oracle_sweep_cases import CASES  # noqa: E402
 
 import hloscope  # noqa: E402
+from hloscope.interpret import RunOptions  # noqa: E402
 from hloscope.interpret import run as hs_run  # noqa: E402
 from hloscope.testing.cases import Case  # noqa: E402
 from hloscope.xla import client as xla  # noqa: E402
@@ -206,7 +207,12 @@ def run_case(c: Case, timeout: float) -> list[Outcome]:
         try:
             with time_limit(timeout):
                 module = hloscope.parse(text)
-                out = hs_run(module, art.inputs, replicas=art.num_replicas, partitions=art.num_partitions)
+                # XLA's reference is each device's result, so a sharded module not partitioned
+                # yet (the pre stage) is asked for its shards too; run's default there is the
+                # global value (Note [Global programs]). Partitioned modules ignore the option.
+                options = RunOptions(per_device=art.num_devices > 1)
+                out = hs_run(module, art.inputs, replicas=art.num_replicas, partitions=art.num_partitions,
+                             options=options)
             if art.num_devices == 1:
                 detail = compare(out, art.outputs, c.tolerance_scale)
             else:
@@ -238,8 +244,6 @@ def bisect(c: Case, stage: str = "pre") -> str:
     class Record:
         def on_instruction(self, inst: Any, operands: list[Any], result: Any) -> None:
             seen[id(inst)] = result
-
-    from hloscope.interpret import RunOptions
 
     hs_run(module, art.inputs, options=RunOptions(hooks=(Record(),), mode="per-device"))
 
