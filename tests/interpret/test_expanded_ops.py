@@ -296,3 +296,18 @@ ENTRY e {
     xla = client.compile_and_run(text, [])
     assert a.dtype == np.uint64 == np.asarray(xla).dtype and a.shape == () and int(a) != 0
     assert int(a) == int(b) and int(a) != int(c)
+
+
+def test_topk_smallest_matches_xla() -> None:
+    # largest=false: the k smallest ascending, ties by lower index, total order (-NaN, -0 < 0).
+    text = """HloModule m
+ENTRY e {
+  x = f32[3,8] parameter(0)
+  ROOT t = (f32[3,5], s32[3,5]) topk(x), k=5, largest=false
+}"""
+    x = np.array([[3, 1, 1, -0.0, 0.0, np.nan, -np.nan, 2], [5, 4, 3, 2, 1, 0, -1, -2],
+                  [1, 1, 1, 1, 0, 0, 0, 0]], np.float32)
+    ours, xla = _both(text, [x])
+    np.testing.assert_array_equal(ours[1], xla[1])
+    np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(xla[0]))
+    _close(ours, xla)

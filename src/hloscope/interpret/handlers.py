@@ -14,7 +14,6 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from hloscope.errors import UnsupportedOpcodeError
 from hloscope.interpret import elementwise, indexing, linalg, reduction, rng, shape_ops
 from hloscope.interpret.evaluator import EvalContext, known_reduction, sole_owner
 from hloscope.interpret.float_env import daz, ftz, ftz_in_place
@@ -373,9 +372,7 @@ def _sort(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 
 @evaluates(Opcode.TOPK)
 def _topk(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    if not inst.attrs.get("largest", True):
-        raise UnsupportedOpcodeError("topk with largest=false has no pure function yet")
-    return reduction.top_k(operands[0], inst.attrs["k"])
+    return reduction.top_k(operands[0], inst.attrs["k"], bool(inst.attrs.get("largest", True)))
 
 
 # --- linear algebra ----------------------------------------------------------------------------

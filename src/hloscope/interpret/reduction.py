@@ -584,11 +584,11 @@ def sort(
         for f in flat)
 
 
-def top_k(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def top_k(x: np.ndarray, k: int, largest: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """XLA's TopK (custom call / `topk` op): the `k` largest elements along the last dimension
     and their int32 indices, in descending order; ties keep the lower index first. Floats are
     ordered by total order, matching XLA:CPU: +NaN is the largest, -NaN the smallest, and 0.0
-    ranks above -0.0."""
+    ranks above -0.0. ``largest=False`` gives the `k` smallest in ascending order instead."""
     x = np.asarray(x)
-    perm = _known_sort_perm([x], "GT", "TOTALORDER")[..., :k]
+    perm = _known_sort_perm([x], "GT" if largest else "LT", "TOTALORDER")[..., :k]
     return np.take_along_axis(x, perm, axis=-1), perm.astype(np.int32)
