@@ -311,3 +311,29 @@ ENTRY e {
     np.testing.assert_array_equal(ours[1], xla[1])
     np.testing.assert_array_equal(np.signbit(ours[0]), np.signbit(xla[0]))
     _close(ours, xla)
+
+
+def test_map_over_a_conditional_matches_xla() -> None:
+    # The mapped computation branches on each element: whole arrays cannot stand in there.
+    text = """HloModule m
+neg {
+  x = f32[] parameter(0)
+  ROOT n = f32[] negate(x)
+}
+dbl {
+  x = f32[] parameter(0)
+  ROOT d = f32[] add(x, x)
+}
+f {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  gt = pred[] compare(a, b), direction=GT
+  ROOT c = f32[] conditional(gt, a, b), true_computation=neg, false_computation=dbl
+}
+ENTRY e {
+  x = f32[4,5] parameter(0)
+  y = f32[4,5] parameter(1)
+  ROOT m = f32[4,5] map(x, y), dimensions={0,1}, to_apply=f
+}"""
+    _close(*_both(text, [RNG.standard_normal((4, 5)).astype(np.float32),
+                         RNG.standard_normal((4, 5)).astype(np.float32)]))

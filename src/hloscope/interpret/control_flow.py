@@ -98,8 +98,16 @@ def select_branch(inst: Instruction, selector: Any) -> tuple[Any, int]:
 def _map(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     # The mapped computation is scalar and elementwise, so one vectorized call covers every
     # element; broadcast in case it ignores its parameters (a constant result).
-    result = ctx.call_now(inst.attrs["to_apply"], operands)
+    comp = inst.attrs["to_apply"]
     shape = inst.array_shape
+    if any(i.called_computations for i in comp.instructions):
+        # A conditional (or call, loop...) inside branches on one element's value, so whole
+        # arrays cannot stand in for the scalars there: one call per element.
+        out = np.empty(shape.dimensions, shape.dtype)
+        for idx in np.ndindex(*shape.dimensions):
+            out[idx] = ctx.call_now(comp, [np.asarray(o[idx]) for o in operands])
+        return out
+    result = ctx.call_now(comp, operands)
     return np.broadcast_to(np.asarray(result, shape.dtype), shape.dimensions).copy()
 
 
