@@ -84,3 +84,21 @@ def test_verify_command_takes_the_device_count(tmp_path, capsys) -> None:
     assert main(["verify", str(mod), "--replicas", "8"]) == 0
     assert main(["verify", str(mod), "--replicas", "1"]) == 3
     assert "gathers 8 shards" in capsys.readouterr().err
+
+
+def test_gather_without_channel_sets_the_replicas_when_partitions_are_known() -> None:
+    # The permute's channel ids make 2 partitions; the gather without channel_id groups every
+    # replica of a partition, so its 3 shards mean 3 replicas (it ran on 1 x 2 and refused).
+    m = hloscope.parse("""HloModule m
+ENTRY e {
+  a = f32[2] parameter(0)
+  cp = f32[2] collective-permute(a), channel_id=1, source_target_pairs={{0,1},{1,0}}
+  ROOT g = f32[6] all-gather(cp), dimensions={0}
+}""")
+    assert infer_grid(m)[:2] == (3, 2)
+    xs = [[np.array([d, 10 * d], np.float32)] for d in range(6)]  # device d = replica * 2 + partition
+    out = run(m, xs)
+    for d in range(6):
+        other = 1 - d % 2  # the permute brings the other partition's value
+        expected = np.concatenate([xs[r * 2 + other][0] for r in range(3)])
+        np.testing.assert_array_equal(out[d], expected)

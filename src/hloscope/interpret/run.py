@@ -74,9 +74,12 @@ def infer_grid(module: Module) -> tuple[int, int, str | None]:
             kind = "partition" if channel and (global_ids or not has_attr) else "replica"
             most[kind] = max(most[kind], max(ids) + 1)
     note = None
-    if replicas is None and not most["replica"] and not most["partition"] and partitions is None:
+    if replicas is None and not most["replica"]:
         implied = implied_replicas(module)
-        if implied is not None:
+        # Where partitions are known, only a gather without channel_id says the replica count:
+        # its implicit group is every replica of its partition (one with a channel spans all).
+        known_partitions = bool(most["partition"]) or partitions is not None
+        if implied is not None and (not known_partitions or implied[1].attrs.get("channel_id") is None):
             most["replica"] = implied[0]
             note = (f"the module names no device count; {implied[1].name} ({implied[1].opcode.text}) "
                     f"holds {implied[0]} shards, so it runs on {implied[0]} replicas")
