@@ -337,3 +337,26 @@ ENTRY e {
 }"""
     _close(*_both(text, [RNG.standard_normal((4, 5)).astype(np.float32),
                          RNG.standard_normal((4, 5)).astype(np.float32)]))
+
+
+def test_dead_custom_call_is_skipped_as_xla_removes_it() -> None:
+    # Nobody reads "dead" (an unknown target, a shape no handler could give): XLA's DCE drops it.
+    text = """HloModule m
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  dead = f32[7] custom-call(p), custom_call_target="no_such_target"
+  ROOT n = f32[2,3] negate(p)
+}"""
+    _close(*_both(text, [RNG.standard_normal((2, 3)).astype(np.float32)]))
+
+
+def test_dead_custom_call_with_side_effects_still_runs() -> None:
+    from hloscope.errors import UnsupportedCustomCallError
+    text = """HloModule m
+ENTRY e {
+  p = f32[2,3] parameter(0)
+  dead = f32[7] custom-call(p), custom_call_target="no_such_target", custom_call_has_side_effect=true
+  ROOT n = f32[2,3] negate(p)
+}"""
+    with pytest.raises(UnsupportedCustomCallError, match="no_such_target"):
+        run(hloscope.parse(text), [np.zeros((2, 3), np.float32)])

@@ -167,6 +167,11 @@ def _unsupported(reason: str) -> Callable[..., Any]:
     return handler
 
 
+def _dead_custom_call(ctx: Any, inst: Instruction, operands: list[Value]) -> None:
+    """The value of a custom call nobody reads: none (build_plan)."""
+    return None
+
+
 def _unpackable(comp: Computation, slot_of: dict[int, int]) -> dict[int, list[tuple[int, int]]]:
     """Tuple-shaped instructions (parameters, while loops, multi-output fusions, ...) whose
     every user is a get-tuple-element: slot -> [(GTE slot, tuple index)] (Note [Unpacked tuple
@@ -213,6 +218,12 @@ def build_plan(comp: Computation, *, unpack_tuples: bool = True,
         handler = resolve(inst) if resolve is not None else handler_for(inst.opcode)
         if handler is None:
             handler = _unsupported(UNSUPPORTED.get(inst.opcode, "no handler registered"))
+        if (unpack_tuples and inst.opcode is Opcode.CUSTOM_CALL and last_use[i] < 0 and i != root_slot
+                and not inst.attrs.get("custom_call_has_side_effect")):
+            # A custom call nobody reads and without side effects is dead code XLA removes
+            # before codegen, so its target needs no handler (nor a sensible shape) to run.
+            # Runs with hooks (unpack_tuples=False) still evaluate it, to show its value.
+            handler = _dead_custom_call
         pairs = tuple(unpack.get(i, ()))
         steps.append(_Step(handler, inst, i, tuple(slot_of[id(o)] for o in inst.operands),
                            tuple(dead_after[i]), is_generator_handler(handler),
