@@ -6,8 +6,8 @@ are shared with the lockstep executor.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
-from typing import Any
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, cast
 
 from hloscope.errors import InterpretError
 from hloscope.interpret import collectives
@@ -68,8 +68,14 @@ def reducer(ctx: EvalContext, inst: Instruction) -> Any:
     return known if known is not None else (lambda a, b: ctx.call_now(comp, [a, b]))
 
 
+def _operands(xs: list[Value]) -> list[collectives.Operands]:
+    """A group's contributions as the collectives take them: HLO collectives have array
+    operands, or one flat tuple of arrays (variadic forms), never nested tuples."""
+    return cast("list[collectives.Operands]", xs)
+
+
 def _rendezvous(inst: Instruction, groups: list[list[int]], value: Value,
-                combine: Callable[[list[Value], list[int]], list[Value]]) -> Generator[Any, Any, Value]:
+                combine: Callable[[list[Value], list[int]], Sequence[Value]]) -> Generator[Any, Any, Value]:
     return (yield Rendezvous(inst, groups, value, combine))
 
 
@@ -78,7 +84,7 @@ def _all_reduce(ctx: EvalContext, inst: Instruction, operands: Operands) -> Gene
     members = groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
     reduce_fn = reducer(ctx, inst)
     return (yield from _rendezvous(inst, members, operand_value(inst, operands),
-                                   lambda xs, g: collectives.all_reduce(xs, _local(len(g)), reduce_fn)))
+                                   lambda xs, g: collectives.all_reduce(_operands(xs), _local(len(g)), reduce_fn)))
 
 
 @evaluates(Opcode.ALL_GATHER, Opcode.ALL_GATHER_START)
@@ -90,7 +96,7 @@ def _all_gather(ctx: EvalContext, inst: Instruction, operands: Operands) -> Gene
     if not start:
         value = operand_value(inst, operands)
     result = yield from _rendezvous(inst, members, value,
-                                    lambda xs, g: collectives.all_gather(xs, _local(len(g)), dim))
+                                    lambda xs, g: collectives.all_gather(_operands(xs), _local(len(g)), dim))
     return (value, result) if start else result
 
 
@@ -100,7 +106,7 @@ def _reduce_scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> 
     dim = inst.attrs["dimensions"][0]
     reduce_fn = reducer(ctx, inst)
     return (yield from _rendezvous(inst, members, operand_value(inst, operands),
-                                   lambda xs, g: collectives.reduce_scatter(xs, _local(len(g)), dim, reduce_fn)))
+                                   lambda xs, g: collectives.reduce_scatter(_operands(xs), _local(len(g)), dim, reduce_fn)))
 
 
 @evaluates(Opcode.ALL_TO_ALL)
@@ -110,14 +116,14 @@ def _all_to_all(ctx: EvalContext, inst: Instruction, operands: Operands) -> Gene
     split = dims[0] if dims else None
     value = operands[0] if split is not None and len(operands) == 1 else tuple(operands)
     return (yield from _rendezvous(inst, members, value,
-                                   lambda xs, g: collectives.all_to_all(xs, _local(len(g)), split)))
+                                   lambda xs, g: collectives.all_to_all(_operands(xs), _local(len(g)), split)))
 
 
 @evaluates(Opcode.COLLECTIVE_BROADCAST)
 def _collective_broadcast(ctx: EvalContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
     members = groups(ctx, inst, None)
     return (yield from _rendezvous(inst, members, operand_value(inst, operands),
-                                   lambda xs, g: collectives.collective_broadcast(xs, _local(len(g)))))
+                                   lambda xs, g: collectives.collective_broadcast(_operands(xs), _local(len(g)))))
 
 
 @evaluates(Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START)
@@ -134,8 +140,8 @@ def _collective_permute(ctx: EvalContext, inst: Instruction, operands: Operands)
     # whole-buffer permutes are modelled.
     value = operands[0]
 
-    def combine(xs: list[Value], g: list[int]) -> list[Value]:
-        return collectives.collective_permute(xs, pairs)
+    def combine(xs: list[Value], g: list[int]) -> Sequence[Value]:
+        return collectives.collective_permute(_operands(xs), pairs)
 
     result = yield from _rendezvous(inst, everyone, value, combine)
     if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START:

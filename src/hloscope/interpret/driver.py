@@ -18,7 +18,7 @@ value along a leading axis (Note [Lockstep]).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from hloscope.errors import InterpretError
@@ -38,7 +38,7 @@ class Rendezvous:
     inst: Instruction
     groups: list[list[int]]
     value: Value
-    combine: Callable[[list[Value], list[int]], list[Value]]
+    combine: Callable[[list[Value], list[int]], Sequence[Value]]
 
     def __repr__(self) -> str:
         return f"<rendezvous at {self.inst.name}>"
@@ -66,7 +66,7 @@ def drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
 
 def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
     n = len(gens)
-    results: list[Value] = [None] * n
+    results: dict[int, Value] = {}
     finished = [False] * n
     pending: dict[int, Rendezvous] = {}
     # device -> ("send", value) or ("throw", exception) for the next resume
@@ -117,4 +117,4 @@ def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
                 gens[d].close()
             pending.clear()
             resume[first] = ("throw", InterpretError(message))
-    return results
+    return [results[d] for d in range(n)]

@@ -323,14 +323,15 @@ _LIST_AND_ARG = 2 + 1  # the list, the local x, getrefcount's argument
 _VIEW_AND_ARG = 1 + 2  # the view's base pointer, the local base, getrefcount's argument
 
 
-def run_to_completion(gen: Generator[Any, Any, Value], comp: Computation) -> Value:
+def run_to_completion(gen: Generator[Any, Any, Value], comp: Computation | None) -> Value:
     """Drive an evaluation that must not meet other devices; return its result."""
     try:
         request = next(gen)
     except StopIteration as stop:
         return stop.value
     gen.close()
-    raise InterpretError(f"computation {comp.name} reached a collective ({request!r}) where only a "
+    name = comp.name if comp is not None else "(detached)"
+    raise InterpretError(f"computation {name} reached a collective ({request!r}) where only a "
                          "local computation is allowed (a reducer, comparator or mapped function)")
 
 

@@ -204,6 +204,15 @@ STACKED: OpTable[Handler] = OpTable(
 _stacked = STACKED.register
 
 
+def _registered(opcode: Opcode) -> Handler:
+    """The interpreter's handler of ``opcode``; every opcode lockstep defers to is registered by
+    the handler modules imported above, so a miss is an import-order bug."""
+    handler = handler_for(opcode)
+    if handler is None:
+        raise InterpretError(f"no interpreter handler is registered for {opcode.text}")
+    return handler
+
+
 def per_device(handler: Handler) -> Handler:
     """``handler`` run on each device's slice with that device's context, results stacked."""
     if is_generator_handler(handler):
@@ -281,6 +290,11 @@ def applies(module: Module) -> bool:
     return True
 
 
+# What a device's input list holds once its array is stacked: an empty array, not the input,
+# so a donated input's memory is released before the entry computation runs.
+_RELEASED: Value = np.empty(0)
+
+
 def run_lockstep(module: Module, args: list[list[Value]], r: int, p: int, options: RunOptions) -> list[Value]:
     """Evaluate the entry computation on every device at once; ``args[d]`` are device ``d``'s
     inputs, which are taken out of the lists as they are stacked. In mode "lockstep", raises
@@ -291,7 +305,7 @@ def run_lockstep(module: Module, args: list[list[Value]], r: int, p: int, option
     for i in range(len(module.entry.parameters)):
         stacked.append(stack_values([args[d][i] for d in range(n)]))
         for d in range(n):  # the stacked copy replaces them (donated inputs are freed here)
-            args[d][i] = None
+            args[d][i] = _RELEASED
     gen = evaluate(ctx, module.entry, stacked, donate=True)
     result = run_to_completion(gen, module.entry)
     return unstack_value(result, n)
@@ -367,7 +381,7 @@ def _reverse(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Val
     return shape_ops.reverse(operands[0], [d + 1 for d in inst.attrs["dimensions"]])
 
 
-_pad_per_device = per_device(handler_for(Opcode.PAD))  # type: ignore[arg-type]
+_pad_per_device = per_device(_registered(Opcode.PAD))
 
 
 @_stacked(Opcode.PAD)
@@ -380,7 +394,7 @@ def _pad(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
                          [0, *(d[2] for d in cfg)])
 
 
-_bitcast_per_device = per_device(handler_for(Opcode.BITCAST))  # type: ignore[arg-type]
+_bitcast_per_device = per_device(_registered(Opcode.BITCAST))
 
 
 @_stacked(Opcode.BITCAST)
@@ -406,7 +420,7 @@ def _uniform_starts(starts: Operands) -> list[np.ndarray] | None:
     return out
 
 
-_dynamic_slice_per_device = per_device(handler_for(Opcode.DYNAMIC_SLICE))  # type: ignore[arg-type]
+_dynamic_slice_per_device = per_device(_registered(Opcode.DYNAMIC_SLICE))
 
 
 @_stacked(Opcode.DYNAMIC_SLICE)
@@ -431,14 +445,15 @@ def _dynamic_update_slice(ctx: LockstepContext, inst: Instruction, operands: Ope
     return shape_ops.dynamic_update_slice(operands[0], operands[1], starts, in_place=in_place)
 
 
-_reduce_per_device = per_device(handler_for(Opcode.REDUCE))  # type: ignore[arg-type]
+_reduce_per_device = per_device(_registered(Opcode.REDUCE))
 
 
 @_stacked(Opcode.REDUCE)
 def _reduce(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
     k = len(operands) // 2
-    inits = [_uniform(i) for i in operands[k:]]
-    if any(i is None for i in inits):
+    uniform = [_uniform(i) for i in operands[k:]]
+    inits = [i for i in uniform if i is not None]
+    if len(inits) != len(uniform):
         return _reduce_per_device(ctx, inst, operands)
     reducer, known = _handlers.reducer_of(ctx, inst.attrs["to_apply"])
     out = reduction.reduce(operands[:k], inits, [d + 1 for d in inst.attrs["dimensions"]], reducer, known)
@@ -455,7 +470,7 @@ def _gather(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Valu
                            **_handlers.gather_dims(inst.attrs, indices_axis=True, operand_axis=not shared))
 
 
-_scatter_per_device = per_device(handler_for(Opcode.SCATTER))  # type: ignore[arg-type]
+_scatter_per_device = per_device(_registered(Opcode.SCATTER))
 
 
 @_stacked(Opcode.SCATTER)
@@ -507,7 +522,7 @@ def _on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands)
     where control flow differs per device, only that instruction leaves lockstep."""
     from hloscope.interpret.driver import drive
 
-    handler = handler_for(inst.opcode)
+    handler = _registered(inst.opcode)
     gens = [handler(c, inst, [_slice(o, d) for o in operands]) for d, c in enumerate(ctx.contexts)]
     return _stack(drive(gens))
 
@@ -671,7 +686,7 @@ def _stacked_gemm(ctx: LockstepContext, inst: Instruction, operands: Operands) -
     return custom_calls.gemm(ctx, inst, operands, stacked=True, product=_gemm_product, accumulate=_gemm_accumulate)
 
 
-_custom_call_per_device = per_device(handler_for(Opcode.CUSTOM_CALL))  # type: ignore[arg-type]
+_custom_call_per_device = per_device(_registered(Opcode.CUSTOM_CALL))
 _GEMM_TARGETS = ("__cublas$gemm", "__cublas$lt$matmul")
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InterpretError, UnsupportedCustomCallError
-from hloscope.ir import Instruction, Module, Opcode
+from hloscope.ir import Instruction, Module, Opcode, TupleShape
 from hloscope.ir.attributes import ShardingSpec
 from hloscope.ir.sharding import parse_sharding
 
@@ -111,9 +111,10 @@ def hlo_layout(spec: ShardingSpec, dims: Sequence[int], num_devices: int) -> Lay
         d = int(tiles[idx])
         if d < num_devices and coords[d] is None:
             coords[d] = tuple(idx[:rank])
-    if any(c is None for c in coords):
+    placed = [c for c in coords if c is not None]
+    if len(placed) != len(coords):
         raise InterpretError(f"sharding {spec} does not place every one of {num_devices} devices")
-    return _tile_layout(dims, spec.tile_assignment_dims[:rank], coords)  # type: ignore[arg-type]
+    return _tile_layout(dims, spec.tile_assignment_dims[:rank], placed)
 
 
 _MESH = re.compile(r'(\w+)\s*=\s*#sdy\.mesh<\[([^\]]*)\](?:\s*,\s*device_ids=\[([^\]]*)\])?>')
@@ -167,9 +168,10 @@ def sdy_layouts(module: Module, text: str, shapes: Sequence[Sequence[int]], num_
                 c.append(k)
             if d < num_devices:
                 coords[d] = tuple(c)
-        if any(c is None for c in coords):
+        placed = [c for c in coords if c is not None]
+        if len(placed) != len(coords):
             raise InterpretError(f"mesh @{mesh_name} does not place every one of {num_devices} devices")
-        layouts.append(_tile_layout(dims, counts, coords))  # type: ignore[arg-type]
+        layouts.append(_tile_layout(dims, counts, placed))
     return layouts
 
 
@@ -191,7 +193,7 @@ def assemble(shards: Sequence[np.ndarray], layout: Layout, dims: Sequence[int], 
 
 def _leaf_shapes(inst: Instruction) -> list[Any]:
     shape = inst.shape
-    return list(shape.elements) if shape.is_tuple else [shape]
+    return list(shape.elements) if isinstance(shape, TupleShape) else [shape]
 
 
 def enter_region(module: Module, inst: Instruction, operands: list[Any], num_devices: int) -> Any:
