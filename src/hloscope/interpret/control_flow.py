@@ -22,7 +22,8 @@ from hloscope.ir import Computation, Instruction, Opcode, TupleShape
 __all__: list[str] = []
 
 Operands = list[Any]
-Evaluation = Generator[Any, Any, Value]
+# A manual region's call evaluates to its devices' values (Note [Global programs] in spmd.py).
+Evaluation = Generator[Any, Any, "Value | spmd.Sharded"]
 
 
 def _called(inst: Instruction) -> Computation:
@@ -180,7 +181,7 @@ def _get_tuple_element(ctx: EvalContext, inst: Instruction, operands: Operands) 
     return operands[0][inst.attrs["index"]]  # a tuple, or a manual region's Sharded tuples
 
 
-def _run_region(ctx: EvalContext, comp: Computation, operands: Operands) -> Value:
+def _run_region(ctx: EvalContext, comp: Computation, operands: Operands) -> spmd.Sharded:
     """Run ``comp`` on every device of the grid, each on its shards (Note [Global programs] in
     spmd.py); collectives inside meet through the driver's rendezvous (driver.py)."""
     from hloscope.interpret.driver import drive

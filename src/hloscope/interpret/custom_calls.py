@@ -24,7 +24,7 @@ from hloscope.errors import UnsupportedCustomCallError
 from hloscope.interpret import linalg, reduction, rng, spmd
 from hloscope.interpret.evaluator import EvalContext, sole_owner
 from hloscope.interpret.registry import evaluates
-from hloscope.interpret.values import Value, zeros_of
+from hloscope.interpret.values import Value, array_shapes, element_arrays, zeros_of
 from hloscope.ir import ArrayShape, Instruction, Opcode, TupleShape
 from hloscope.ir.backend_configs import GemmSpec, gemm_spec
 
@@ -150,7 +150,7 @@ def _finish_gemm(inst: Instruction, r: np.ndarray, stacked: bool) -> Value:
     """The gemm's result value: ``r``, with the workspace of a tuple-shaped call."""
     if stacked and isinstance(inst.shape, TupleShape):
         n = r.shape[0]
-        return (r, *(np.broadcast_to(z, (n, *z.shape)) for z in (zeros_of(s) for s in inst.shape.elements[1:])))
+        return (r, *(np.broadcast_to(z, (n, *np.shape(z))) for z in (zeros_of(s) for s in inst.shape.elements[1:])))
     return _with_workspace(inst, r)
 
 
@@ -200,7 +200,7 @@ def _plain_matmul(lhs: np.ndarray, rhs: np.ndarray, lb: tuple[int, ...], rb: tup
                       "hip_threefry2x32", "hip_threefry2x32_ffi")
 def _threefry(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     """jax's GPU threefry: operands (key0, key1, x0, x1), result (y0, y1), keys broadcast."""
-    out = inst.shape.elements[0].dimensions
+    out = element_arrays(inst)[0].dimensions
     k0, k1, x0, x1 = (np.broadcast_to(np.asarray(o, np.uint32), out) for o in operands[:4])
     y0, y1 = rng.threefry2x32(k0, k1, x0, x1)
     return (np.asarray(y0, np.uint32).reshape(out), np.asarray(y1, np.uint32).reshape(out))
@@ -209,7 +209,7 @@ def _threefry(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value
 @register_custom_call("TopK")
 def _top_k(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     """XLA's TopK custom call: the k largest along the last dimension, (values, s32 indices)."""
-    k = inst.shape.elements[0].dimensions[-1]
+    k = element_arrays(inst)[0].dimensions[-1]
     return reduction.top_k(operands[0], k)
 
 
@@ -325,7 +325,7 @@ def _batched(a: np.ndarray, per_matrix: Callable[[np.ndarray], tuple[Any, ...]])
 
 
 def _cast(inst: Instruction, values: tuple[np.ndarray, ...]) -> Value:
-    shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
+    shapes = array_shapes(inst)
     out = tuple(np.asarray(v).astype(s.dtype).reshape(s.dimensions) for v, s in zip(values, shapes, strict=True))
     return out if isinstance(inst.shape, TupleShape) else out[0]
 
@@ -380,7 +380,7 @@ def _svd(routine: str) -> Callable[..., Value]:
     def impl(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
         f = _lapack(p, routine)
         mode = chr(attrs.get("mode", ord("A")))
-        shapes = inst.shape.elements
+        shapes = element_arrays(inst)
 
         def one(m: np.ndarray) -> tuple[Any, ...]:
             u, s, vt, info = f(m, compute_uv=int(mode != "N"), full_matrices=int(mode == "A"))
@@ -472,7 +472,7 @@ def _gtsv(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> V
 def _gehrd(p: str, inst: Instruction, ops: list[Any], attrs: dict[str, int]) -> Value:
     f = _lapack(p, "gehrd")
     n = ops[0].shape[-1]
-    lo, hi = attrs.get("low", 1) - 1, attrs.get("high", n) - 1  # LAPACK's ilo/ihi are 1-based
+    lo, hi = attrs.get("low", 1) - 1, attrs.get("high", int(n)) - 1  # LAPACK's ilo/ihi are 1-based
     return _cast(inst, _batched(ops[0], lambda m: f(m, lo=lo, hi=hi)))
 
 

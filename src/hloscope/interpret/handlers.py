@@ -9,6 +9,7 @@ handed over vectorized, with a ``known`` fast path when the computation is a pla
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -18,7 +19,7 @@ from hloscope.interpret import elementwise, indexing, linalg, reduction, rng, sh
 from hloscope.interpret.evaluator import EvalContext, known_reduction, sole_owner
 from hloscope.interpret.float_env import daz, ftz, ftz_in_place
 from hloscope.interpret.registry import UNSUPPORTED, evaluates
-from hloscope.interpret.values import Value
+from hloscope.interpret.values import Value, element_arrays
 from hloscope.ir import ArrayShape, Computation, Family, Instruction, Opcode
 from hloscope.ir.attributes import RawAttribute
 
@@ -357,13 +358,15 @@ def _known_comparator(comp: Computation) -> tuple[str, str | None] | None:
 def _sort(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     comp = inst.attrs["to_apply"]
     known = _known_comparator(comp)
-    comparator = None
+    comparator: Callable[[tuple[Any, ...], tuple[Any, ...]], Any] | None = None
     if known is None:
         f = ctx.vectorized(comp)
 
-        def comparator(lhs: tuple[Any, ...], rhs: tuple[Any, ...]) -> Any:
+        def call_comparator(lhs: tuple[Any, ...], rhs: tuple[Any, ...]) -> Any:
             # XLA interleaves the comparator's parameters: lhs0, rhs0, lhs1, rhs1, ...
             return f(*[v for pair in zip(lhs, rhs, strict=True) for v in pair])
+
+        comparator = call_comparator
 
     out = reduction.sort(operands, inst.attrs["dimensions"][0], comparator,
                          bool(inst.attrs.get("is_stable", False)), known)
@@ -480,7 +483,7 @@ def _scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 
 @evaluates(Opcode.RNG_BIT_GENERATOR)
 def _rng_bit_generator(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    bits_shape = inst.shape.elements[1]
+    bits_shape = element_arrays(inst)[1]
     return rng.rng_bit_generator(inst.attrs.get("algorithm", "rng_default"), operands[0],
                                  tuple(bits_shape.dimensions), bits_shape.dtype)
 

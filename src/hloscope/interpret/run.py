@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from hloscope.errors import InputError
+from hloscope.errors import InputError, InterpretError
 from hloscope.interpret import float_env, spmd
 from hloscope.interpret.allocator import kept_freed_memory
 from hloscope.interpret.evaluator import (
@@ -22,7 +22,7 @@ from hloscope.interpret.evaluator import (
     run_to_completion,
 )
 from hloscope.interpret.executor import choose_executor
-from hloscope.interpret.values import Value, coerce_input
+from hloscope.interpret.values import Value, array_shapes, coerce_input
 from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
 from hloscope.ir.collective_shapes import implied_replicas
@@ -167,6 +167,15 @@ def is_global_run(module: Module, inputs: Sequence[Any], n: int) -> bool:
                for i, p in enumerate(params))
 
 
+def _frontend(inst: Instruction, key: str) -> str:
+    """Entry ``key`` of ``inst``'s frontend attributes (empty when absent); the sdy custom calls
+    always carry them."""
+    fa = inst.attrs.get("frontend_attributes")
+    if fa is None:
+        raise InterpretError(f"{inst.name} ({inst.custom_call_target}) has no frontend_attributes")
+    return fa.map.get(key, "")
+
+
 def _spec_of(inst: Instruction) -> Any:
     sharding = inst.attrs.get("sharding")
     if sharding is None:
@@ -191,9 +200,8 @@ def _layout_of(module: Module, inst: Instruction, n: int, depth: int = 0) -> Any
     if inst.opcode is Opcode.GET_TUPLE_ELEMENT and inst.operands[0].opcode is Opcode.CUSTOM_CALL:
         src, index = inst.operands[0], inst.attrs["index"]
     if src.opcode is Opcode.CUSTOM_CALL and src.custom_call_target == "xla.sdy.LocalToGlobalShape":
-        shapes = [e.dimensions for e in src.shape.elements] if src.shape.is_tuple else [src.shape.dimensions]
-        fa = src.attrs.get("frontend_attributes")
-        return spmd.sdy_layouts(module, fa.map.get("xla.sdy.out_shardings", ""), shapes, n)[index]
+        shapes = [s.dimensions for s in array_shapes(src)]
+        return spmd.sdy_layouts(module, _frontend(src, "xla.sdy.out_shardings"), shapes, n)[index]
     if depth > 64 or dims is None:
         return None
     if inst.opcode.family in _PASS_THROUGH or target is not None or inst.opcode is Opcode.RESHAPE:
@@ -221,7 +229,7 @@ def shards_of(module: Module, value: Value, n: int) -> list[Value]:
                   for v, lay in zip(value, layouts, strict=True)]
         return [tuple(leaf[d] for leaf in leaves) for d in range(n)]
     layout = _layout_of(module, root, n)
-    return [value] * n if layout is None else spmd.cut(np.asarray(value), layout)
+    return [value] * n if layout is None else [*spmd.cut(np.asarray(value), layout)]
 
 
 def _input_layout(module: Module, param: Instruction, n: int) -> Any:
@@ -239,10 +247,9 @@ def _input_layout(module: Module, param: Instruction, n: int) -> Any:
                 return found
         if (user.opcode is Opcode.CUSTOM_CALL and user.custom_call_target == "xla.sdy.GlobalToLocalShape"
                 and any(o is param for o in user.operands)):
-            fa = user.attrs.get("frontend_attributes")
-            shapes = [o.shape.dimensions for o in user.operands]
+            shapes = [o.array_shape.dimensions for o in user.operands]
             i = next(k for k, o in enumerate(user.operands) if o is param)
-            return spmd.sdy_layouts(module, fa.map.get("xla.sdy.in_shardings", ""), shapes, n)[i]
+            return spmd.sdy_layouts(module, _frontend(user, "xla.sdy.in_shardings"), shapes, n)[i]
     return None
 
 
@@ -257,12 +264,12 @@ def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: 
             x = inputs[i]
         else:
             shards = [np.asarray(inputs[d][i]) for d in range(n)]
-            dims = param.shape.dimensions if isinstance(param.shape, ArrayShape) else None
-            layout = _input_layout(module, param, n) if dims is not None else None
-            if layout is None or shards[0].shape == tuple(dims):
+            shape = param.shape
+            layout = _input_layout(module, param, n) if isinstance(shape, ArrayShape) else None
+            if layout is None or not isinstance(shape, ArrayShape) or shards[0].shape == tuple(shape.dimensions):
                 x = shards[0]
             else:
-                x = spmd.assemble(shards, layout, dims, param.shape.dtype)
+                x = spmd.assemble(shards, layout, shape.dimensions, shape.dtype)
         args.append(coerce_input(x, param.shape, f"parameter {param.parameter_number} ({param.name})"))
     ctx = EvalContext(module, options, devices.process_id(0, p), r, p)
     result = run_to_completion(evaluate(ctx, module.entry, args), module.entry)

@@ -116,3 +116,17 @@ def leaves(value: Value) -> list[np.ndarray]:
     if isinstance(value, tuple):
         return [leaf for v in value for leaf in leaves(v)]
     return [value]
+
+
+def element_arrays(inst: Instruction) -> tuple[ArrayShape, ...]:
+    """The element shapes of ``inst``'s tuple result, for ops whose outputs are arrays side by
+    side (custom calls, rng-bit-generator); an InterpretError names the instruction otherwise."""
+    shape = inst.shape
+    if isinstance(shape, TupleShape) and all(isinstance(e, ArrayShape) for e in shape.elements):
+        return tuple(e for e in shape.elements if isinstance(e, ArrayShape))
+    raise InterpretError(f"{inst.name}: expected a tuple of arrays, got {shape}")
+
+
+def array_shapes(inst: Instruction) -> tuple[ArrayShape, ...]:
+    """``inst``'s result as a tuple of array shapes: its elements, or its own array shape."""
+    return element_arrays(inst) if isinstance(inst.shape, TupleShape) else (inst.array_shape,)
