@@ -19,8 +19,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import importlib
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # ctypes' own name for it (ctypes._CFuncPtr) is private in the stubs
+    from _ctypes import CFuncPtr
 
 __all__ = ["gemm"]
 
@@ -44,7 +48,7 @@ def _numpy_library() -> ctypes.CDLL | None:
 
 
 @functools.cache
-def _function(dtype: np.dtype) -> ctypes._CFuncPtr | None:
+def _function(dtype: np.dtype) -> CFuncPtr | None:
     lib = _numpy_library()
     if lib is None:
         return None
@@ -63,7 +67,7 @@ def _function(dtype: np.dtype) -> ctypes._CFuncPtr | None:
     return None
 
 
-def _works(fn: ctypes._CFuncPtr, dtype: np.dtype) -> bool:
+def _works(fn: CFuncPtr, dtype: np.dtype) -> bool:
     """One small accumulation with a transposed and a strided operand, against numpy."""
     rng = np.random.default_rng(0)
 
@@ -99,7 +103,7 @@ def _layout(x: np.ndarray) -> tuple[int, int] | None:
     return None
 
 
-def _call(fn: ctypes._CFuncPtr, dtype: np.dtype, c: np.ndarray, a: np.ndarray, b: np.ndarray,
+def _call(fn: CFuncPtr, dtype: np.dtype, c: np.ndarray, a: np.ndarray, b: np.ndarray,
           alpha: float | complex, beta: float | complex) -> bool:
     la, lb, lc = _layout(a), _layout(b), _layout(c)
     if la is None or lb is None or lc is None or lc[0] != _NO_TRANS:

@@ -181,10 +181,11 @@ def reduce_precision(x: Array, exponent_bits: int, mantissa_bits: int) -> Array:
     """
     if x.dtype not in (np.float16, np.float32, np.float64, np.dtype(ml_dtypes.bfloat16)):
         return reduce_precision(x.astype(np.float32), exponent_bits, mantissa_bits).astype(x.dtype)
-    nbits = x.dtype.itemsize * 8
+    itemsize = np.dtype(x.dtype).itemsize
+    nbits = itemsize * 8
     src_mantissa_bits = ml_dtypes.finfo(x.dtype).nmant
     src_exponent_bits = nbits - 1 - src_mantissa_bits
-    uint = UINT_OF_BYTES[x.dtype.itemsize]
+    uint = UINT_OF_BYTES[itemsize]
     one = 1
     full = (1 << nbits) - 1
     bits = contiguous(x).view(uint)

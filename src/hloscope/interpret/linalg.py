@@ -14,9 +14,9 @@ from __future__ import annotations
 import functools
 import itertools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -91,7 +91,7 @@ def dot_general(
     if compute.kind == "c":
         # XLA sums the complex products (ac - bd) + (ad + bc)i; BLAS's zgemm/zdot reach NaN
         # where those give ±inf (x * (1 + inf i)), so multiply the parts with real matmuls.
-        ar, ai, br, bi = a3.real, a3.imag, b3.real, b3.imag
+        ar, ai, br, bi = np.real(a3), np.imag(a3), np.real(b3), np.imag(b3)
         r = np.empty((b, m, n), compute)
         r.real = np.matmul(ar, br) - np.matmul(ai, bi)
         r.imag = np.matmul(ar, bi) + np.matmul(ai, br)
@@ -135,19 +135,28 @@ def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.matmul(a, b)
 
 
+class _ThreadControl(Protocol):
+    """What hloscope uses of threadpoolctl's controller of one BLAS library."""
+
+    num_threads: int
+
+    def set_num_threads(self, num_threads: int) -> object: ...
+
+
 @functools.cache
-def _blas_gemm(dtype: np.dtype) -> object | None:
+def _blas_gemm(dtype: np.dtype) -> Callable[..., np.ndarray] | None:
     """BLAS's ``?gemm`` for ``dtype`` from scipy, or None without scipy (an optional
     accelerator: numpy has no gemm with beta)."""
     try:
         from scipy.linalg import blas
     except ImportError:
         return None
-    return blas.get_blas_funcs("gemm", dtype=dtype)
+    (gemm,) = blas.get_blas_funcs(("gemm",), dtype=dtype)  # a tuple of names gives a list
+    return gemm
 
 
 @functools.cache
-def _scipy_blas_threads() -> object | None:
+def _scipy_blas_threads() -> _ThreadControl | None:
     """threadpoolctl's handle on scipy's own BLAS library (wheels bundle one apart from
     numpy's), or None without threadpoolctl or when scipy shares numpy's."""
     try:
@@ -207,12 +216,12 @@ def matmul_accumulate(c: np.ndarray, a: np.ndarray, b: np.ndarray, alpha: float 
         return False
     threads = _scipy_blas_threads() if a.shape[1] <= _SKINNY_K else None
     before = threads.num_threads if threads is not None else 1
-    if before > 1:
+    if threads is not None and before > 1:
         threads.set_num_threads(1)  # Note [One BLAS thread for skinny accumulations]
     try:
         out = gemm(alpha, bt[0], at[0], beta=1, c=c.T, trans_a=bt[1], trans_b=at[1], overwrite_c=1)
     finally:
-        if before > 1:
+        if threads is not None and before > 1:
             threads.set_num_threads(before)
     if not np.shares_memory(out, c):  # the wrapper copied c after all: write the result back
         c[...] = out.T
@@ -387,7 +396,7 @@ def cholesky(a: np.ndarray, lower: bool = True) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         for j in range(n):
             row = ell[..., j, :j]
-            d = m[..., j, j].real - np.einsum("...k,...k->...", row, np.conj(row)).real
+            d = np.real(m[..., j, j]) - np.real(np.einsum("...k,...k->...", row, np.conj(row)))
             ok &= d > 0
             djj = np.sqrt(np.where(d > 0, d, np.nan))
             ell[..., j, j] = djj

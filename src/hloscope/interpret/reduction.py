@@ -187,7 +187,7 @@ def _reduce_in_xla_cpu_order(x: np.ndarray, init: np.ndarray, dims: Sequence[int
         padding = [_same_padding(n, k) for n, k in zip(x.shape, window, strict=True)]
         x = reduce_window((x,), (init,), window, window, padding=padding, reducer=reducer)[0]
     kept = [d for d in range(x.ndim) if d not in dims]
-    flat = np.transpose(x, kept + list(dims)).reshape([x.shape[d] for d in kept] + [-1])
+    flat = np.transpose(x, kept + list(dims)).reshape((*[x.shape[d] for d in kept], -1))
     acc = (np.broadcast_to(init, flat.shape[:-1]),)
     for j in range(flat.shape[-1]):
         acc = _apply(reducer, acc, (flat[..., j],), [x.dtype])
@@ -279,10 +279,10 @@ def reduce_window(
     strides = tuple(window_strides or (1,) * nd)
     base = tuple(base_dilations or (1,) * nd)
     wdil = tuple(window_dilations or (1,) * nd)
-    padding = tuple(tuple(p) for p in (padding or ((0, 0),) * nd))
+    pads = tuple((lo, hi) for lo, hi in (padding or ((0, 0),) * nd))
     window = tuple(window_dimensions)
-    out_shape = _window_geometry(operands[0].shape, window, strides, base, wdil, padding)
-    scan = _cumulative_scan(operands, window, strides, base, wdil, padding)
+    out_shape = _window_geometry(operands[0].shape, window, strides, base, wdil, pads)
+    scan = _cumulative_scan(operands, window, strides, base, wdil, pads)
     if scan is not None:
         axis, forward, exclusive = scan
         fn = reducer
@@ -292,8 +292,8 @@ def reduce_window(
         return (_scan_as_tree(operands[0], inits[0], axis, forward, exclusive, fn),)
     if 0 in out_shape or 0 in window:
         return tuple(np.full(out_shape, i, dtype=o.dtype) for i, o in zip(inits, operands, strict=True))
-    lo = [p[0] for p in padding]
-    hi = [p[1] for p in padding]
+    lo = [p[0] for p in pads]
+    hi = [p[1] for p in pads]
     interior = [b - 1 for b in base]
     needs_mask = any(lo) or any(hi) or any(interior)
     padded = tuple(pad(o, i, lo, hi, interior) if needs_mask else o for o, i in zip(operands, inits, strict=True))
@@ -422,7 +422,7 @@ def select_and_scatter(
     nd = operand.ndim
     window = tuple(window_dimensions)
     strides = tuple(window_strides or (1,) * nd)
-    padding = tuple(tuple(p) for p in (padding or ((0, 0),) * nd))
+    pads = tuple((lo, hi) for lo, hi in (padding or ((0, 0),) * nd))
     init = np.asarray(init, dtype=operand.dtype)
     result = np.full(operand.shape, init, dtype=operand.dtype).reshape(-1)
     if source.size == 0 or operand.size == 0:
@@ -432,8 +432,8 @@ def select_and_scatter(
                   "lt": np.less}[known_select.lower()]
     if select is None:
         raise ValueError("select_and_scatter needs a select callable or known_select")
-    lo = [p[0] for p in padding]
-    hi = [p[1] for p in padding]
+    lo = [p[0] for p in pads]
+    hi = [p[1] for p in pads]
     # -1 marks padding in the padded index array.
     flat_index = np.arange(operand.size, dtype=np.int64).reshape(operand.shape)
     idx_w = _windows(pad(flat_index, -1, lo, hi), window, strides, (1,) * nd)
@@ -441,12 +441,14 @@ def select_and_scatter(
     idx_w = idx_w[tuple(np.s_[: n] for n in source.shape)]
     val_w = val_w[tuple(np.s_[: n] for n in source.shape)]
     # A loop over the window's positions (not over elements), in row-major order.
-    sel_val = sel_idx = have = None
+    sel_val: np.ndarray | None = None
+    sel_idx: np.ndarray | None = None
+    have: np.ndarray | None = None
     for pos in itertools.product(*(range(w) for w in window)):
         cand = val_w[(Ellipsis, *pos)]
         cidx = idx_w[(Ellipsis, *pos)]
         cvalid = cidx >= 0
-        if sel_val is None:
+        if sel_val is None or sel_idx is None or have is None:  # the first position (all three set together)
             sel_val, sel_idx, have = cand.copy(), cidx.copy(), cvalid.copy()
             continue
         keep = np.asarray(select(sel_val, cand), dtype=bool)

@@ -82,7 +82,7 @@ def concatenate(xs: Sequence[np.ndarray], dimension: int) -> np.ndarray:
 
 def pad(
     x: np.ndarray,
-    pad_value: np.ndarray | float,
+    pad_value: np.ndarray | np.generic | float,
     low: Sequence[int],
     high: Sequence[int],
     interior: Sequence[int] | None = None,
