@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -128,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
 
         check_not_input(args.out, [args.file] + ([args.inputs] if args.inputs else []))
 
-    progress_cb = None
+    progress_cb: Callable[[Any], None] | None = None
     progress_ctx = None
     if sys.stderr.isatty() and not args.json:
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -137,9 +138,11 @@ def _run(args: argparse.Namespace) -> int:
                                 console=__import__("rich.console").console.Console(stderr=True), transient=True)
         task = progress_ctx.add_task("running")
 
-        def progress_cb(pr: Any) -> None:
+        def show_progress(pr: Any) -> None:
             progress_ctx.update(task, description=f"running: {pr.instructions:,} instructions, "
                                                   f"{pr.loop_iterations:,} loop iterations")
+
+        progress_cb = show_progress
 
     options = RunOptions(fill_elided=args.fill_elided, seed=args.random or 0, progress=progress_cb,
                          progress_every=5_000, per_device=args.per_device, float_env=args.float_env)
@@ -170,7 +173,7 @@ def _run(args: argparse.Namespace) -> int:
             ref = {}
             for k, value in enumerate(theirs):
                 ref.update({f"d{k}.{key}": v for key, v in flatten_named("out", value).items()})
-        if global_result:  # XLA gives each device's shard: compare ours, cut the same way
+        if global_result and not isinstance(results, list):  # XLA gives each device's shard: cut ours the same way
             from hloscope.interpret.run import shards_of
 
             ours = outputs_to_mapping(shards_of(m, results, n), n)
