@@ -178,3 +178,32 @@ def test_pad_matches_jax(dims: list[tuple[int, int, int, int]]) -> None:
             infer_shape(root)
     else:
         assert infer_shape(root).dimensions == expected
+
+
+SCAN_MODULE = """HloModule m
+step {{
+  x = f32[3] parameter(0)
+  c = s32[2] parameter(1)
+  ROOT t = {root} tuple({elems})
+}}
+ENTRY e {{
+  x = f32[{xdims}] parameter(0)
+  c = s32[2] parameter(1)
+  ROOT r = {declared} scan(x, c), dimensions={{{dim}}}, num_carries=1, to_apply=step
+}}"""
+
+
+@pytest.mark.parametrize(("dim", "xdims", "expected"), [(0, "5,3", "(f32[5,3], f32[5,3], s32[2])"),
+                                                        (1, "3,5", "(f32[3,5], f32[3,5], s32[2])")])
+def test_scan_stacks_outputs_along_its_dimension(dim: int, xdims: str, expected: str) -> None:
+    text = SCAN_MODULE.format(root="(f32[3], f32[3], s32[2])", elems="x, x, c", xdims=xdims,
+                              declared=expected, dim=dim)
+    inst = hloscope.parse(text).entry.root
+    assert same_shape(infer_shape(inst), parse_shape(expected))
+
+
+def test_scan_with_more_carries_than_results_is_an_error() -> None:
+    text = SCAN_MODULE.format(root="(s32[2])", elems="c", xdims="5,3", declared="(s32[2])", dim=0)
+    text = text.replace("num_carries=1", "num_carries=2")
+    with pytest.raises(ShapeInferenceError, match="carries"):
+        infer_shape(hloscope.parse(text).entry.root)

@@ -1,5 +1,5 @@
 """Shape rules of control flow and of the ops whose shape the opcode fixes: call, fusion,
-conditional, while, map, optimization barriers, send/recv, infeed/outfeed, rng, ids.
+conditional, while, map, scan, optimization barriers, send/recv, infeed/outfeed, rng, ids.
 """
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from hloscope.ir.shapes.rules import (
     called_root_shape,
     compatible,
     declared_array,
+    int_attribute,
     merge_equal,
+    operand_shape,
     operand_shapes,
     same_shape,
     shape_check,
@@ -45,6 +47,46 @@ def _map(inst: Instruction) -> Shape:
     if not isinstance(root, ArrayShape) or root.rank:
         raise ShapeInferenceError(f"map's computation must return a scalar, returns {shape_text(root)}")
     return array_shape(root.element_type, shapes[0].dimensions)
+
+
+@shape_rule(Opcode.SCAN)
+def _scan(inst: Instruction) -> Shape:
+    """(each per-step output of to_apply stacked along the scan dimension..., its carries...):
+    operands are the inputs then ``num_carries`` inits, to_apply returns (outputs..., carries...)."""
+    carries = int_attribute(inst, "num_carries")
+    dims = tuple(inst.attrs.get("dimensions", ()))
+    if len(dims) != 1:
+        raise ShapeInferenceError(f"scan needs exactly one dimension, has {list(dims)}")
+    dim = int(dims[0])
+    if not 0 <= carries <= len(inst.operands):
+        raise ShapeInferenceError(f"scan has {carries} carries but {len(inst.operands)} operands")
+    root = called_root_shape(inst, "to_apply")
+    results = list(root.elements) if isinstance(root, TupleShape) else [root]
+    n_out = len(results) - carries
+    if n_out < 0:
+        raise ShapeInferenceError(f"scan's computation returns {len(results)} values, fewer than its {carries} carries")
+    inputs = [operand_shape(inst, i) for i in range(len(inst.operands) - carries)]
+    for i, x in enumerate(inputs):
+        if not 0 <= dim < x.rank:
+            raise ShapeInferenceError(f"scan dimension {dim} is out of range for operand {i} {shape_text(x)}")
+    if inputs:
+        length = inputs[0].dimensions[dim]
+        for i, x in enumerate(inputs):
+            if x.dimensions[dim] != length:
+                raise ShapeInferenceError(f"scan operand {i} {shape_text(x)} has {x.dimensions[dim]} steps, "
+                                          f"operand 0 has {length}")
+    else:  # no inputs: the declared outputs say the length
+        declared = inst.shape.elements[0] if isinstance(inst.shape, TupleShape) else inst.shape
+        if not isinstance(declared, ArrayShape) or not 0 <= dim < declared.rank:
+            raise ShapeInferenceError("scan without inputs needs a declared output holding the scan dimension")
+        length = declared.dimensions[dim]
+    outs: list[Shape] = []
+    for k, r in enumerate(results[:n_out]):
+        if not isinstance(r, ArrayShape) or dim > r.rank:
+            raise ShapeInferenceError(f"scan output {k} {shape_text(r)} cannot be stacked along dimension {dim}")
+        outs.append(array_shape(r.element_type, (*r.dimensions[:dim], length, *r.dimensions[dim:])))
+    shapes = outs + results[n_out:]
+    return TupleShape(tuple(shapes)) if isinstance(root, TupleShape) else shapes[0]
 
 
 @shape_rule(Opcode.OPTIMIZATION_BARRIER, Opcode.WHILE, Opcode.ADD_DEPENDENCY)

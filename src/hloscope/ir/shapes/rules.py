@@ -56,7 +56,6 @@ NOT_INFERABLE: dict[Opcode, str] = {
     Opcode.RNG_BIT_GENERATOR: "the generated array's shape is declared; the state is checked",
     Opcode.RAGGED_DOT: "ragged_dot_dimension_numbers is kept as raw text by the parser",
     Opcode.SCALED_DOT: "scaled-dot's operand order and scale semantics are not modelled yet",
-    Opcode.SCAN: "scan's attributes are kept as raw text by the parser",
     Opcode.SHUFFLE: "shuffle's attributes are kept as raw text by the parser",
     Opcode.COLLECTIVE_REDUCE: "collective-reduce's result form is not modelled yet",
 }
