@@ -360,3 +360,31 @@ ENTRY e {
 }"""
     with pytest.raises(UnsupportedCustomCallError, match="no_such_target"):
         run(hloscope.parse(text), [np.zeros((2, 3), np.float32)])
+
+
+def test_scan_over_a_collective_result_on_two_replicas() -> None:
+    # A running sum of an all-reduced vector, in lockstep and per device alike.
+    from hloscope.interpret import RunOptions
+    m = hloscope.parse("""HloModule m, replica_count=2
+step {
+  x = f32[] parameter(0)
+  acc = f32[] parameter(1)
+  s = f32[] add(x, acc)
+  ROOT t = (f32[], f32[]) tuple(s, s)
+}
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[5] parameter(0)
+  ar = f32[5] all-reduce(p), to_apply=sum, replica_groups={}
+  z = f32[] constant(0)
+  ROOT r = (f32[5], f32[]) scan(ar, z), dimensions={0}, num_carries=1, to_apply=step
+}""")
+    x = np.arange(5, dtype=np.float32)
+    for mode in ("lockstep", "per-device"):
+        for out, carry in run(m, [x], options=RunOptions(mode=mode)):
+            np.testing.assert_array_equal(out, np.cumsum(2 * x))
+            assert np.asarray(carry) == 20 and np.shape(carry) == ()

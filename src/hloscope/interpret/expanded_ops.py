@@ -224,12 +224,12 @@ def _scan(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     inputs, carry = operands[:len(operands) - carries], list(operands[len(operands) - carries:])
     shapes = inst.shape.elements if isinstance(inst.shape, TupleShape) else (inst.shape,)
     n_out = len(shapes) - carries
-    outs = [zeros_of(s) for s in shapes[:n_out]]
+    outs = [np.asarray(zeros_of(s)) for s in shapes[:n_out]]  # scan outputs are arrays (stacked per step)
     length = inputs[0].shape[dim] if inputs else (outs[0].shape[dim] if outs else 0)
     body = inst.attrs["to_apply"]
     for step in range(length):
         i = length - 1 - step if reverse else step
-        args = [np.take(x, i, axis=dim) for x in inputs] + carry
+        args = [np.asarray(np.take(x, i, axis=dim)) for x in inputs] + carry  # 0-d arrays, not scalars
         result = ctx.call_now(body, args)
         parts = result if isinstance(result, tuple) else (result,)
         for out, part in zip(outs, parts[:n_out], strict=True):
