@@ -351,7 +351,7 @@ def _variadic(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
 
     def wrapper(x: np.ndarray | tuple[np.ndarray, ...], *args: Any, **kwargs: Any) -> np.ndarray:
         if isinstance(x, tuple):
-            return tuple(fn(e, *args, **kwargs) for e in x)  # type: ignore[return-value]
+            return tuple(fn(e, *args, **kwargs) for e in x)  # type: ignore[return-value]  # typed as the array form
         return fn(x, *args, **kwargs)
 
     wrapper.__name__, wrapper.__qualname__, wrapper.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
@@ -456,12 +456,12 @@ def all_to_all_stacked(
             raise InterpretError("all-to-all without dimensions takes a tuple of operands")
         return _all_to_all_tuple_stacked(x, groups)
     if isinstance(x, tuple):
-        return tuple(
-            all_to_all_stacked(e, groups, split_dimension, concat_dimension)  # type: ignore[misc]
-            for e in x
-        )
+        return tuple(_all_to_all_array_stacked(e, groups, split_dimension, concat_dimension) for e in x)
+    return _all_to_all_array_stacked(x, groups, split_dimension, concat_dimension)
+
+
+def _all_to_all_array_stacked(x: np.ndarray, groups: Groups, sd: int, concat_dimension: int | None) -> np.ndarray:
     _check_cover(groups, x.shape[0], "all-to-all")
-    sd = split_dimension
     cd = sd if concat_dimension is None else concat_dimension
     _check_dim("all-to-all", sd, x.ndim - 1, "split_dimension")
     _check_dim("all-to-all", cd, x.ndim - 1, "concat_dimension")
