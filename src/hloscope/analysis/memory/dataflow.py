@@ -50,11 +50,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hloscope.ir import Opcode
 from hloscope.ir.buffer_assignment import HloPosition, HloUse, ShapeIndex
 from hloscope.ir.op_table import OpTable
 from hloscope.ir.opcode import Family
+
+if TYPE_CHECKING:
+    from hloscope.ir import Computation, Instruction, Module, Shape
 
 __all__ = ["Value", "Buffer", "Dataflow", "analyze_dataflow", "instruction_post_order",
            "ELEMENTWISE_FAMILIES"]
@@ -67,13 +71,13 @@ _SEQUENTIAL_CALLERS = frozenset({Opcode.CALL, Opcode.WHILE, Opcode.CONDITIONAL, 
                                  Opcode.ASYNC_START, Opcode.ASYNC_UPDATE, Opcode.ASYNC_DONE})
 
 
-def _embedded_callees(inst: object) -> list[object]:
+def _embedded_callees(inst: Instruction) -> list[Computation]:
     # Async sugar (`reduce-start(...), to_apply=add`) calls what the wrapped op calls: a
     # reducer stays embedded, a call's computation sequential.
-    op = inst.attrs.get("async_wrapped_opcode") or inst.opcode  # type: ignore[attr-defined]
+    op = inst.attrs.get("async_wrapped_opcode") or inst.opcode
     if op in _SEQUENTIAL_CALLERS:
         return []
-    return inst.called_computations  # type: ignore[attr-defined]
+    return inst.called_computations
 
 
 @dataclass(eq=False, slots=True)
@@ -81,30 +85,30 @@ class Value:
     """One HloValue: defined by ``instruction`` at ``index``; ``computation`` is its home."""
 
     id: int
-    instruction: object  # hloscope.ir.Instruction
+    instruction: Instruction
     index: ShapeIndex
-    shape: object  # ArrayShape | TupleShape at index
+    shape: Shape  # the shape at ``index``
     is_phi: bool = False
     embedded: bool = False  # in a to_apply-style computation: thread-local
-    positions: list[tuple[object, ShapeIndex]] = field(default_factory=list)
-    uses: list[tuple[object, int, ShapeIndex]] = field(default_factory=list)
+    positions: list[tuple[Instruction, ShapeIndex]] = field(default_factory=list)
+    uses: list[tuple[Instruction, int, ShapeIndex]] = field(default_factory=list)
     size: int = field(init=False)  # bytes of ``shape``, computed once (assignment reads it often)
     color: int = field(init=False)  # memory space of ``shape``'s layout
 
     def __post_init__(self) -> None:
-        self.size = self.shape.byte_size()  # type: ignore[attr-defined]
-        layout = getattr(self.shape, "layout", None)
+        self.size = self.shape.byte_size()
+        layout = self.shape.layout
         self.color = layout.memory_space if layout is not None else 0
 
     @property
     def name(self) -> str:
-        return self.instruction.name  # type: ignore[attr-defined]
+        return self.instruction.name
 
     def hlo_positions(self) -> tuple[HloPosition, ...]:
-        return tuple(HloPosition(i.name, x) for i, x in self.positions)  # type: ignore[attr-defined]
+        return tuple(HloPosition(i.name, x) for i, x in self.positions)
 
     def hlo_uses(self) -> tuple[HloUse, ...]:
-        return tuple(HloUse(i.name, n, x) for i, n, x in self.uses)  # type: ignore[attr-defined]
+        return tuple(HloUse(i.name, n, x) for i, n, x in self.uses)
 
     def __repr__(self) -> str:
         return f"<{self.id} {self.name}{list(self.index)}{' (phi)' if self.is_phi else ''}>"
@@ -132,53 +136,53 @@ ValueSets = dict[ShapeIndex, list[Value]]
 class Dataflow:
     """The result: values in definition order, buffers, and each instruction's value sets."""
 
-    module: object
+    module: Module
     values: list[Value]
     buffers: list[Buffer]
     buffer_of: dict[int, Buffer]  # value id -> buffer
-    sets: dict[object, ValueSets]  # instruction -> index -> values there
-    embedded: set[object]  # thread-local computations
-    sequential: list[object]  # computations with a schedule (entry, bodies, branches)
-    post_order: dict[object, list[object]] = field(default_factory=dict)  # instruction_post_order per computation
+    sets: dict[Instruction, ValueSets]  # instruction -> index -> values there
+    embedded: set[Computation]  # thread-local computations
+    sequential: list[Computation]  # computations with a schedule (entry, bodies, branches)
+    post_order: dict[Computation, list[Instruction]] = field(default_factory=dict)  # instruction_post_order per computation
 
-    def value_set(self, instruction: object, index: ShapeIndex = ()) -> list[Value]:
+    def value_set(self, instruction: Instruction, index: ShapeIndex = ()) -> list[Value]:
         return self.sets.get(instruction, {}).get(index, [])
 
 
-def _indices(shape: object, prefix: ShapeIndex = ()) -> Iterator[tuple[ShapeIndex, object]]:
+def _indices(shape: Shape, prefix: ShapeIndex = ()) -> Iterator[tuple[ShapeIndex, Shape]]:
     yield prefix, shape
     for i, e in enumerate(getattr(shape, "elements", ())):
         yield from _indices(e, (*prefix, i))
 
 
 class _Builder:
-    def __init__(self, module: object) -> None:
+    def __init__(self, module: Module) -> None:
         self.module = module
         self.values: list[Value] = []
-        self.sets: dict[object, ValueSets] = {}
+        self.sets: dict[Instruction, ValueSets] = {}
         self.replaced: dict[Value, list[Value]] = {}  # collapsed phi -> what it stands for
         self.unions: list[tuple[Value, Value]] = []
-        self.embedded: set[object] = set()
-        self.sequential: list[object] = []
-        self.done: set[object] = set()
+        self.embedded: set[Computation] = set()
+        self.sequential: list[Computation] = []
+        self.done: set[Computation] = set()
         self.elements: dict[int, tuple[ValueSets, dict[int, ValueSets]]] = {}  # see element_sets
 
-    def new(self, inst: object, index: ShapeIndex, shape: object, *, phi: bool = False, embedded: bool = False) -> Value:
+    def new(self, inst: Instruction, index: ShapeIndex, shape: Shape, *, phi: bool = False, embedded: bool = False) -> Value:
         v = Value(len(self.values), inst, index, shape, phi, embedded)
         self.values.append(v)
         return v
 
-    def define_all(self, inst: object, embedded: bool) -> ValueSets:
-        return {idx: [self.new(inst, idx, s, embedded=embedded)] for idx, s in _indices(inst.shape)}  # type: ignore[attr-defined]
+    def define_all(self, inst: Instruction, embedded: bool) -> ValueSets:
+        return {idx: [self.new(inst, idx, s, embedded=embedded)] for idx, s in _indices(inst.shape)}
 
-    def run(self, comp: object, params: list[ValueSets] | None, embedded: bool = False) -> ValueSets:
+    def run(self, comp: Computation, params: list[ValueSets] | None, embedded: bool = False) -> ValueSets:
         """Walk ``comp`` (params given by the caller, or defined here); returns the root's sets."""
         if params is None and comp in self.done:
-            return self.sets[comp.root]  # type: ignore[attr-defined]
+            return self.sets[comp.root]
         self.done.add(comp)
         if not embedded and comp not in self.sequential:
             self.sequential.append(comp)
-        for inst in comp.instructions:  # type: ignore[attr-defined]
+        for inst in comp.instructions:
             for callee in _embedded_callees(inst):
                 self.embedded.add(callee)
                 self.run(callee, None, embedded=True)
@@ -189,11 +193,11 @@ class _Builder:
             self.sets[inst] = rule(self, inst) if rule else self.define_all(inst, embedded)
             if inst.opcode is Opcode.FUSION:
                 self._embedded_in_fusion(inst)
-        return self.sets[comp.root]  # type: ignore[attr-defined]
+        return self.sets[comp.root]
 
-    def _embedded_in_fusion(self, fusion: object) -> None:
+    def _embedded_in_fusion(self, fusion: Instruction) -> None:
         # reduce/sort inside a fusion still call their to_apply as real (thread-local) code.
-        for comp in fusion.called_computations:  # type: ignore[attr-defined]
+        for comp in fusion.called_computations:
             for inst in comp.instructions:
                 if inst.opcode is Opcode.FUSION:
                     self._embedded_in_fusion(inst)
@@ -202,8 +206,8 @@ class _Builder:
                         self.embedded.add(callee)
                         self.run(callee, None, embedded=True)
 
-    def operand_sets(self, inst: object, i: int) -> ValueSets:
-        return self.sets[inst.operands[i]]  # type: ignore[attr-defined]
+    def operand_sets(self, inst: Instruction, i: int) -> ValueSets:
+        return self.sets[inst.operands[i]]
 
     def element_sets(self, sets: ValueSets, k: int) -> ValueSets:
         """``sets``' element ``k`` re-rooted at ``()``: what ``get-tuple-element index=k`` sees.
@@ -222,7 +226,7 @@ class _Builder:
 
 
 # --- the registry: how each opcode defines or forwards values ---------------------------------
-_Rule = Callable[[_Builder, object], ValueSets]
+_Rule = Callable[[_Builder, "Instruction"], ValueSets]
 DATAFLOW_RULES: OpTable[_Rule] = OpTable(
     "dataflow", fallback="defines a fresh value at every index of its shape (define_all)")
 _rule = DATAFLOW_RULES.register
@@ -233,50 +237,50 @@ def _sub(sets: ValueSets, prefix: ShapeIndex, new_prefix: ShapeIndex = ()) -> Va
     return {(*new_prefix, *idx[n:]): vs for idx, vs in sets.items() if idx[:n] == prefix}
 
 
-def _is_embedded(b: _Builder, inst: object) -> bool:
-    return inst.computation in b.embedded  # type: ignore[attr-defined]
+def _is_embedded(b: _Builder, inst: Instruction) -> bool:
+    return inst.computation in b.embedded
 
 
 @_rule(Opcode.BITCAST, Opcode.OPTIMIZATION_BARRIER, Opcode.ASYNC_UPDATE)
-def _forward(b: _Builder, inst: object) -> ValueSets:
+def _forward(b: _Builder, inst: Instruction) -> ValueSets:
     return dict(b.operand_sets(inst, 0))
 
 
 @_rule(Opcode.TUPLE)
-def _tuple(b: _Builder, inst: object) -> ValueSets:
-    out: ValueSets = {(): [b.new(inst, (), inst.shape, embedded=_is_embedded(b, inst))]}  # type: ignore[attr-defined]
-    for i in range(len(inst.operands)):  # type: ignore[attr-defined]
+def _tuple(b: _Builder, inst: Instruction) -> ValueSets:
+    out: ValueSets = {(): [b.new(inst, (), inst.shape, embedded=_is_embedded(b, inst))]}
+    for i in range(len(inst.operands)):
         out.update(_sub(b.operand_sets(inst, i), (), (i,)))
     return out
 
 
 @_rule(Opcode.GET_TUPLE_ELEMENT)
-def _gte(b: _Builder, inst: object) -> ValueSets:
-    return b.element_sets(b.operand_sets(inst, 0), inst.attrs["index"])  # type: ignore[attr-defined]
+def _gte(b: _Builder, inst: Instruction) -> ValueSets:
+    return b.element_sets(b.operand_sets(inst, 0), inst.attrs["index"])
 
 
 @_rule(Opcode.COPY_START)
-def _copy_start(b: _Builder, inst: object) -> ValueSets:
+def _copy_start(b: _Builder, inst: Instruction) -> ValueSets:
     # XLA's copy-start defines its tuple, the destination {0} and the context {2}; {1} is the
     # operand's own value (a value defined there too was a phantom copy of the source buffer,
     # seed 004's 56 MiB `copy-start{1}` at the peak).
     embedded = _is_embedded(b, inst)
     out: ValueSets = {idx: [b.new(inst, idx, shape, embedded=embedded)]
-                      for idx, shape in _indices(inst.shape)  # type: ignore[attr-defined]
+                      for idx, shape in _indices(inst.shape)
                       if idx[:1] != (1,)}
     out.update(_sub(b.operand_sets(inst, 0), (), (1,)))
     return out
 
 
 @_rule(Opcode.COPY_DONE)
-def _copy_done(b: _Builder, inst: object) -> ValueSets:
+def _copy_done(b: _Builder, inst: Instruction) -> ValueSets:
     return _sub(b.operand_sets(inst, 0), (0,))
 
 
-def _define_where(b: _Builder, inst: object, keep: Callable[[ShapeIndex, object], bool]) -> ValueSets:
+def _define_where(b: _Builder, inst: Instruction, keep: Callable[[ShapeIndex, Shape], bool]) -> ValueSets:
     embedded = _is_embedded(b, inst)
     return {idx: [b.new(inst, idx, shape, embedded=embedded)]
-            for idx, shape in _indices(inst.shape) if keep(idx, shape)}  # type: ignore[attr-defined]
+            for idx, shape in _indices(inst.shape) if keep(idx, shape)}
 
 
 # Note [Async collectives]: a start's operand slot {0} holds the operands' own values and its
@@ -284,23 +288,23 @@ def _define_where(b: _Builder, inst: object, keep: Callable[[ShapeIndex, object]
 # all-reduce-done its operand), as in XLA's HloDataflowAnalysis. Defining fresh values there
 # made phantom buffers the size of every operand and result.
 @_rule(Opcode.ALL_REDUCE_DONE)
-def _all_reduce_done(b: _Builder, inst: object) -> ValueSets:
+def _all_reduce_done(b: _Builder, inst: Instruction) -> ValueSets:
     return dict(b.operand_sets(inst, 0))
 
 
 @_rule(Opcode.ALL_GATHER_START)
-def _all_gather_start(b: _Builder, inst: object) -> ValueSets:
-    out = _define_where(b, inst, lambda idx, shape: shape.is_tuple or idx[:1] == (1,))  # type: ignore[attr-defined]
-    n = len(inst.operands)  # type: ignore[attr-defined]
+def _all_gather_start(b: _Builder, inst: Instruction) -> ValueSets:
+    out = _define_where(b, inst, lambda idx, shape: shape.is_tuple or idx[:1] == (1,))
+    n = len(inst.operands)
     for i in range(n):
         out.update(_sub(b.operand_sets(inst, i), (), (0,) if n == 1 else (0, i)))
     return out
 
 
 @_rule(Opcode.COLLECTIVE_PERMUTE_START)
-def _collective_permute_start(b: _Builder, inst: object) -> ValueSets:
+def _collective_permute_start(b: _Builder, inst: Instruction) -> ValueSets:
     out = _define_where(b, inst, lambda idx, shape: idx[:1] != (0,))
-    operands = inst.operands  # type: ignore[attr-defined]
+    operands = inst.operands
     if len(operands) > 1 and len(operands) != 4:  # several operands, not the in-place form
         for k in range(len(operands)):
             out.update(_sub(b.operand_sets(inst, k), (), (0, k)))
@@ -310,46 +314,46 @@ def _collective_permute_start(b: _Builder, inst: object) -> ValueSets:
 
 
 @_rule(Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE)
-def _done_of_destination(b: _Builder, inst: object) -> ValueSets:
+def _done_of_destination(b: _Builder, inst: Instruction) -> ValueSets:
     out = b.element_sets(b.operand_sets(inst, 0), 1)
-    if inst.shape.is_tuple:  # type: ignore[attr-defined]
-        out[()] = [b.new(inst, (), inst.shape, embedded=_is_embedded(b, inst))]  # type: ignore[attr-defined]
+    if inst.shape.is_tuple:
+        out[()] = [b.new(inst, (), inst.shape, embedded=_is_embedded(b, inst))]
     return out
 
 
 @_rule(Opcode.ASYNC_START)
-def _async_start(b: _Builder, inst: object) -> ValueSets:
+def _async_start(b: _Builder, inst: Instruction) -> ValueSets:
     # XLA's async-start defines its tuples, its result {1} (inside the wrapped computation,
     # which hloscope does not model: the start stands in) and its contexts {2...}; the
     # operand slots {0, i} are the operands' own values, not copies.
     embedded = _is_embedded(b, inst)
     out: ValueSets = {idx: [b.new(inst, idx, shape, embedded=embedded)]
-                      for idx, shape in _indices(inst.shape)  # type: ignore[attr-defined]
-                      if shape.is_tuple or idx[0] != 0}  # type: ignore[attr-defined]
-    for i in range(len(inst.operands)):  # type: ignore[attr-defined]
+                      for idx, shape in _indices(inst.shape)
+                      if shape.is_tuple or idx[0] != 0}
+    for i in range(len(inst.operands)):
         out.update(_sub(b.operand_sets(inst, i), (), (0, i)))
     return out
 
 
 @_rule(Opcode.ASYNC_DONE)
-def _async_done(b: _Builder, inst: object) -> ValueSets:
+def _async_done(b: _Builder, inst: Instruction) -> ValueSets:
     return _sub(b.operand_sets(inst, 0), (1,))
 
 
 @_rule(Opcode.CALL)
-def _call(b: _Builder, inst: object) -> ValueSets:
-    callee = inst.attrs["to_apply"]  # type: ignore[attr-defined]
-    params = [b.operand_sets(inst, i) for i in range(len(inst.operands))]  # type: ignore[attr-defined]
+def _call(b: _Builder, inst: Instruction) -> ValueSets:
+    callee = inst.attrs["to_apply"]
+    params = [b.operand_sets(inst, i) for i in range(len(inst.operands))]
     return dict(b.run(callee, params))
 
 
 @_rule(Opcode.CONDITIONAL)
-def _conditional(b: _Builder, inst: object) -> ValueSets:
-    branches = inst.attrs.get("branch_computations") or [  # type: ignore[attr-defined]
-        inst.attrs["true_computation"], inst.attrs["false_computation"]]  # type: ignore[attr-defined]
+def _conditional(b: _Builder, inst: Instruction) -> ValueSets:
+    branches = inst.attrs.get("branch_computations") or [
+        inst.attrs["true_computation"], inst.attrs["false_computation"]]
     roots = [b.run(c, [b.operand_sets(inst, k + 1)]) for k, c in enumerate(branches)]
     out: ValueSets = {}
-    for idx, shape in _indices(inst.shape):  # type: ignore[attr-defined]
+    for idx, shape in _indices(inst.shape):
         first = roots[0].get(idx, [])
         if all(r.get(idx, []) == first for r in roots[1:]) and len(first) == 1:
             out[idx] = first
@@ -363,11 +367,11 @@ def _conditional(b: _Builder, inst: object) -> ValueSets:
 
 
 @_rule(Opcode.WHILE)
-def _while(b: _Builder, inst: object) -> ValueSets:
+def _while(b: _Builder, inst: Instruction) -> ValueSets:
     # See Note [Aliasing through while].
     init = b.operand_sets(inst, 0)
-    body, cond = inst.attrs["body"], inst.attrs["condition"]  # type: ignore[attr-defined]
-    shapes = list(_indices(inst.shape))  # type: ignore[attr-defined]
+    body, cond = inst.attrs["body"], inst.attrs["condition"]
+    shapes = list(_indices(inst.shape))
     phis = {}
     for place in (cond.parameters[0], body.parameters[0], inst):
         phis[place] = {idx: b.new(place, idx, s, phi=True) for idx, s in shapes}
@@ -385,22 +389,22 @@ def _while(b: _Builder, inst: object) -> ValueSets:
     return {idx: [phis[inst][idx]] for idx, _ in shapes}
 
 
-def in_place_pairs(inst: object) -> list[tuple[int, ShapeIndex, ShapeIndex]]:
+def in_place_pairs(inst: Instruction) -> list[tuple[int, ShapeIndex, ShapeIndex]]:
     """(operand number, operand index, output index) that must share (Note [In-place outputs])."""
-    op = inst.opcode  # type: ignore[attr-defined]
+    op = inst.opcode
     if op is Opcode.DYNAMIC_UPDATE_SLICE:
         return [(0, (), ())]
     if op is Opcode.SCATTER:
-        n = len(inst.operands) // 2  # type: ignore[attr-defined]
+        n = len(inst.operands) // 2
         return [(i, (), (i,) if n > 1 else ()) for i in range(n)]
     pairs: list[tuple[int, ShapeIndex, ShapeIndex]] = []
-    raw = inst.attrs.get("output_to_operand_aliasing")  # type: ignore[attr-defined]
+    raw = inst.attrs.get("output_to_operand_aliasing")
     if raw is not None:
         text = getattr(raw, "text", str(raw))
         for out_idx, num, op_idx in re.findall(r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*,\s*\{([\d,\s]*)\}", text):
             pairs.append((int(num), _ints(op_idx), _ints(out_idx)))
     if op is Opcode.FUSION:
-        root = inst.attrs["calls"].root  # type: ignore[attr-defined]
+        root = inst.attrs["calls"].root
         outs = list(enumerate(root.operands)) if root.opcode is Opcode.TUPLE else [(None, root)]
         for k, r in outs:
             # A bitcast of the updated buffer is still that buffer (measured on XLA:CPU, jaxlib
@@ -420,10 +424,10 @@ def _ints(text: str) -> ShapeIndex:
     return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
 
 
-def analyze_dataflow(module: object) -> Dataflow:
+def analyze_dataflow(module: Module) -> Dataflow:
     """Values, positions, uses and buffers of ``module`` (see the module docstring)."""
     b = _Builder(module)
-    b.run(module.entry, None)  # type: ignore[attr-defined]
+    b.run(module.entry, None)
 
     def resolve(vs: list[Value]) -> list[Value]:
         out: list[Value] = []
@@ -436,7 +440,7 @@ def analyze_dataflow(module: object) -> Dataflow:
 
     sets = {inst: {idx: resolve(vs) for idx, vs in s.items()} for inst, s in b.sets.items()}
     live = [v for v in b.values if v not in b.replaced]
-    post_order = {comp: instruction_post_order(comp) for comp in module.computations}  # type: ignore[attr-defined]
+    post_order = {comp: instruction_post_order(comp) for comp in module.computations}
     live.sort(key=_xla_value_order(module, live, post_order))  # Note [Value numbering]
     for i, v in enumerate(live):
         v.id = i
@@ -448,14 +452,14 @@ def analyze_dataflow(module: object) -> Dataflow:
                     v.positions.insert(0, (inst, idx))
                 else:
                     v.positions.append((inst, idx))
-        if inst.opcode in (Opcode.TUPLE, Opcode.BITCAST):  # type: ignore[attr-defined]
+        if inst.opcode in (Opcode.TUPLE, Opcode.BITCAST):
             continue  # they forward values without reading them; their users are the uses
-        if inst.opcode is Opcode.GET_TUPLE_ELEMENT:  # type: ignore[attr-defined]
+        if inst.opcode is Opcode.GET_TUPLE_ELEMENT:
             # It reads only the tuple's own value (its pointer table), never the elements.
-            for v in sets.get(inst.operands[0], {}).get((), ()):  # type: ignore[attr-defined]
+            for v in sets.get(inst.operands[0], {}).get((), ()):
                 v.uses.append((inst, 0, ()))
             continue
-        for n, operand in enumerate(inst.operands):  # type: ignore[attr-defined]
+        for n, operand in enumerate(inst.operands):
             for idx, vs in sets.get(operand, {}).items():
                 for v in vs:
                     v.uses.append((inst, n, idx))
@@ -479,13 +483,13 @@ def analyze_dataflow(module: object) -> Dataflow:
                 union(x, y)
     for inst, s in sets.items():
         for num, op_idx, out_idx in in_place_pairs(inst):
-            if num < len(inst.operands):  # type: ignore[attr-defined]
-                for x in sets[inst.operands[num]].get(op_idx, []):  # type: ignore[attr-defined]
+            if num < len(inst.operands):
+                for x in sets[inst.operands[num]].get(op_idx, []):
                     for y in s.get(out_idx, []):
                         union(x, y)
-    entry = module.entry  # type: ignore[attr-defined]
+    entry = module.entry
     root_sets = sets[entry.root]
-    for alias in module.input_output_alias:  # type: ignore[attr-defined]
+    for alias in module.input_output_alias:
         param = entry.parameters[alias.parameter_number]
         for x in sets[param].get(tuple(alias.parameter_index), []):
             for y in root_sets.get(tuple(alias.output_index), []):
@@ -501,12 +505,13 @@ def analyze_dataflow(module: object) -> Dataflow:
     return Dataflow(module, live, buffers, buffer_of, sets, b.embedded, b.sequential, post_order)
 
 
-def _xla_value_order(module: object, values: list[Value],
-                     post_order: dict[object, list[object]]) -> Callable[[Value], tuple[object, ...]]:
+def _xla_value_order(module: Module, values: list[Value],
+                     post_order: dict[Computation, list[Instruction]]) -> Callable[[Value], tuple[object, ...]]:
     """Sort key giving ``values`` XLA's numbering (Note [Value numbering])."""
-    comp_rank = {c: k for k, c in enumerate(module.computations)}  # type: ignore[attr-defined]
-    pos: dict[object, int] = {}
-    for comp in module.computations:  # type: ignore[attr-defined]
+    # An instruction outside every computation ranks first (-1), as XLA never meets one.
+    comp_rank: dict[Computation | None, int] = {c: k for k, c in enumerate(module.computations)}
+    pos: dict[Instruction, int] = {}
+    for comp in module.computations:
         for k, inst in enumerate(post_order[comp]):
             pos[inst] = k
     created = {id(v): k for k, v in enumerate(values)}
@@ -515,21 +520,22 @@ def _xla_value_order(module: object, values: list[Value],
         if v.is_phi:
             return (1, created[id(v)])
         inst = v.instruction
-        return (0, comp_rank.get(inst.computation, -1), pos.get(inst, -1), v.index, created[id(v)])  # type: ignore[attr-defined]
+        return (0, comp_rank.get(inst.computation, -1), pos.get(inst, -1), v.index, created[id(v)])
 
     return key
 
 
-def instruction_post_order(comp: object) -> list[object]:
+def instruction_post_order(comp: Computation) -> list[Instruction]:
     """XLA's ``MakeInstructionPostOrder``: operands before users, walking depth first from each
     instruction without users or control successors (in the computation's order), first
     operand first, control predecessors before operands."""
-    instructions = comp.instructions  # type: ignore[attr-defined]
+    instructions = comp.instructions
     has_successor = {p for i in instructions for p in i.control_predecessors}
-    visiting, done = set(), set()
-    out: list[object] = []
+    visiting: set[Instruction] = set()
+    done: set[Instruction] = set()
+    out: list[Instruction] = []
     for root in instructions:
-        if comp.users(root) or root in has_successor or root in done:  # type: ignore[attr-defined]
+        if comp.users(root) or root in has_successor or root in done:
             continue
         stack = [root]
         while stack:
