@@ -35,9 +35,13 @@ the same, so our peak time and list equal the dump's ``Live ranges at N (peak)``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hloscope.analysis.memory.dataflow import Dataflow, Value
 from hloscope.ir import Opcode
+
+if TYPE_CHECKING:
+    from hloscope.ir import Computation, Instruction, Module, ShapeIndex
 
 __all__ = ["Liveness", "flatten_schedule", "compute_liveness", "peak_moment", "SCHEDULES",
            "min_memory_order"]
@@ -49,22 +53,22 @@ SCHEDULES = ("module", "xla", "min-memory")
 class Liveness:
     """Flattened schedule and live ranges (value id -> (start, end), both included)."""
 
-    sequence: list[object]
-    time_of: dict[object, int]
-    spans: dict[object, tuple[int, int]]
+    sequence: list[Instruction]
+    time_of: dict[Instruction, int]
+    spans: dict[Computation, tuple[int, int]]
     ranges: dict[int, tuple[int, int]]
     # value id -> its last position (instruction, shape index), XLA's TimeBound::end_position;
     # a value meeting another at one time may share its memory through it (assignment.py).
-    end_position: dict[int, tuple[object, tuple[int, ...]]]
+    end_position: dict[int, tuple[Instruction, ShapeIndex]]
     # instruction -> the set of its operands, built on first ask (a wide concatenate or tuple
     # asked once per operand would cost O(n) per ask as a list).
-    operand_sets: dict[object, frozenset[object]] = field(default_factory=dict, repr=False, compare=False)
+    operand_sets: dict[Instruction, frozenset[Instruction]] = field(default_factory=dict, repr=False, compare=False)
 
-    def operands_of(self, inst: object) -> frozenset[object]:
+    def operands_of(self, inst: Instruction) -> frozenset[Instruction]:
         """``inst``'s operands as a set (cached)."""
         found = self.operand_sets.get(inst)
         if found is None:
-            found = self.operand_sets[inst] = frozenset(inst.operands)  # type: ignore[attr-defined]
+            found = self.operand_sets[inst] = frozenset(inst.operands)
         return found
 
     @property
@@ -72,53 +76,56 @@ class Liveness:
         return len(self.sequence)
 
 
-def flatten_schedule(module: object, order: dict[object, list[object]]) -> tuple[list[object], dict[object, int], dict[object, tuple[int, int]]]:
+def flatten_schedule(module: Module, order: dict[Computation, list[Instruction]]
+                     ) -> tuple[list[Instruction], dict[Instruction, int], dict[Computation, tuple[int, int]]]:
     """The flat instruction sequence, each instruction's time, and each computation's span."""
-    seq: list[object] = []
-    time_of: dict[object, int] = {}
-    spans: dict[object, tuple[int, int]] = {}
+    seq: list[Instruction] = []
+    time_of: dict[Instruction, int] = {}
+    spans: dict[Computation, tuple[int, int]] = {}
 
-    def visit(comp: object) -> None:
+    def visit(comp: Computation) -> None:
         if comp in spans:
             return
         start = len(seq)
         spans[comp] = (start, start)  # guards against recursion
         for inst in order[comp]:
-            op = inst.opcode  # type: ignore[attr-defined]
+            op = inst.opcode
             if op is Opcode.WHILE:
-                visit(inst.attrs["condition"])  # type: ignore[attr-defined]
-                visit(inst.attrs["body"])  # type: ignore[attr-defined]
+                visit(inst.attrs["condition"])
+                visit(inst.attrs["body"])
             elif op in (Opcode.CALL, Opcode.CONDITIONAL):
-                for callee in inst.called_computations:  # type: ignore[attr-defined]
+                for callee in inst.called_computations:
                     visit(callee)
             time_of[inst] = len(seq)
             seq.append(inst)
         spans[comp] = (start, len(seq))
 
-    visit(module.entry)  # type: ignore[attr-defined]
+    visit(module.entry)
     return seq, time_of, spans
 
 
-def compute_liveness(df: Dataflow, order: dict[object, list[object]]) -> Liveness:
+def compute_liveness(df: Dataflow, order: dict[Computation, list[Instruction]]) -> Liveness:
     """Live ranges of every scheduled value (see Note [Live range rules])."""
     module = df.module
     seq, time_of, spans = flatten_schedule(module, order)
     end_time = len(seq)
-    entry = module.entry  # type: ignore[attr-defined]
-    aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in module.input_output_alias}  # type: ignore[attr-defined]
+    entry = module.entry
+    aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in module.input_output_alias}
     ranges: dict[int, tuple[int, int]] = {}
-    end_position: dict[int, tuple[object, tuple[int, ...]]] = {}
+    end_position: dict[int, tuple[Instruction, ShapeIndex]] = {}
     for v in df.values:
         inst = v.instruction
         if inst not in time_of:
             continue
-        comp = inst.computation  # type: ignore[attr-defined]
+        comp = inst.computation
+        assert comp is not None  # it is in the flattened schedule, so in a computation
         t = time_of[inst]
-        start = spans[comp][0] if inst.opcode is Opcode.PARAMETER else t  # type: ignore[attr-defined]
-        end = spans[comp][1] if inst is comp.root else t  # type: ignore[attr-defined]
+        start = spans[comp][0] if inst.opcode is Opcode.PARAMETER else t
+        end = spans[comp][1] if inst is comp.root else t
         last = (inst, v.index)
         for p, p_index in v.positions[1:]:
-            pc = p.computation  # type: ignore[attr-defined]
+            pc = p.computation
+            assert pc is not None  # values appear only at instructions of computations
             if p is pc.root:
                 if pc not in spans:
                     continue
@@ -129,16 +136,16 @@ def compute_liveness(df: Dataflow, order: dict[object, list[object]]) -> Livenes
                 continue
             if pt > end:
                 end, last = pt, (p, p_index)
-        if inst.opcode is Opcode.PARAMETER and comp is entry and (  # type: ignore[attr-defined]
-                inst.attrs["parameter_number"], v.index) not in aliased:  # type: ignore[attr-defined]
+        if inst.opcode is Opcode.PARAMETER and comp is entry and (
+                inst.attrs["parameter_number"], v.index) not in aliased:
             end = end_time
         else:
             for user, _, _ in v.uses:
-                op = user.opcode  # type: ignore[attr-defined]
-                if op is Opcode.CALL and user.attrs["to_apply"] in spans:  # type: ignore[attr-defined]
+                op = user.opcode
+                if op is Opcode.CALL and user.attrs["to_apply"] in spans:
                     continue
-                if op is Opcode.WHILE and user.attrs["body"] in spans:  # type: ignore[attr-defined]
-                    user = user.attrs["body"].parameters[0]  # type: ignore[attr-defined]
+                if op is Opcode.WHILE and user.attrs["body"] in spans:
+                    user = user.attrs["body"].parameters[0]
                 ut = time_of.get(user)
                 if ut is not None and ut > end:
                     end = ut
@@ -171,7 +178,7 @@ def peak_moment(df: Dataflow, live: Liveness) -> tuple[int, list[Value]]:
         r = live.ranges.get(v.id)
         if r is None:
             continue
-        size = v.instruction.shape.byte_size()  # type: ignore[attr-defined]
+        size = v.instruction.shape.byte_size()
         events.append((r[0], False, v.id, size))
         events.append((r[1] + 1, True, v.id, size))
     events.sort()
@@ -187,36 +194,36 @@ def peak_moment(df: Dataflow, live: Liveness) -> tuple[int, list[Value]]:
     return peak_time, at
 
 
-def min_memory_order(comp: object) -> list[object]:
+def min_memory_order(comp: Computation) -> list[Instruction]:
     """A greedy list schedule of ``comp`` that keeps live bytes low.
 
     Among the ready instructions it picks the one whose issue frees the most bytes net
     (operands whose last unscheduled user it is, minus its own output), ties broken by the
     written order. Parameters come first, as XLA's schedulers place them.
     """
-    insts = list(comp.instructions)  # type: ignore[attr-defined]
+    insts = list(comp.instructions)
     pos = {inst: i for i, inst in enumerate(insts)}
-    users: dict[object, list[object]] = {i: [] for i in insts}
-    pending: dict[object, int] = {}
+    users: dict[Instruction, list[Instruction]] = {i: [] for i in insts}
+    pending: dict[Instruction, int] = {}
     for inst in insts:
-        preds = set(inst.operands) | set(inst.attrs.get("control-predecessors", []))  # type: ignore[attr-defined]
+        preds = set(inst.operands) | set(inst.attrs.get("control-predecessors", []))
         preds = {p for p in preds if p in pos}
         pending[inst] = len(preds)
         for p in preds:
             users[p].append(inst)
-    remaining_users = {i: len(set(u for u in users[i] if i in u.operands)) for i in insts}  # type: ignore[attr-defined]
+    remaining_users = {i: len(set(u for u in users[i] if i in u.operands)) for i in insts}
     ready = [i for i in insts if pending[i] == 0]
-    out: list[object] = []
+    out: list[Instruction] = []
     while ready:
-        def gain(inst: object) -> tuple[int, int, int]:
-            freed = sum(o.shape.byte_size() for o in set(inst.operands)  # type: ignore[attr-defined]
+        def gain(inst: Instruction) -> tuple[int, int, int]:
+            freed = sum(o.shape.byte_size() for o in set(inst.operands)
                         if remaining_users.get(o) == 1 and o.opcode is not Opcode.PARAMETER)
-            is_param = 0 if inst.opcode is Opcode.PARAMETER else 1  # type: ignore[attr-defined]
-            return (is_param, -(freed - inst.shape.byte_size()), pos[inst])  # type: ignore[attr-defined]
+            is_param = 0 if inst.opcode is Opcode.PARAMETER else 1
+            return (is_param, -(freed - inst.shape.byte_size()), pos[inst])
         best = min(ready, key=gain)
         ready.remove(best)
         out.append(best)
-        for o in set(best.operands):  # type: ignore[attr-defined]
+        for o in set(best.operands):
             if o in remaining_users:
                 remaining_users[o] -= 1
         for u in users[best]:
