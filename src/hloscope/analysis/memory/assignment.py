@@ -99,12 +99,16 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hloscope.analysis.memory.dataflow import Buffer, Dataflow, Value, instruction_post_order
 from hloscope.analysis.memory.heap import CPU_ALIGNMENT, HeapResult, simulate_heap
 from hloscope.analysis.memory.liveness import Liveness
 from hloscope.analysis.memory.sharing import can_share_operand
 from hloscope.ir import Opcode
+
+if TYPE_CHECKING:
+    from hloscope.ir import Computation, Instruction, Module, ShapeIndex
 
 # The heap and sharing names are re-exported: callers imported them from here first.
 __all__ = ["AllocationDraft", "HeapResult", "simulate_heap", "assign_buffers", "can_share_operand",
@@ -126,7 +130,7 @@ class _Occupancy:
         self.ends: list[int] = []
         self.values: list[Value] = []
         self.ordered = True  # ends are non-decreasing in key order
-        self.positions: set[object] = set()
+        self.positions: set[Instruction] = set()
         self.unranged = False  # holds a value without a live range: nothing else may join
 
     def add(self, v: Value, ranges: dict[int, tuple[int, int]]) -> None:
@@ -269,12 +273,8 @@ class AllocationDraft:
     parameter_index: tuple[int, ...] = ()
     readonly: bool = False
     is_tuple: bool = False
-    assigned: list[tuple[Value, int, int]] | None = None
+    assigned: list[tuple[Value, int, int]] = field(default_factory=list)
     occupancy: _Occupancy = field(default_factory=_Occupancy, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if self.assigned is None:
-            self.assigned = []
 
     @property
     def accepts_reuse(self) -> bool:
@@ -300,7 +300,7 @@ def _touch_share(user_value: Value, operand_value: Value, live: Liveness) -> boo
     # through a get-tuple-element is that instruction's whole output (index {}).
     end_inst, end_index = live.end_position[operand_value.id]
     user = user_value.instruction
-    if user.opcode is Opcode.COPY or end_inst not in live.operands_of(user):  # type: ignore[attr-defined]
+    if user.opcode is Opcode.COPY or end_inst not in live.operands_of(user):
         return False
     return can_share_operand(end_inst, end_index, user, user_value.index)
 
@@ -311,16 +311,18 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
     Returns the allocations and, per memory space, the heap simulator's result for the temps.
     See Note [Tuple temps and combined temp allocations] for the order things are created in.
     """
-    entry = df.module.entry  # type: ignore[attr-defined]
-    aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in df.module.input_output_alias}  # type: ignore[attr-defined]
+    entry = df.module.entry
+    aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in df.module.input_output_alias}
     buffers = [b for b in df.buffers if _needs_memory(b, live)]
     allocs: list[AllocationDraft] = []
     alloc_of: dict[int, AllocationDraft] = {}  # buffer id -> allocation
     reusable = _ReuseIndex(live.schedule_end_time)
     temps: list[Buffer] = []
 
-    def new(buf: Buffer, kind: str, **kw: object) -> AllocationDraft:
-        a = AllocationDraft(len(allocs), buf.size, kind, buf.color, **kw)  # type: ignore[arg-type]
+    def new(buf: Buffer, kind: str, *, parameter_number: int | None = None, parameter_index: ShapeIndex = (),
+            readonly: bool = False, is_tuple: bool = False) -> AllocationDraft:
+        a = AllocationDraft(len(allocs), buf.size, kind, buf.color, parameter_number, parameter_index,
+                            readonly, is_tuple)
         allocs.append(a)
         _add(a, buf, live)
         alloc_of[buf.id] = a
@@ -328,14 +330,14 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
 
     def assign(buf: Buffer) -> None:
         defining = [v.instruction for v in buf.values]
-        if any(i.opcode is Opcode.CONSTANT for i in defining):  # type: ignore[attr-defined]
+        if any(i.opcode is Opcode.CONSTANT for i in defining):
             new(buf, "constant", readonly=True)
             return
-        params = [v for v in buf.values if v.instruction.opcode is Opcode.PARAMETER  # type: ignore[attr-defined]
-                  and v.instruction.computation is entry]  # type: ignore[attr-defined]
+        params = [v for v in buf.values if v.instruction.opcode is Opcode.PARAMETER
+                  and v.instruction.computation is entry]
         if params:
             p = params[0]
-            num = p.instruction.attrs["parameter_number"]  # type: ignore[attr-defined]
+            num = p.instruction.attrs["parameter_number"]
             has_alias = (num, p.index) in aliased
             a = new(buf, "parameter", parameter_number=num, parameter_index=p.index, readonly=not has_alias)
             if has_alias:
@@ -382,9 +384,9 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
             continue
         a = AllocationDraft(len(allocs), result.heap_size, "preallocated-temp", color)
         for v in sorted(values, key=lambda v: v.id):
-            a.assigned.append((v, result.offsets.get(v.id, 0), sizes[v.id]))  # type: ignore[union-attr]
+            a.assigned.append((v, result.offsets.get(v.id, 0), sizes[v.id]))
         allocs.append(a)
-    local_computations = [c for c in df.embedded if not c.is_fusion_computation]  # type: ignore[attr-defined]
+    local_computations = [c for c in df.embedded if not c.is_fusion_computation]
     for buf in _assignment_order(thread_local, df, local_computations):
         assign(buf)
     return _combine_temp_allocations(allocs), heaps
@@ -394,14 +396,14 @@ def _first_is_tuple(buf: Buffer) -> bool:
     # XLA walks the buffer's values in order: a tuple-shaped one ends the walk with a tuple
     # allocation, a top-level array one first tries its operands' allocations.
     for v in buf.values:
-        if v.shape.is_tuple:  # type: ignore[attr-defined]
+        if v.shape.is_tuple:
             return True
         if not v.index:
             return False
     return False
 
 
-def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[object]) -> list[Buffer]:
+def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[Computation]) -> list[Buffer]:
     """XLA's ``kBiggestFirst`` order: size, live-out first, post-order position, buffer id."""
     pos = _post_order_positions(df.module, computations, df.post_order)
     far = len(pos)
@@ -409,8 +411,8 @@ def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[ob
                                           min(pos.get(v.instruction, far) for v in b.values), b.id))
 
 
-def _post_order_positions(module: object, computations: list[object],
-                          post_orders: dict[object, list[object]]) -> dict[object, int]:
+def _post_order_positions(module: Module, computations: list[Computation],
+                          post_orders: dict[Computation, list[Instruction]]) -> dict[Instruction, int]:
     """Each instruction's place in XLA's ``ComparePosition`` order over ``computations``.
 
     Computations come callers first (the call graph's post order from the entry, reversed), and
@@ -418,16 +420,16 @@ def _post_order_positions(module: object, computations: list[object],
     every instruction without users or control successors, first operand first.
     """
     wanted = set(computations)
-    graph_post: list[object] = []
-    seen: set[object] = set()
-    stack: list[tuple[object, int]] = [(module.entry, 0)]  # type: ignore[attr-defined]
-    seen.add(module.entry)  # type: ignore[attr-defined]
-    callees_of: dict[object, list[object]] = {}
+    graph_post: list[Computation] = []
+    seen: set[Computation] = set()
+    stack: list[tuple[Computation, int]] = [(module.entry, 0)]
+    seen.add(module.entry)
+    callees_of: dict[Computation, list[Computation]] = {}
     while stack:
         comp, k = stack.pop()
         callees = callees_of.get(comp)
         if callees is None:
-            callees = callees_of[comp] = [c for i in comp.instructions for c in _callees(i)]  # type: ignore[attr-defined]
+            callees = callees_of[comp] = [c for i in comp.instructions for c in _callees(i)]
         while k < len(callees) and callees[k] in seen:
             k += 1
         if k == len(callees):
@@ -436,7 +438,7 @@ def _post_order_positions(module: object, computations: list[object],
         stack.append((comp, k + 1))
         seen.add(callees[k])
         stack.append((callees[k], 0))
-    pos: dict[object, int] = {}
+    pos: dict[Instruction, int] = {}
     for comp in reversed(graph_post):
         if comp in wanted:
             order = post_orders.get(comp)
@@ -445,10 +447,10 @@ def _post_order_positions(module: object, computations: list[object],
     return pos
 
 
-def _callees(inst: object) -> list[object]:
-    if inst.opcode is Opcode.WHILE:  # type: ignore[attr-defined]
-        return [inst.attrs["body"], inst.attrs["condition"]]  # type: ignore[attr-defined]  # XLA's order
-    return inst.called_computations  # type: ignore[attr-defined]
+def _callees(inst: Instruction) -> list[Computation]:
+    if inst.opcode is Opcode.WHILE:
+        return [inst.attrs["body"], inst.attrs["condition"]]  # XLA's order
+    return inst.called_computations
 
 
 def _combine_temp_allocations(allocs: list[AllocationDraft]) -> list[AllocationDraft]:
@@ -465,11 +467,11 @@ def _combine_temp_allocations(allocs: list[AllocationDraft]) -> list[AllocationD
         into = combined.get(a.color)
         if into is None:
             combined[a.color] = AllocationDraft(0, a.size, "preallocated-temp", a.color, is_tuple=a.is_tuple,
-                                                assigned=list(a.assigned or ()))
+                                                assigned=list(a.assigned))
             continue
         base = -(-into.size // CPU_ALIGNMENT) * CPU_ALIGNMENT
         into.size = base + a.size
-        into.assigned.extend((v, base + off, size) for v, off, size in a.assigned or ())  # type: ignore[union-attr]
+        into.assigned.extend((v, base + off, size) for v, off, size in a.assigned)
     out = ordered[:first_temp] + list(combined.values())
     for k, a in enumerate(out):
         a.index = k
@@ -503,7 +505,7 @@ def _needs_memory(buf: Buffer, live: Liveness) -> bool:
 
 def _add(a: AllocationDraft, buf: Buffer, live: Liveness) -> None:
     for v in buf.values:
-        a.assigned.append((v, 0, v.size))  # type: ignore[union-attr]
+        a.assigned.append((v, 0, v.size))
         a.occupancy.add(v, live.ranges)
 
 
@@ -512,9 +514,9 @@ def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _Reu
     """XLA's ``AssignSingleHloBuffer`` reuse step: operands' allocations, then smallest first."""
     seen: set[int] = set()
     for v in buf.values:
-        if v.index or v.shape.is_tuple:  # type: ignore[attr-defined]
+        if v.index or v.shape.is_tuple:
             continue
-        for operand in v.instruction.operands:  # type: ignore[attr-defined]
+        for operand in v.instruction.operands:
             for ov in df.value_set(operand):
                 a = alloc_of.get(df.buffer_of[ov.id].id)
                 if a is None or a.index in seen:
@@ -577,7 +579,7 @@ def _maybe_assign(a: AllocationDraft, buf: Buffer, live: Liveness) -> bool:
         if r is None:
             return False
         inst = v.instruction
-        if inst.opcode is Opcode.COPY and any(p in occ.positions for p in inst.operands):  # type: ignore[attr-defined]
+        if inst.opcode is Opcode.COPY and any(p in occ.positions for p in inst.operands):
             return False
         for assigned in occ.meeting(*r):
             if _interferes(v, assigned, live):

@@ -133,9 +133,9 @@ def _share_candidate(v: Value, df: Dataflow, live: Liveness, taken: set[int], id
     not scans, so an instruction reading thousands of dying operands stays linear.
     """
     inst = v.instruction
-    if inst.opcode is Opcode.COPY:  # type: ignore[attr-defined]
+    if inst.opcode is Opcode.COPY:
         return None
-    for operand in inst.operands:  # type: ignore[attr-defined]
+    for operand in inst.operands:
         for ov in df.value_set(operand):
             if (ov.id not in ids or ov.id in taken or len(df.buffer_of[ov.id].values) > 1
                     or live.ranges[ov.id][1] != t):
