@@ -19,13 +19,15 @@ frees everything that is not in a cycle, and cycles wait for the next collection
 from __future__ import annotations
 
 import gc
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hloscope.analysis.memory.assignment import AllocationDraft, assign_buffers
-from hloscope.analysis.memory.dataflow import analyze_dataflow
+from hloscope.analysis.memory.dataflow import Dataflow, Value, analyze_dataflow
 from hloscope.analysis.memory.liveness import (
     SCHEDULES,
+    Liveness,
     compute_liveness,
     min_memory_order,
     peak_moment,
@@ -41,6 +43,9 @@ from hloscope.ir.buffer_assignment import (
     PeakInfo,
     value_key,
 )
+
+if TYPE_CHECKING:
+    from hloscope.ir import Computation, Instruction, Module
 
 __all__ = ["PeakBuffer", "LiveBuffer", "TimelinePoint", "MemorySpace", "MemoryReport", "analyze_memory",
            "live_range_peaks", "MAX_JSON_BUFFERS", "PEAK_DEFINITION"]
@@ -260,7 +265,7 @@ class MemoryReport:
         return "\n".join(lines)
 
 
-def _order(module: Any, schedule: str) -> dict[Any, list[Any]]:
+def _order(module: Module, schedule: str) -> dict[Computation, list[Instruction]]:
     fusions = module.fusion_computations()
     comps = [c for c in module.computations if c not in fusions]
     if schedule == "min-memory":
@@ -268,12 +273,12 @@ def _order(module: Any, schedule: str) -> dict[Any, list[Any]]:
     return {c: list(c.instructions) for c in comps}
 
 
-def _source(module: Any, inst: Any) -> tuple[str | None, str | None]:
+def _source(module: Module, inst: Instruction) -> tuple[str | None, str | None]:
     md = inst.metadata
     if md is None:
         return None, None
     fields = md.fields
-    op_name = fields.get("op_name")
+    op_name = md.op_name
     if fields.get("source_file"):
         return op_name, f"{fields['source_file']}:{fields.get('source_line', 0)}"
     frame_id = fields.get("stack_frame_id")
@@ -285,10 +290,10 @@ def _source(module: Any, inst: Any) -> tuple[str | None, str | None]:
         if frames:
             file, _, line = frames[0]
             return op_name, f"{file}:{line}"
-    return (None if op_name is None else str(op_name)), None
+    return op_name, None
 
 
-def analyze_memory(module: Any, *, schedule: str = "module") -> MemoryReport:
+def analyze_memory(module: Module, *, schedule: str = "module") -> MemoryReport:
     """Assign buffers as XLA does and report XLA's memory figures (bytes; times are steps).
 
     ``schedule`` is ``"module"`` (the module's order: its schedule when scheduled, else the
@@ -307,7 +312,7 @@ def analyze_memory(module: Any, *, schedule: str = "module") -> MemoryReport:
             gc.enable()
 
 
-def live_range_peaks(module: Any, *, schedule: str = "module") -> dict[int, SpaceUsage]:
+def live_range_peaks(module: Module, *, schedule: str = "module") -> dict[int, SpaceUsage]:
     """Each memory space's curve and peak (Note [One peak]) without the buffer assignment.
 
     The figures are ``analyze_memory``'s ``memory_spaces``; only dataflow and live ranges run
@@ -326,7 +331,7 @@ def live_range_peaks(module: Any, *, schedule: str = "module") -> dict[int, Spac
             gc.enable()
 
 
-def _analyze(module: Any, schedule: str) -> MemoryReport:
+def _analyze(module: Module, schedule: str) -> MemoryReport:
     df = analyze_dataflow(module)
     live = compute_liveness(df, _order(module, schedule))
     allocs, heaps = assign_buffers(df, live)
@@ -337,16 +342,16 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
     if schedule == "min-memory":
         base = space_usage(df, compute_liveness(df, _order(module, "module"))).get(0)
         saved = (base.peak_bytes if base else 0) - default.peak_bytes
-    sources: dict[Any, tuple[str | None, str | None]] = {}
+    sources: dict[Instruction, tuple[str | None, str | None]] = {}
 
-    def source_of(inst: Any) -> tuple[str | None, str | None]:
+    def source_of(inst: Instruction) -> tuple[str | None, str | None]:
         if inst not in sources:
             sources[inst] = _source(module, inst)
         return sources[inst]
 
     texts: dict[int, str] = {}
 
-    def shape_text(v: Any) -> str:  # printed once per shape: the live ranges and the dump both need it
+    def shape_text(v: Value) -> str:  # printed once per shape: the live ranges and the dump both need it
         text = texts.get(id(v.shape))
         if text is None:
             text = texts[id(v.shape)] = v.shape.to_text()
@@ -403,11 +408,11 @@ def _analyze(module: Any, schedule: str) -> MemoryReport:
         xla_peak_bytes=sum(v.size for v in xla_at_peak))
 
 
-def _to_buffer_assignment(module: Any, df: Any, live: Any, allocs: list[AllocationDraft],
-                          peak_time: int, at_peak: list[Any], shape_text: Any) -> BufferAssignment:
+def _to_buffer_assignment(module: Module, df: Dataflow, live: Liveness, allocs: list[AllocationDraft],
+                          peak_time: int, at_peak: list[Value], shape_text: Callable[[Value], str]) -> BufferAssignment:
     values: dict[int, BufferValue] = {}
 
-    def bv(v: Any) -> BufferValue:
+    def bv(v: Value) -> BufferValue:
         if v.id not in values:
             values[v.id] = BufferValue(v.id, v.name, v.index, shape_text(v), df.buffer_of[v.id].size,
                                        v.color, v.is_phi, v.hlo_positions(), v.hlo_uses())
