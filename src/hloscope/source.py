@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["Source", "Span"]
+__all__ = ["Source", "Span", "SpanLike"]
 
 
 class Source:
@@ -77,3 +78,16 @@ class Span:
             col = col - lo + (3 if lo else 0)
         caret = " " * (col - 1) + "^" + "~" * (min(width, 60) - 1)
         return f"{self.source.name}:{line}:{col}: {severity}: {message}\n{shown}\n{caret}"
+
+
+class SpanLike(Protocol):
+    """A position in a source: a ``Span``, or a lazy one the parsers keep per instruction (a
+    token index or source offsets) that becomes a Span only when a message needs it."""
+
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def column(self) -> int: ...
+
+    def render(self, message: str, severity: str = "error") -> str: ...

@@ -26,7 +26,7 @@ from hloscope.ir.opcode import Opcode
 
 if TYPE_CHECKING:
     from hloscope.ir.module import Module
-    from hloscope.source import Span
+    from hloscope.source import SpanLike
 
 __all__ = ["Computation"]
 
@@ -56,7 +56,7 @@ class Computation:
         *,
         is_entry: bool = False,
         attrs: dict[str, Any] | None = None,
-        span: Span | None = None,
+        span: SpanLike | None = None,
     ) -> None:
         self.name = name
         self.instructions = instructions

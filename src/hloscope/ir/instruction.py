@@ -9,7 +9,7 @@ from hloscope.ir.shape import ArrayShape, Shape
 if TYPE_CHECKING:
     from hloscope.ir.attributes import BackendConfig, FrontendAttributes, OpMetadata, Sharding
     from hloscope.ir.computation import Computation
-    from hloscope.source import Span
+    from hloscope.source import SpanLike
 
 __all__ = ["Instruction", "CALLED_COMPUTATION_ATTRS"]
 
@@ -49,7 +49,7 @@ class Instruction:
         operands: list[Instruction] | None = None,
         attrs: dict[str, Any] | None = None,
         *,
-        span: Span | None = None,
+        span: SpanLike | None = None,
     ) -> None:
         self.name = name
         self.opcode = opcode

@@ -78,7 +78,7 @@ class _Bail(Exception):
     """The line parser met text outside its subset; the token parser decides."""
 
 
-class _OffsetSpan(tuple):  # type: ignore[type-arg]
+class _OffsetSpan(tuple[Any, ...]):
     """A position kept as source offsets (source, start, end); line and column are computed
     only when asked. A tuple, made with ``tuple.__new__`` (no Python call): one per instruction."""
 
@@ -86,15 +86,15 @@ class _OffsetSpan(tuple):  # type: ignore[type-arg]
 
     @property
     def source(self) -> Source:
-        return self[0]  # type: ignore[no-any-return]
+        return self[0]
 
     @property
     def start(self) -> int:
-        return self[1]  # type: ignore[no-any-return]
+        return self[1]
 
     @property
     def end(self) -> int:
-        return self[2]  # type: ignore[no-any-return]
+        return self[2]
 
     def resolve(self) -> Span:
         return Span(self[0], self[1], self[2])
@@ -516,9 +516,9 @@ class LineParser:
                     inst.operands = operands
                     inst.attrs = attrs
                     inst.computation = None
-                    inst.span = inst_span  # type: ignore[assignment]  (a lazy span)
+                    inst.span = inst_span
                 else:
-                    inst = Instruction(name, opcode, shape, operands, attrs, span=inst_span)  # type: ignore[arg-type]
+                    inst = Instruction(name, opcode, shape, operands, attrs, span=inst_span)
                 if attr_text:
                     pred_names = self._attributes(inst, attrs, attr_text)
                     if pred_names is not None:
@@ -553,7 +553,7 @@ class LineParser:
             inst.attrs["control-predecessors"] = [names[p] for p in pred_names]
         if root is None:
             root = instructions[-1]
-        comp = Computation(comp_name, instructions, root, is_entry=is_entry, attrs={}, span=span)  # type: ignore[arg-type]
+        comp = Computation(comp_name, instructions, root, is_entry=is_entry, attrs={}, span=span)
         return comp, k, off
 
     def _unusual_operands(self, opcode: Opcode | None, op_text: str, args: str, untyped: str | None,

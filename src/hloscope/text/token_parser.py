@@ -40,7 +40,7 @@ from hloscope.ir.module import Module, NameUniquer
 from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
 from hloscope.ir.print_options import PrintOptions
 from hloscope.ir.shape import Shape
-from hloscope.source import Source
+from hloscope.source import Source, Span
 from hloscope.text.lexer import (
     TokenStream,
     lex,
@@ -260,7 +260,8 @@ class TokenParser(ValueParser):
             if inst.opcode in ASYNC_FOLLOWERS:
                 problem = async_operand_problem(inst)
                 if problem:
-                    self.error(problem, inst.span.index)  # type: ignore[union-attr]
+                    where = inst.span
+                    self.error(problem, where.index if isinstance(where, _LazySpan) else None)
         for inst, pred_names in pending_preds:
             preds = []
             for p_name, at in pred_names:
@@ -284,7 +285,7 @@ class TokenParser(ValueParser):
             else:
                 attrs[key] = RawAttribute(self._raw_value())
         comp = Computation(name, instructions, root, is_entry=is_entry, attrs=attrs,
-                           span=_LazySpan(self.ts, start))  # type: ignore[arg-type]
+                           span=_LazySpan(self.ts, start))
         return comp
 
     def _parse_instruction(self) -> tuple[bool, Instruction, list[tuple[str, int]], list[tuple[str, int]]]:
@@ -422,7 +423,7 @@ class TokenParser(ValueParser):
                 continue
             kind = ATTRIBUTE_KINDS.get(key, "raw")
             attrs[key] = self.parse_attr(kind, key, inst, key_at)
-        inst.span = _LazySpan(self.ts, name_at)  # type: ignore[assignment]  (a lazy span)
+        inst.span = _LazySpan(self.ts, name_at)
         return inst, operand_names, pred_names
 
     # --- attribute values that name computations ---------------------------------------------
@@ -465,7 +466,7 @@ class _LazySpan:
         self.ts = ts
         self.index = index
 
-    def resolve(self):  # -> Span
+    def resolve(self) -> Span:
         return self.ts.span(self.index)
 
     def render(self, message: str, severity: str = "error") -> str:
@@ -474,6 +475,10 @@ class _LazySpan:
     @property
     def line(self) -> int:
         return self.resolve().line
+
+    @property
+    def column(self) -> int:
+        return self.resolve().column
 
 
 def token_parser(text: str, name: str = "<line>") -> TokenParser:
