@@ -1,6 +1,6 @@
 """Time and memory to result: hloscope parse + run against XLA:CPU parse + compile + execute, same run.
 
-Workloads: the programs of the oracle corpus (tests/oracle) in their after-optimizations text,
+Workloads: the oracle corpus's programs (hloscope.testing.oracle) in their after-optimizations text,
 and the seeds on their device grids with random inputs of two kinds: different inputs on every
 device (``seed000``, ``seed001``, ``seed004``, ``seed003_per_device``: nothing is shared, the
 least favourable case for hloscope's lockstep evaluator, which computes a value all devices
@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CORPUS = ["mlp_train_step", "transformer_block", "scan_rnn", "fori_loop_2000", "conv", "remat_grad",
           "pmap_train_step", "pmap_collectives", "sort", "reduce_window"]
@@ -87,7 +86,7 @@ def _spec(name: str) -> dict[str, Any]:
     if name in SEEDS or name in SEED003:
         seed, (r, p), inputs = {**SEEDS, **SEED003}[name]
         return {"kind": "seed", "seed": seed, "replicas": r, "partitions": p, "inputs": inputs}
-    from tests.oracle.corpus import build_corpus  # imports jax: in the parent only
+    from hloscope.testing.oracle.corpus import build_corpus  # imports jax: in the parent only
 
     case = build_corpus(names=[name])[name]
     return {"kind": "corpus", "path": str(case.path), "replicas": int(case.meta["num_replicas"]),

@@ -34,5 +34,5 @@ SEED_FILES = {
 }
 MODULE_SEEDS = ("000", "001", "003", "004")
 
-# The JAX-program corpus (tests/oracle) as fixtures: oracle_corpus, oracle_case.
+# The JAX-program corpus (hloscope.testing.oracle) as fixtures: oracle_corpus, oracle_case.
 pytest_plugins = ["tests.oracle_fixtures"]

@@ -17,12 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-try:
-    from tests.oracle import corpus as _corpus
-    from tests.oracle.programs import PROGRAMS
-except ImportError:  # tests/ is not a package
-    from oracle import corpus as _corpus  # type: ignore[no-redef]
-    from oracle.programs import PROGRAMS  # type: ignore[no-redef]
+from hloscope.testing.oracle import corpus as _corpus
+from hloscope.testing.oracle.programs import PROGRAMS
 
 OracleCase = _corpus.OracleCase
 ORACLE_PROGRAM_NAMES = [p.name for p in PROGRAMS]

@@ -2,7 +2,7 @@
 automatically, each run by XLA and by hloscope (pre- and post-optimization text), mismatches
 and errors grouped by cause.
 
-The oracle corpus (tests/oracle/programs*.py) holds hand-written programs that the test suite
+The oracle corpus (hloscope/testing/oracle/programs*.py) holds hand-written programs that the test suite
 checks on every run; this sweep looks for what nobody has written yet. It walks jax.numpy,
 jax.lax, jax.nn, jax.scipy.special, the linear algebra modules and jax.random over small shapes
 and many dtypes, adds transformations (grad, vmap, jvp, scan, while, cond, switch, custom_vjp,
@@ -12,7 +12,7 @@ counted as ``skip``, not as a finding.
 
 The catalogue is in ``oracle_sweep_cases.py`` (op by op) and ``oracle_sweep_programs.py``
 (multi-device programs, long reductions and scans, small models). Each class of difference the
-sweep found and hloscope fixed has a program in tests/oracle/programs_sweep.py.
+sweep found and hloscope fixed has a program in hloscope/testing/oracle/programs_sweep.py.
 
 Usage (from the repository root, in the dev venv; about 15 minutes for every case)::
 

@@ -9,15 +9,14 @@ import pytest
 
 try:
     from tests.conftest import SEED_FILES
-    from tests.oracle.programs import PROGRAMS
 except ImportError:  # tests/ is not a package
     from conftest import SEED_FILES  # type: ignore[no-redef]
-    from oracle.programs import PROGRAMS  # type: ignore[no-redef]
 
 import hloscope
 from hloscope.errors import InterpretError
 from hloscope.interpret import RunOptions, lockstep, run
 from hloscope.interpret.inputs import random_inputs
+from hloscope.testing.oracle.programs import PROGRAMS
 
 MULTI_DEVICE = [p.name for p in PROGRAMS if p.num_devices > 1]
 LOCKSTEP = RunOptions(mode="lockstep")

@@ -1,4 +1,4 @@
-"""Every oracle program (tests/oracle/programs.py), run by hloscope, against XLA:CPU's outputs.
+"""Every oracle program (hloscope/testing/oracle/programs*.py), run by hloscope, against XLA:CPU's outputs.
 
 Both HLO texts of each program run: ``pre`` (as jax lowered it) and ``post`` (after XLA's
 optimizations: fusions, scheduled, LAPACK custom calls, partitioned per device). Multi-device
@@ -46,7 +46,7 @@ def test_program_matches_xla(oracle_corpus, name: str, stage: str) -> None:
     assert_values_close(_squeeze_like(out, expected), expected, meta.get("rtol", 1e-5), meta.get("atol", 1e-6))
 
 
-GLOBAL_PROGRAMS = [p.name for p in __import__("tests.oracle.programs", fromlist=["PROGRAMS"]).PROGRAMS
+GLOBAL_PROGRAMS = [p.name for p in __import__("hloscope.testing.oracle.programs", fromlist=["PROGRAMS"]).PROGRAMS
                    if p.mode.startswith("jit_sharded8") and not p.name.startswith("manual_region")]
 
 
@@ -57,8 +57,8 @@ def test_sharded_program_runs_as_one_global_program(oracle_corpus, name: str) ->
     change no values. This is how a user checks a partitioned module against its global form."""
     import jax
 
-    from tests.oracle.corpus import jax_config
-    from tests.oracle.programs import by_name
+    from hloscope.testing.oracle.corpus import jax_config
+    from hloscope.testing.oracle.programs import by_name
 
     prog = by_name()[name]
     case = oracle_corpus.case(name)
@@ -72,7 +72,7 @@ def test_sharded_program_runs_as_one_global_program(oracle_corpus, name: str) ->
     assert_values_close(got, expected, case.meta.get("rtol", 1e-5), case.meta.get("atol", 1e-6))
 
 
-MANUAL_PROGRAMS = [p.name for p in __import__("tests.oracle.programs", fromlist=["PROGRAMS"]).PROGRAMS
+MANUAL_PROGRAMS = [p.name for p in __import__("hloscope.testing.oracle.programs", fromlist=["PROGRAMS"]).PROGRAMS
                    if p.mode in ("pmap8", "shard_map8")]
 
 
@@ -83,8 +83,8 @@ def test_manual_program_before_partitioning_returns_global_outputs(oracle_corpus
     come with ``per_device=True``."""
     import jax
 
-    from tests.oracle.corpus import jax_config
-    from tests.oracle.programs import by_name
+    from hloscope.testing.oracle.corpus import jax_config
+    from hloscope.testing.oracle.programs import by_name
 
     prog = by_name()[name]
     case = oracle_corpus.case(name)

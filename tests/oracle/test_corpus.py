@@ -29,7 +29,7 @@ except ImportError:  # tests/ is not a package
         oracle_corpus,
     )
 
-from .programs import MODES, PROGRAMS
+from hloscope.testing.oracle.programs import MODES, PROGRAMS
 
 SEEDS = {
     "000": "000_31f0e50696cb742c.txt",

@@ -42,7 +42,7 @@ def test_xla_dump_files_round_trip(oracle_corpus, program: str) -> None:
 
 
 def test_corpus_covers_sharded_programs_of_both_partitioners() -> None:
-    from tests.oracle.programs import PROGRAMS
+    from hloscope.testing.oracle.programs import PROGRAMS
 
     modes = {p.mode for p in PROGRAMS}
     assert {"jit_sharded8_shardy", "jit_sharded8_gspmd", "pmap8", "shard_map8"} <= modes

@@ -25,7 +25,7 @@ Note [Adding an opcode]
        ``analysis/memory/dataflow.py``: a rule only if it forwards or aliases its operands'
        values (by default it defines fresh ones);
     7. ``xla/rewrite.py``: only if XLA:CPU cannot compile it as it is;
-    8. tests: an oracle program (``tests/oracle/programs*.py``) and, for the fuzzer, an op
+    8. tests: an oracle program (``hloscope/testing/oracle/programs*.py``) and, for the fuzzer, an op
        generator in ``hloscope/testing/fuzz/ops.py``.
 """
 from __future__ import annotations

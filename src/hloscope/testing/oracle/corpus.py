@@ -2,8 +2,9 @@
 
 One directory per program (Note [Corpus layout]); it is created in a temporary directory and
 renamed into place, so a reader never sees a half-written case and concurrent builders (pytest
--n) only waste work. A case is rebuilt when ``programs.py``, the file defining the program (e.g.
-``programs_more.py``), this file or ``hloscope/xla.py`` changes (their hash is in ``meta.json``).
+-n) only waste work. A case is rebuilt when ``registry.py`` (the shared helpers), the file defining the program (e.g.
+``programs_more.py``), this file or ``hloscope/xla/client.py`` changes (their hash is in
+``meta.json``).
 
 Note [Corpus layout]
     <cache>/<jax version>/<program>/
@@ -18,7 +19,7 @@ Note [Corpus layout]
         memory.json      compiled.memory_analysis() sizes in bytes
         dump/            XLA's dump text files (buffer assignment, live ranges, memory report)
 
-CLI: ``python -m tests.oracle.corpus --out DIR [--only NAME ...]`` (run from the repository root).
+CLI: ``python -m hloscope.testing.oracle.corpus --out DIR [--only NAME ...]``.
 """
 from __future__ import annotations
 
@@ -53,10 +54,10 @@ from hloscope.interpret.npz_io import flatten_named, load_npz, save_npz  # noqa:
 from hloscope.testing.cases import Case, jax_config  # noqa: E402
 from hloscope.xla import client as xla  # noqa: E402
 
-from . import programs as programs_mod  # noqa: E402
+from . import registry  # noqa: E402
 from .programs import PROGRAMS, by_name  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[4]
 
 
 def default_cache_dir() -> Path:
@@ -70,8 +71,8 @@ def default_cache_dir() -> Path:
 
 
 def source_hash(prog: Case) -> str:
-    """Hash of the sources that determine ``prog``'s case: programs.py (the shared helpers), the
-    file defining ``prog`` when it is another one, xla.py and this file. Hashing per defining
+    """Hash of the sources that determine ``prog``'s case: registry.py (the shared helpers), the
+    file defining ``prog``, hloscope/xla/client.py and this file. Hashing per defining
     file means editing one program file rebuilds only its own cases."""
     return _files_hash(getattr(sys.modules.get(prog.fn.__module__), "__file__", None))
 
@@ -79,7 +80,7 @@ def source_hash(prog: Case) -> str:
 @functools.cache
 def _files_hash(defining_file: str | None) -> str:
     h = hashlib.sha256()
-    paths = [Path(programs_mod.__file__), Path(xla.__file__), Path(__file__)]
+    paths = [Path(registry.__file__), Path(xla.__file__), Path(__file__)]
     if defining_file is not None and Path(defining_file) != paths[0]:
         paths.append(Path(defining_file))
     for path in paths:
@@ -128,7 +129,10 @@ def _with_large_constants(prog: Case, inputs: tuple[Any, ...], kwargs: dict[str,
     if mode == "jit":
         kwargs = {"keep_unused": True, **kwargs}
     with xla.use_shardy(prog.shardy):
-        module = transform(prog.fn, **kwargs).lower(*inputs).compile().runtime_executable().hlo_modules()[0]
+        executable = transform(prog.fn, **kwargs).lower(*inputs).compile().runtime_executable()
+    # jax types this Optional (other backends may lack one); XLA:CPU always has it.
+    assert executable is not None
+    module = executable.hlo_modules()[0]
     options = xla.jaxlib_api().HloPrintOptions()
     if module.to_string(options) != post:
         return post
@@ -257,7 +261,7 @@ def build_corpus(cache_dir: str | os.PathLike[str] | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--out", default=None, help="cache directory (default: .cache/oracle/<jax>)")
     parser.add_argument("--only", nargs="*", default=None, help="program names")
     parser.add_argument("--force", action="store_true", help="rebuild even if current")

@@ -2,10 +2,11 @@
 
 Each program is a ``hloscope.testing.cases.Case``: a function, deterministic numpy inputs, how it is
 transformed (``mode``), jax config overrides, and the HLO op families (XLA opcode spellings) it
-is meant to exercise. ``tests/oracle/corpus.py`` turns each into files; every stage's tests read
-those files, so keep shapes small and inputs deterministic.
+is meant to exercise. ``corpus.py`` (next to this file) turns each into files; every stage's
+tests read those files, so keep shapes small and inputs deterministic.
 
-More programs are in ``programs_more.py`` (imported at the end of this file).
+More programs are in ``programs_more.py``, ``programs_edge.py`` and ``programs_sweep.py``
+(imported at the end of this file).
 
 Modes:
     single              jax.jit on one device
@@ -16,8 +17,6 @@ Modes:
 """
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -25,42 +24,14 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 from jax import lax
-from jax.sharding import Mesh, NamedSharding
+from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from hloscope.testing.cases import ORACLE_MODES, Case
+from hloscope.testing.cases import Case
 
-MODES = tuple(ORACLE_MODES)
-INT32_MIN = np.iinfo(np.int32).min
+from .registry import INT32_MIN, MODES, PROGRAMS, X64, f32, mesh8, program, rng
 
-
-PROGRAMS: list[Case] = []
-
-
-def program(name: str, inputs: Callable[[], tuple[Any, ...]], families: str, *, mode: str = "single",
-            **kw: Any):
-    """Decorator adding the function as a ``hloscope.testing.cases.Case`` named ``name``;
-    ``mode`` is one of ``MODES`` and fixes the device count and partitioner."""
-
-    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        PROGRAMS.append(Case(name, fn, inputs, tuple(families.split()), mode=mode, **ORACLE_MODES[mode], **kw))
-        return fn
-
-    return register
-
-
-def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(seed)
-
-
-def f32(*shape: int, seed: int = 0, scale: float = 1.0) -> np.ndarray:
-    return (_rng(seed).standard_normal(shape) * scale).astype(np.float32)
-
-
-@functools.cache
-def mesh8(shape: tuple[int, ...] = (8,), names: tuple[str, ...] = ("x",)) -> Mesh:
-    return Mesh(np.array(jax.devices()[:8]).reshape(shape), names)
-
+__all__ = ["INT32_MIN", "MODES", "PROGRAMS", "X64", "by_name", "f32", "mesh8", "program"]
 
 # Edge values used by several elementwise programs.
 SPECIAL_F32 = np.array(
@@ -583,7 +554,7 @@ def _pmap_train_step(w1, b1, w2, b2, x, y):
     return tuple(p - 0.1 * g for p, g in zip(params, grads))
 
 
-@program("pmap_gather_scatter", lambda: (f32(8, 10, 3, seed=80), _rng(81).integers(-2, 12, (8, 6)).astype(np.int32),
+@program("pmap_gather_scatter", lambda: (f32(8, 10, 3, seed=80), rng(81).integers(-2, 12, (8, 6)).astype(np.int32),
                                          f32(8, 6, 3, seed=82)),
          "gather scatter", mode="pmap8", jit_kwargs=lambda: {"axis_name": "i"})
 def _pmap_gather_scatter(table, idx, upd):
@@ -667,6 +638,7 @@ def by_name() -> dict[str, Case]:
     return {p.name: p for p in PROGRAMS}
 
 
-# More programs live in their own file (imported last: it registers through ``program`` above).
+# More programs live in their own files (imported last: they register through ``program`` above).
+from . import programs_edge as _programs_edge  # noqa: E402,F401
 from . import programs_more as _programs_more  # noqa: E402,F401
 from . import programs_sweep as _programs_sweep  # noqa: E402,F401

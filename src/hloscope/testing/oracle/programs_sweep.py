@@ -16,7 +16,7 @@ from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from .programs import f32, mesh8, program
+from .registry import f32, mesh8, program
 
 
 def _narrow(seed: int, *shape: int, dtype=ml_dtypes.bfloat16) -> np.ndarray:
