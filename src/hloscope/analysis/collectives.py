@@ -34,7 +34,7 @@ from hloscope.analysis.gc_pause import without_cyclic_gc
 from hloscope.analysis.trip_count import execution_counts
 from hloscope.ir import Instruction, Module, Opcode
 from hloscope.ir.replica_groups import CollectiveOpGroupMode, group_mode, participant_groups
-from hloscope.ir.shape import Shape
+from hloscope.ir.shape import Shape, TupleShape
 
 __all__ = ["CollectiveOp", "CollectivesReport", "analyze_collectives", "COLLECTIVE_OPCODES", "wire_bytes",
            "as_collective"]
@@ -81,9 +81,9 @@ def collective_operand_bytes(inst: Instruction) -> int:
 
 def collective_output_bytes(inst: Instruction) -> int:
     shape = inst.shape
-    if inst.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START) and shape.is_tuple:
+    if inst.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START) and isinstance(shape, TupleShape):
         # The start op's result is (operands, outputs[, contexts]); the output is element 1.
-        return _logical_bytes(shape.elements[1])  # type: ignore[union-attr]
+        return _logical_bytes(shape.elements[1])
     return _logical_bytes(shape)
 
 
@@ -270,7 +270,7 @@ def analyze_collectives(module: Module, num_replicas: int | None = None,
             ring_bytes=f.ring(size, payload), tree_bytes=f.tree(size, payload),
             ring_steps=f.ring_steps(size) if size > 1 else 0,
             tree_steps=f.tree_steps(size) if size > 1 else 0,
-            count=counts.get(inst.computation, 1) if inst.computation is not None else 1,  # type: ignore[arg-type]
+            count=counts.get(inst.computation, 1) if inst.computation is not None else 1,
             channel_id=inst.attrs.get("channel_id"),
             op_name=md.op_name if md is not None else None,
         ))

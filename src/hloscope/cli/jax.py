@@ -186,9 +186,10 @@ def _print_table(modules: list[DumpedModule]) -> None:
     from hloscope.cli.common import format_bytes
 
     t = Table(title=f"{len(modules)} compiled modules", title_justify="left")
-    for col, justify in (("#", "right"), ("module", "left"), ("size", "right"),
-                         ("FLOPs", "right"), ("peak memory", "right")):
-        t.add_column(col, justify=justify)  # type: ignore[arg-type]
+    t.add_column("#", justify="right")
+    t.add_column("module", justify="left")
+    for col in ("size", "FLOPs", "peak memory"):
+        t.add_column(col, justify="right")
     for m in modules:
         if m.error:
             t.add_row(str(m.index), m.name, format_bytes(m.size_bytes), "-", f"[red]{m.error}[/red]")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 __all__ = ["PrintOptions"]
 
@@ -50,8 +51,8 @@ class PrintOptions:
     canonical_literals: bool = False
     xla_order: bool = False
 
-    def updated(self, **changes: object) -> PrintOptions:
-        return replace(self, **changes)  # type: ignore[arg-type]
+    def updated(self, **changes: Any) -> PrintOptions:
+        return replace(self, **changes)
 
     @staticmethod
     def canonical() -> PrintOptions:

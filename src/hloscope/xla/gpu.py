@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from hloscope.errors import HloscopeError
+from hloscope.errors import HloscopeError, XlaCompileError
 from hloscope.ir import ArrayShape, Instruction, Literal, Opcode, Shape, TupleShape, type_name_of
 from hloscope.ir.backend_configs import gemm_spec
 from hloscope.ir.shape import without_layouts
@@ -100,7 +100,11 @@ def _broadcast_to(out: _Builder, ref: Instruction, dims: tuple[int, ...]) -> Ins
 
 def _result_shapes(inst: Instruction) -> tuple[ArrayShape, ...]:
     shape = inst.shape
-    return tuple(shape.elements) if isinstance(shape, TupleShape) else (shape,)  # type: ignore[arg-type]
+    parts = shape.elements if isinstance(shape, TupleShape) else (shape,)
+    arrays = tuple(s for s in parts if isinstance(s, ArrayShape))
+    if len(arrays) != len(parts):
+        raise XlaCompileError(f"{inst.name}: a GPU custom call with a nested tuple result is not expanded")
+    return arrays
 
 
 # --- cuBLAS gemm ----------------------------------------------------------------------------
