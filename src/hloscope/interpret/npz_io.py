@@ -91,7 +91,7 @@ def save_npz(path: str | os.PathLike[str], mapping: Mapping[str, Any]) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, allow_pickle=True, **arrays)  # numpy's default, named: no array is the flag
+            np.savez(f, allow_pickle=False, **arrays)  # no object arrays: bits and a JSON string only
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
