@@ -102,3 +102,24 @@ ENTRY e {
         other = 1 - d % 2  # the permute brings the other partition's value
         expected = np.concatenate([xs[r * 2 + other][0] for r in range(3)])
         np.testing.assert_array_equal(out[d], expected)
+
+
+def test_async_reduce_scatter_sugar_implies_the_replicas_too() -> None:
+    # reduce-scatter-start wraps its collective in a computation outside the module's list:
+    # the grid is read from the collective it wraps (an XLA test module had this form).
+    m = hloscope.parse("""HloModule rs_async
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY e {
+  x = f32[6] parameter(0)
+  s = ((f32[6]), f32[2]) reduce-scatter-start(x), to_apply=sum, dimensions={0}
+  ROOT d = f32[2] reduce-scatter-done(s)
+}
+""")
+    assert infer_grid(m)[:2] == (3, 1)
+    x = np.arange(6, dtype=np.float32)
+    out = run(m, [x])
+    assert [o.tolist() for o in out] == [[0.0, 3.0], [6.0, 9.0], [12.0, 15.0]]  # 3 x the shard

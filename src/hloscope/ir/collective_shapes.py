@@ -18,6 +18,7 @@ from hloscope.ir.instruction import Instruction
 from hloscope.ir.module import Module
 from hloscope.ir.opcode import Opcode
 from hloscope.ir.shape import ArrayShape, TupleShape
+from hloscope.ir.shapes.async_ops import async_wrapped_instruction
 
 __all__ = ["implied_shards", "group_sizes", "group_size_problem", "group_size_problems", "implied_replicas"]
 
@@ -108,4 +109,9 @@ def implied_replicas(module: Module) -> tuple[int, Instruction] | None:
 
 
 def _gathers_and_scatters(insts: Iterable[Instruction]) -> Iterable[Instruction]:
-    return (i for i in insts if i.opcode in _GATHER + _SCATTER)
+    for inst in insts:
+        # A sugared ``reduce-scatter-start`` wraps its collective in a computation that is not
+        # part of the module (Note [Async shapes]): look at the collective it wraps.
+        wrapped = async_wrapped_instruction(inst) if inst.opcode is Opcode.ASYNC_START else None
+        if (wrapped or inst).opcode in _GATHER + _SCATTER:
+            yield wrapped or inst
