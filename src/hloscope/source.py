@@ -5,7 +5,7 @@ import bisect
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Source", "Span", "SpanLike"]
+__all__ = ["Source", "Span", "SpanLike", "LazySpan"]
 
 
 class Source:
@@ -91,3 +91,24 @@ class SpanLike(Protocol):
     def column(self) -> int: ...
 
     def render(self, message: str, severity: str = "error") -> str: ...
+
+
+class LazySpan:
+    """Base of the parsers' lazy positions: a subclass says how to ``resolve`` itself into a
+    Span, and line, column and messages come from that Span only when asked."""
+
+    __slots__ = ()
+
+    def resolve(self) -> Span:
+        raise NotImplementedError
+
+    def render(self, message: str, severity: str = "error") -> str:
+        return self.resolve().render(message, severity)
+
+    @property
+    def line(self) -> int:
+        return self.resolve().line
+
+    @property
+    def column(self) -> int:
+        return self.resolve().column

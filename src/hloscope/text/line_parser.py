@@ -20,7 +20,7 @@ from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
 from hloscope.ir.print_options import PrintOptions
 from hloscope.ir.program_shape import ProgramShape
 from hloscope.ir.shape import ArrayShape, Shape, TupleShape
-from hloscope.source import Source, Span
+from hloscope.source import LazySpan, Source, Span
 from hloscope.text.lexer import (
     LINE_ALIAS_RE,
     LINE_ALIASES_RE,
@@ -78,7 +78,7 @@ class _Bail(Exception):
     """The line parser met text outside its subset; the token parser decides."""
 
 
-class _OffsetSpan(tuple[Any, ...]):
+class _OffsetSpan(tuple[Any, ...], LazySpan):
     """A position kept as source offsets (source, start, end); line and column are computed
     only when asked. A tuple, made with ``tuple.__new__`` (no Python call): one per instruction."""
 
@@ -98,17 +98,6 @@ class _OffsetSpan(tuple[Any, ...]):
 
     def resolve(self) -> Span:
         return Span(self[0], self[1], self[2])
-
-    def render(self, message: str, severity: str = "error") -> str:
-        return self.resolve().render(message, severity)
-
-    @property
-    def line(self) -> int:
-        return self.resolve().line
-
-    @property
-    def column(self) -> int:
-        return self.resolve().column
 
 
 _new_tuple = tuple.__new__

@@ -40,7 +40,7 @@ from hloscope.ir.module import Module, NameUniquer
 from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
 from hloscope.ir.print_options import PrintOptions
 from hloscope.ir.shape import Shape
-from hloscope.source import Source, Span
+from hloscope.source import LazySpan, Source, Span
 from hloscope.text.lexer import (
     TokenStream,
     lex,
@@ -457,7 +457,7 @@ class TokenParser(ValueParser):
         return n
 
 
-class _LazySpan:
+class _LazySpan(LazySpan):
     """An instruction's position as a token index; the Span is computed only when asked."""
 
     __slots__ = ("ts", "index")
@@ -468,17 +468,6 @@ class _LazySpan:
 
     def resolve(self) -> Span:
         return self.ts.span(self.index)
-
-    def render(self, message: str, severity: str = "error") -> str:
-        return self.resolve().render(message, severity)
-
-    @property
-    def line(self) -> int:
-        return self.resolve().line
-
-    @property
-    def column(self) -> int:
-        return self.resolve().column
 
 
 def token_parser(text: str, name: str = "<line>") -> TokenParser:
