@@ -5,7 +5,7 @@ handlers, ``fn`` is a thin adapter that reads the instruction's backend_config a
 and calls a pure function. A target ending in ``*`` registers a prefix (``xla.sdy.*``).
 
 Known targets: cuBLAS gemms (``__cublas$gemm``, ``__cublas$lt$matmul``), jax's threefry kernel
-(``cuda_threefry2x32`` and its ffi names), ``TopK``, jax's host callbacks without results
+(``cuda_threefry2x32`` and its ffi names), ``TopK``, XLA:CPU's oneDNN layer norm, jax's host callbacks without results
 (``jax.debug.print``: skipped), the partitioner's annotations (``Sharding``,
 ``SPMDFullToShardShape``, ``SPMDShardToFullShape``, ``xla.sdy.*``: identities in a single
 global program), and XLA:CPU's LAPACK FFI kernels (``lapack_?getrf_ffi`` ...), evaluated with
@@ -211,6 +211,28 @@ def _top_k(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     """XLA's TopK custom call: the k largest along the last dimension, (values, s32 indices)."""
     k = element_arrays(inst)[0].dimensions[-1]
     return reduction.top_k(operands[0], k)
+
+
+# --- XLA:CPU's oneDNN kernels ------------------------------------------------------------------
+
+
+@register_custom_call("__onednn$layernorm")
+def _onednn_layer_norm(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
+    """XLA:CPU's oneDNN layer norm (onednn_layer_norm.cc): operands (x, scale, shift), each row
+    along the last dimension normalised by its mean and biased variance, then scaled and
+    shifted. Epsilon is the float whose bits are the config's ``epsilon_typecast`` (0 when
+    absent); oneDNN computes in f32 whatever the storage type."""
+    bc = inst.backend_config
+    cfg = (bc.json() if bc is not None else None) or {}
+    bits = int((cfg.get("onednn_layer_norm_config") or {}).get("epsilon_typecast", 0))
+    epsilon = float(np.array([bits], np.int32).view(np.float32)[0])
+    x, scale, shift = (np.asarray(o, np.float32) for o in operands[:3])
+    mean = x.mean(axis=-1, keepdims=True, dtype=np.float32)
+    centred = x - mean
+    var = np.mean(centred * centred, axis=-1, keepdims=True, dtype=np.float32)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a constant row with epsilon 0: NaN, as oneDNN
+        out = centred / np.sqrt(var + np.float32(epsilon)) * scale + shift
+    return out.astype(array_shapes(inst)[0].dtype)
 
 
 # --- buffers ---------------------------------------------------------------------------------------
