@@ -1,0 +1,119 @@
+"""tools/xla_sweep.py: how it compares hloscope with XLA:CPU (modules of our own, never XLA's)."""
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+import hloscope
+
+RNG = np.random.default_rng(1)
+
+
+def _load_tool() -> ModuleType:
+    path = Path(__file__).resolve().parents[1] / "tools" / "xla_sweep.py"
+    spec = importlib.util.spec_from_file_location("xla_sweep_tool", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+sweep = _load_tool()
+
+
+def test_long_sums_summed_in_another_order_are_close() -> None:
+    # An 8192-long f32 dot summed in order (as a sequential loop would) against the exactly
+    # rounded sum: the column that cancels to ~0 differs by more than 1e-4 absolute, a few ulps
+    # of the leaf's scale, which the sweep's tolerance allows (Note [Sweep tolerance]).
+    a = RNG.standard_normal((32, 8192))
+    b = RNG.standard_normal((8192, 32))
+    a -= np.outer(a @ b[:, 0], b[:, 0]) / (b[:, 0] @ b[:, 0])  # column 0 of a @ b is ~0
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    exact = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)
+    in_order = np.cumsum(a[:, :, None] * b[None], axis=1, dtype=np.float32)[:, -1]
+    assert not np.allclose(exact, in_order, rtol=1e-4, atol=1e-4)  # the old, per-element tolerance
+    assert sweep.compare_leaf(exact, in_order) is None
+    wrong = in_order.copy()
+    wrong[3, 4] += 0.05  # 0.05 on values of RMS ~90: a real difference
+    assert "1/1024 elements differ" in sweep.compare_leaf(exact, wrong)
+    assert "1/3 elements differ" in sweep.compare_leaf(np.float32([1, 2, 3]), np.float32([1, 2, 3.001]))
+
+
+def test_outputs_computed_from_rng_are_not_compared() -> None:
+    m = hloscope.parse("""HloModule r
+draw {
+  lo = f32[] constant(0)
+  hi = f32[] constant(1)
+  ROOT u = f32[4] rng(lo, hi), distribution=rng_uniform
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  c = f32[4] call(), to_apply=draw
+  s = f32[4] add(c, x)
+  seed = u64[] custom-call(), custom_call_target="GetRngSeed"
+  ROOT t = (f32[4], f32[4], u64[], f32[4]) tuple(s, x, seed, x)
+}""")
+    assert sweep._random_leaves(m) == [True, False, True, False]
+
+
+def test_integer_inputs_are_shared_for_devices_that_disagree_on_control() -> None:
+    import ml_dtypes
+
+    inputs = [[np.int32(d), np.float32([d, d]), (np.bool_(d % 2), np.int8(d)), np.array([d], ml_dtypes.int4)]
+              for d in range(3)]
+    shared = sweep.share_integer_inputs(inputs)
+    for d in range(3):
+        assert shared[d][0] == 0 and shared[d][2][0] == np.False_ and shared[d][2][1] == 0
+        assert int(shared[d][3][0]) == 0
+        np.testing.assert_array_equal(shared[d][1], [d, d])  # floats stay per device
+
+
+TRIP_COUNT_FROM_INPUT = """HloModule loop, replica_count=4
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+cond {
+  p = (s32[], s32[], f32[3], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] get-tuple-element(p), index=1
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], s32[], f32[3], f32[3]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] get-tuple-element(p), index=1
+  x = f32[3] get-tuple-element(p), index=2
+  acc = f32[3] get-tuple-element(p), index=3
+  r = f32[3] all-reduce(x), replica_groups={{0,1,2,3}}, to_apply=sum
+  acc2 = f32[3] add(acc, r)
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  ROOT t = (s32[], s32[], f32[3], f32[3]) tuple(i2, n, x, acc2)
+}
+ENTRY e {
+  n = s32[] parameter(0)
+  x = f32[3] parameter(1)
+  zero = s32[] constant(0)
+  z = f32[] constant(0)
+  acc = f32[3] broadcast(z), dimensions={}
+  init = (s32[], s32[], f32[3], f32[3]) tuple(zero, n, x, acc)
+  ROOT w = (s32[], s32[], f32[3], f32[3]) while(init), condition=cond, body=body
+}"""
+
+
+def test_a_trip_count_per_device_is_compared_on_shared_integers() -> None:
+    # With its own random bound per device the program is undefined in XLA (the devices issue
+    # different numbers of all-reduces); hloscope's deadlock is right, and the sweep compares
+    # again on inputs whose integers every device shares (Note [Devices that disagree on control]).
+    pytest.importorskip("hloscope.xla.client")
+    row = sweep.check_module(TRIP_COUNT_FROM_INPUT, seed=0, timeout=120)
+    assert row["kind"] == "match", row
+    assert row["inputs"] == "integers shared by the devices"
