@@ -55,3 +55,29 @@ ENTRY e {{
         ours = run(hloscope.parse(text), [x])
         theirs = client.compile_and_run(text, [x])
         np.testing.assert_array_equal(np.asarray(ours, np.float32), np.asarray(theirs, np.float32))
+
+
+def test_reduce_over_extent_one_ignores_an_init_that_is_no_identity_as_xla_cpu() -> None:
+    # XLA requires the init value to be the reducer's identity; XLA:CPU turns a reduce that
+    # keeps the element count into a reshape, so init 2 is never added.
+    text = """HloModule size_one
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  a = f32[1,3,1,4] parameter(0)
+  two = f32[] constant(2)
+  r = f32[3,4] reduce(a, two), dimensions={0,2}, to_apply=add
+  b = f32[2,3] parameter(1)
+  s = f32[3] reduce(b, two), dimensions={0}, to_apply=add
+  ROOT t = (f32[3,4], f32[3]) tuple(r, s)
+}"""
+    a, b = RNG.standard_normal((1, 3, 1, 4)).astype(np.float32), RNG.standard_normal((2, 3)).astype(np.float32)
+    ours = run(hloscope.parse(text), [a, b])
+    theirs = client.compile_and_run(text, [a, b])
+    np.testing.assert_array_equal(ours[0], theirs[0])
+    np.testing.assert_array_equal(ours[0], a.reshape(3, 4))
+    np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)  # a real reduce still adds its init
+    np.testing.assert_allclose(ours[1], b.sum(0) + 2, rtol=1e-6)

@@ -220,11 +220,14 @@ def reduce(
     reductions follow XLA:CPU's (Note [XLA:CPU's reduction order]), others a balanced tree.
     """
     operands = tuple(np.asarray(o) for o in operands)
-    if not dimensions:
-        # XLA:CPU's simplifier replaces a reduce of no dimensions by its operands: the init
-        # value, assumed to be the reducer's identity, is never applied (c64 (1+0j) * x with x
-        # = -inf+2.5j stays x, where applying it would give NaN).
-        return operands
+    if all(operands[0].shape[d] == 1 for d in dimensions):
+        # XLA:CPU's simplifier replaces a reduce that keeps the element count (no dimensions,
+        # or only dimensions of extent 1) by a reshape of its operands: the init value, which
+        # XLA requires to be the reducer's identity, is never applied (c64 (1+0j) * x with x
+        # = -inf+2.5j stays x, where applying it would give NaN; a sum over a dimension of 1
+        # with init 2 gives x, not x + 2, as in XLA's collective_pipeliner tests).
+        kept = [n for d, n in enumerate(operands[0].shape) if d not in dimensions]
+        return tuple(o.reshape(kept) for o in operands)
     inits = tuple(np.asarray(i, dtype=o.dtype) for i, o in zip(inits, operands, strict=True))
     dims = sorted(set(dimensions))
     if len(operands) == 1 and operands[0].size and _follows_xla_cpu_order(operands[0].dtype, known):
