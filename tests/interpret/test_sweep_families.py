@@ -81,3 +81,25 @@ ENTRY e {
     np.testing.assert_array_equal(ours[0], a.reshape(3, 4))
     np.testing.assert_allclose(ours[1], theirs[1], rtol=1e-6)  # a real reduce still adds its init
     np.testing.assert_allclose(ours[1], b.sum(0) + 2, rtol=1e-6)
+
+
+@pytest.mark.parametrize("ty", ["f32", "bf16", "s32", "pred"])
+def test_pred_dot_is_the_operands_product_compared_with_zero_as_xla_cpu(ty: str) -> None:
+    # A pred dot of f32 operands truncated them to integers first (0.5 -> 0).
+    import ml_dtypes
+
+    np_dtype = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "s32": np.int32, "pred": np.bool_}[ty]
+    text = f"""HloModule pred_dot
+ENTRY e {{
+  a = {ty}[3,2] parameter(0)
+  b = {ty}[2,4] parameter(1)
+  ROOT d = pred[3,4] dot(a, b), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}
+}}"""
+    a = np.array([[1, -1], [0.5, 0], [2, 3]], np.float32)
+    b = np.array([[1, 0, 0.25, -2], [1, 0, 0, 3]], np.float32)
+    if ty == "s32":
+        a, b = (a * 4).astype(np.int32), (b * 4).astype(np.int32)
+    a, b = a.astype(np_dtype), b.astype(np_dtype)
+    ours = run(hloscope.parse(text), [a, b])
+    theirs = client.compile_and_run(text, [a, b])
+    np.testing.assert_array_equal(ours, theirs)

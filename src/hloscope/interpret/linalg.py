@@ -6,8 +6,8 @@ Note [Accumulation type]
 XLA:CPU upcasts narrow floats (bf16, f16, f8) to f32 for dots and convolutions and rounds the
 result once to the output type; f64 stays f64, complex stays complex. Integer dots convert the
 operands to the result type and wrap on overflow; we multiply in 64-bit and truncate, which
-gives the same bits because wrapping arithmetic is exact modulo 2^bits. A pred dot is an
-OR of ANDs. The output type is the instruction's (the "preferred element type").
+gives the same bits because wrapping arithmetic is exact modulo 2^bits. A pred dot of preds
+is an OR of ANDs; of floats, the float product compared with zero. The output type is the instruction's (the "preferred element type").
 """
 from __future__ import annotations
 
@@ -42,10 +42,12 @@ def _compute_dtype(out_dtype: np.dtype, *inputs: np.ndarray) -> np.dtype:
     if any(d.kind == "c" for d in dts):
         wide = any(d in (np.complex128, np.float64) for d in dts)
         return np.dtype(np.complex128 if wide else np.complex64)
+    if is_float_dtype(out_dtype) or any(is_float_dtype(d) for d in dts):
+        # A pred result of float operands is the float product compared with 0 (XLA:CPU:
+        # [1, -1] . [1, 1] is false, [0.5] . [1] true), not a product of truncated integers.
+        return np.dtype(np.float64 if np.dtype(np.float64) in dts else np.float32)
     if out_dtype == np.bool_:
         return np.dtype(np.int64)
-    if is_float_dtype(out_dtype) or any(is_float_dtype(d) for d in dts):
-        return np.dtype(np.float64 if np.dtype(np.float64) in dts else np.float32)
     return np.dtype(np.uint64 if out_dtype.kind == "u" else np.int64)
 
 
