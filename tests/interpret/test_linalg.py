@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from jax import lax
 
+import hloscope
 from hloscope.interpret import linalg
 from hloscope.interpret.linalg import ConvDimLabels
 from hloscope.testing.tolerances import LINALG
@@ -179,12 +180,24 @@ def test_cholesky(lower, dtype):
     assert_close(ours, theirs, scale=10)
 
 
-def test_cholesky_not_positive_definite_is_nan():
-    a = np.stack([np.eye(3), -np.eye(3)]).astype(np.float32)
-    ours = linalg.cholesky(a, True)
-    theirs = np.asarray(lax.linalg.cholesky(a, symmetrize_input=False))
-    np.testing.assert_array_equal(np.isnan(ours), np.isnan(theirs))
-    np.testing.assert_array_equal(ours[0], np.eye(3))
+@pytest.mark.parametrize("lower", ["true", "false"])
+@pytest.mark.parametrize("ty", ["f16", "f32", "f64"])
+def test_cholesky_not_positive_definite_is_nan_everywhere_as_xla_cpu(lower, ty):
+    # The HLO op on XLA:CPU (CholeskyExpander) fills both triangles with NaN; we left zeros
+    # in the other triangle (jax's LAPACK path does that, but it is another op).
+    from hloscope.xla import client
+
+    text = f"""HloModule chol
+ENTRY e {{
+  a = {ty}[2,3,3] parameter(0)
+  ROOT c = {ty}[2,3,3] cholesky(a), lower={lower}
+}}"""
+    a = np.stack([np.eye(3) * 4, -np.eye(3)]).astype({"f16": np.float16, "f32": np.float32, "f64": np.float64}[ty])
+    ours = hloscope.run(hloscope.parse(text), [a])
+    theirs = client.compile_and_run(text, [a])
+    np.testing.assert_array_equal(ours, theirs)
+    np.testing.assert_array_equal(ours[0], np.eye(3) * 2)
+    assert np.isnan(ours[1]).all()
 
 
 @pytest.mark.parametrize(

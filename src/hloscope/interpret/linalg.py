@@ -383,9 +383,10 @@ def triangular_solve(
 def cholesky(a: np.ndarray, lower: bool = True) -> np.ndarray:
     """HLO `cholesky` (batched): L with a = L @ L^H (or U with a = U^H @ U when not `lower`),
     reading only that triangle of a; the other triangle of the result is zero. A matrix that is
-    not positive definite yields NaN in the whole result triangle, as jax.lax.linalg.cholesky
-    does on CPU (XLA itself leaves it implementation-defined). Column-by-column, vectorized over the batch; computed in
-    f64/c128."""
+    not positive definite yields a result of NaN everywhere, both triangles, as XLA:CPU's
+    CholeskyExpander gives for the HLO op (jax on CPU calls LAPACK's potrf instead, a custom
+    call with its own handler, and leaves the other triangle zero). Column-by-column,
+    vectorized over the batch; computed in f64/c128."""
     out_dtype = a.dtype
     compute = np.complex128 if np.dtype(a.dtype).kind == "c" else np.float64
     m = a.astype(compute)
@@ -404,7 +405,7 @@ def cholesky(a: np.ndarray, lower: bool = True) -> np.ndarray:
             ell[..., j, j] = djj
             below = m[..., j + 1 :, j] - np.einsum("...ik,...k->...i", ell[..., j + 1 :, :j], np.conj(row))
             ell[..., j + 1 :, j] = below / djj[..., None]
-    ell = np.tril(np.where(ok[..., None, None], ell, np.nan))
+    ell = np.where(ok[..., None, None], np.tril(ell), np.nan)
     if not lower:
         ell = np.conj(np.swapaxes(ell, -1, -2))
     return ell.astype(out_dtype)
