@@ -298,28 +298,40 @@ def test_seed_figures_unchanged(seed):
     assert (r.xla_peak_bytes, r.xla_peak_time) == XLA_PEAKS[seed]
 
 
-def test_or_tree_matches_a_scan():
+@pytest.mark.parametrize("list_limit", [2, 32])
+def test_or_tree_matches_a_scan(monkeypatch, list_limit):
+    # Every split between list levels and bitset levels, and list nodes turned bitsets when they
+    # fill up (Note [Sparse low levels]), answer alike.
     import random
 
+    from hloscope.analysis.memory import assignment
     from hloscope.analysis.memory.assignment import _OrTree
 
+    monkeypatch.setattr(assignment, "LIST_LIMIT", list_limit)
     rng = random.Random(7)
-    for _ in range(200):
+    for _ in range(300):
         n = rng.randint(1, 70)
-        tree, marks = _OrTree(n), []
+        tree, marks = _OrTree(n, rng.randint(0, 8)), []
         for _ in range(rng.randint(0, 30)):
             lo = rng.randint(0, n)
             hi = rng.randint(lo, n)
-            bit = 1 << rng.randint(0, 20)  # bits repeat, as one allocation holds many values
-            tree.add(lo, hi, bit)
-            marks.append((lo, hi, bit))
+            k = rng.randint(0, 20)  # numbers repeat, as one allocation holds many values
+            tree.add(lo, hi, k)
+            marks.append((lo, hi, k))
             a = rng.randint(0, n)
             b = rng.randint(a, n)
             want = 0
-            for lo2, hi2, bit2 in marks:
+            for lo2, hi2, k2 in marks:
                 if max(lo2, a) < min(hi2, b):
-                    want |= bit2
+                    want |= 1 << k2
             assert tree.query(a, b) == want
+
+
+def test_bits_of():
+    from hloscope.analysis.memory.assignment import bits_of
+
+    assert bits_of([]) == 0
+    assert bits_of([0, 9, 9, 700]) == (1 << 0) | (1 << 9) | (1 << 700)
 
 
 def test_doubled_time_names_only_sure_interference():

@@ -146,3 +146,18 @@ def test_help_lists_every_command() -> None:
     proc = subprocess.run([sys.executable, "-m", "hloscope", "--help"], capture_output=True, text=True)
     for name in ("summary", "print", "verify", "buffers", "cost", "collectives", "estimate", "memory", "report"):
         assert name in proc.stdout
+
+
+def test_json_output_layout_round_trips():
+    # emit_json lays out two levels by hand and encodes the rest with json's C encoder.
+    import json
+
+    from hloscope.cli.common import format_json
+
+    obj = {"a": 1, "rows": [{"x": 1, "y": [1, 2]}, {"x": 2}], "c": {"d": [1, 2], "e": {"f": None}},
+           "empty": [], "none": {}, "text": 'q"uote'}
+    text = format_json(obj)
+    assert json.loads(text) == obj
+    assert text.splitlines()[:5] == ['{', '  "a": 1,', '  "rows": [', '    {"x": 1, "y": [1, 2]},',
+                                     '    {"x": 2}']
+    assert json.loads(format_json([1, {"a": [1]}])) == [1, {"a": [1]}]

@@ -92,6 +92,24 @@ units of the other: ``closed`` marks each held value's closed units and is asked
 buffer's open units; ``open`` marks each held value's open units and is asked for the closed
 ones. A range that only touches one end of the buffer's range meets neither and goes to the
 exact test.
+
+Note [Sparse low levels]
+------------------------
+A node of the trees in ``_ReuseIndex`` that holds allocation ``k`` as a Python-int bitset costs
+``k / 8`` bytes whatever else it holds; with bitsets in every node, memory grows as time x
+allocations (Llama 3.1 8B at ten times its size: 2 GB). The low levels have many nodes holding
+one or two allocations each, the high levels few nodes holding many, so the levels below
+``dense_from`` keep plain lists of allocation numbers (in dicts: most low nodes stay empty)
+and only the levels from it up keep bitsets::
+
+    level  dense_from+2   [bitset]                          few nodes, many bits each
+    level  dense_from     [bitset] [bitset]  [bitset]
+    below                 [3] [] [3,17] [] [5] [] [] [8]    many nodes, short lists
+
+``dense_from`` is the smallest level where there are at most ``2 * DENSE_BITS_PER_UNIT / n``
+dense nodes per time unit for ``n`` allocations, so the bitsets take at most about
+``DENSE_BITS_PER_UNIT / 4`` bytes per unit and tree, and a query reads only the short lists of
+the ``2 * dense_from`` low nodes on its two sides.
 """
 
 from __future__ import annotations
@@ -113,6 +131,13 @@ if TYPE_CHECKING:
 # The heap and sharing names are re-exported: callers imported them from here first.
 __all__ = ["AllocationDraft", "HeapResult", "simulate_heap", "assign_buffers", "can_share_operand",
            "CPU_ALIGNMENT"]
+
+# Where the interference trees switch from lists to bitsets (Note [Sparse low levels]): 64 keeps
+# the bitsets of Llama 3.1 8B at ten times its size under 100 MB and its low lists short.
+DENSE_BITS_PER_UNIT = 64
+# A list node with more numbers than this becomes a bitset: such nodes are few (at most one per
+# LIST_LIMIT numbers put), so their bitsets stay small in all, and no query reads long lists.
+LIST_LIMIT = 32
 
 
 class _Occupancy:
@@ -159,65 +184,155 @@ class _Occupancy:
 
 
 class _OrTree:
-    """Bitsets over time units: ``add`` ORs a bit into a unit range, ``query`` ORs a range.
+    """Sets of allocation numbers over time units: ``add`` puts ``k`` on a unit range, ``query``
+    names every ``k`` put on at least one unit of a range, as a bitset.
 
-    A segment tree over units ``[0, n)``: ``cover[node]`` holds the bits added over the node's
-    whole span, ``within[node]`` those added anywhere in its subtree. Both operations visit the
-    ``O(log n)`` nodes of the range and the paths above its two end units.
+    A segment tree over units ``[0, n)``: ``cover[node]`` holds what was added over the node's
+    whole span, ``within[node]`` what was added anywhere in its subtree. Both operations visit
+    the ``O(log n)`` nodes of the range and the paths above its two end units.
+
+    Memory stays linear (Note [Sparse low levels]): nodes below level ``dense_from`` keep lists
+    of numbers, nodes from it up keep Python-int bitsets.
     """
 
-    __slots__ = ("width", "cover", "within")
+    __slots__ = ("width", "dense_from", "cover", "within", "cover_low", "within_low")
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, dense_from: int = 0) -> None:
         self.width = 1 << max(1, n).bit_length()
-        self.cover = [0] * (2 * self.width)
-        self.within = [0] * (2 * self.width)
+        self.dense_from = min(dense_from, self.width.bit_length() - 1)
+        # Nodes at level L have indices [width >> L, 2 * width >> L): the dense levels are the
+        # first ``2 * width >> dense_from`` indices, the sparse ones are kept in dicts.
+        top = (2 * self.width) >> self.dense_from
+        self.cover = [0] * top
+        self.within = [0] * top
+        self.cover_low: dict[int, list[int] | int] = {}
+        self.within_low: dict[int, list[int] | int] = {}
 
-    def add(self, lo: int, hi: int, bit: int) -> None:
-        """OR ``bit`` into the units ``[lo, hi)``."""
+    def add(self, lo: int, hi: int, k: int) -> None:
+        """Put number ``k`` on the units ``[lo, hi)``."""
         if lo >= hi:
             return
-        cover, within = self.cover, self.within
+        bit = 1 << k
+        cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
         first, last = lo + self.width, hi - 1 + self.width
         lo, hi = first, last + 1
+        level, dense = 0, self.dense_from
         while lo < hi:
-            if lo & 1:
-                cover[lo] |= bit
-                within[lo] |= bit
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                cover[hi] |= bit
-                within[hi] |= bit
+            if level < dense:
+                if lo & 1:
+                    _put(cover_low, lo, k)
+                    _put(within_low, lo, k)
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    _put(cover_low, hi, k)
+                    _put(within_low, hi, k)
+            else:
+                if lo & 1:
+                    cover[lo] |= bit
+                    within[lo] |= bit
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    cover[hi] |= bit
+                    within[hi] |= bit
             lo >>= 1
             hi >>= 1
+            level += 1
+        # The paths above the end units: one number per node and level, so a run of values of
+        # one allocation does not grow a low node's list (the last entry is checked).
         for i in (first >> 1, last >> 1):
+            level = 1
+            while i and level < dense:
+                _put(within_low, i, k)
+                i >>= 1
+                level += 1
             while i:
                 within[i] |= bit
                 i >>= 1
 
-    def query(self, lo: int, hi: int) -> int:
-        """The bits added to at least one unit of ``[lo, hi)``."""
+    def collect(self, lo: int, hi: int, low: list[int]) -> int:
+        """The bitset of numbers put on ``[lo, hi)`` from the dense levels; those found on the
+        sparse levels are appended to ``low`` (see ``query``)."""
         if lo >= hi:
             return 0
-        cover, within = self.cover, self.within
+        cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
         first, last = lo + self.width, hi - 1 + self.width
         acc = 0
         lo, hi = first, last + 1
+        level, dense = 0, self.dense_from
         while lo < hi:
-            if lo & 1:
-                acc |= within[lo]
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                acc |= within[hi]
+            if level < dense:
+                if lo & 1:
+                    got = within_low.get(lo)
+                    if isinstance(got, int):
+                        acc |= got
+                    elif got:
+                        low.extend(got)
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    got = within_low.get(hi)
+                    if isinstance(got, int):
+                        acc |= got
+                    elif got:
+                        low.extend(got)
+            else:
+                if lo & 1:
+                    acc |= within[lo]
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    acc |= within[hi]
             lo >>= 1
             hi >>= 1
+            level += 1
         for i in (first >> 1, last >> 1):
+            level = 1
+            while i and level < dense:
+                got = cover_low.get(i)
+                if isinstance(got, int):
+                    acc |= got
+                elif got:
+                    low.extend(got)
+                i >>= 1
+                level += 1
             while i:
                 acc |= cover[i]
                 i >>= 1
         return acc
+
+    def query(self, lo: int, hi: int) -> int:
+        """The bitset of the numbers put on at least one unit of ``[lo, hi)``."""
+        low: list[int] = []
+        return self.collect(lo, hi, low) | bits_of(low)
+
+
+def _put(lists: dict[int, list[int] | int], node: int, k: int) -> None:
+    # Each number once per node: an allocation holding a run of short values would otherwise
+    # repeat in every node above them. A node that gathers many numbers (the last time, where
+    # every live-out value ends) becomes a bitset (Note [Sparse low levels]).
+    got = lists.get(node)
+    if got is None:
+        lists[node] = [k]
+    elif isinstance(got, int):
+        lists[node] = got | (1 << k)
+    elif k not in got:
+        if len(got) < LIST_LIMIT:
+            got.append(k)
+        else:
+            lists[node] = bits_of(got) | (1 << k)
+
+
+def bits_of(numbers: list[int]) -> int:
+    """The bitset with bit ``k`` set for each ``k`` in ``numbers``, built in one pass (ORing
+    ``1 << k`` into a growing int would copy it once per number)."""
+    if not numbers:
+        return 0
+    bits = bytearray((max(numbers) >> 3) + 1)
+    for k in numbers:
+        bits[k >> 3] |= 1 << (k & 7)
+    return int.from_bytes(bits, "little")
 
 
 class _ReuseIndex:
@@ -226,18 +341,20 @@ class _ReuseIndex:
 
     ``accepting[color]`` and ``exact[(color, size)]`` are the allocations a buffer of that colour
     (and, when live-out, that size) may join. ``closed`` and ``open`` mark each assigned value's
-    live range on doubled time (Note [Doubled time]).
+    live range on doubled time (Note [Doubled time]). ``expected`` is how many allocations may
+    be registered at most; it sets where the trees turn dense (Note [Sparse low levels]).
     """
 
     __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "open")
 
-    def __init__(self, end_time: int) -> None:
+    def __init__(self, end_time: int, expected: int = 0) -> None:
         self.allocations: list[AllocationDraft] = []
         self.bit_of: dict[int, int] = {}
         self.accepting: dict[int, int] = {}
         self.exact: dict[tuple[int, int], int] = {}
-        self.closed = _OrTree(2 * end_time + 2)
-        self.open = _OrTree(2 * end_time + 2)
+        dense_from = (expected // DENSE_BITS_PER_UNIT).bit_length()
+        self.closed = _OrTree(2 * end_time + 2, dense_from)
+        self.open = _OrTree(2 * end_time + 2, dense_from)
 
     def register(self, a: AllocationDraft) -> None:
         bit = 1 << len(self.allocations)
@@ -252,13 +369,15 @@ class _ReuseIndex:
 
     def cover(self, a: AllocationDraft, start: int, end: int) -> None:
         """Record that ``a`` holds a value live over ``[start, end]``."""
-        bit = 1 << self.bit_of[a.index]
-        self.closed.add(2 * start, 2 * end + 1, bit)
-        self.open.add(2 * start + 1, 2 * end, bit)
+        k = self.bit_of[a.index]
+        self.closed.add(2 * start, 2 * end + 1, k)
+        self.open.add(2 * start + 1, 2 * end, k)
 
     def interfering(self, start: int, end: int) -> int:
         """Bitset of the allocations holding a value that surely interferes with ``[start, end]``."""
-        return self.closed.query(2 * start + 1, 2 * end) | self.open.query(2 * start, 2 * end + 1)
+        low: list[int] = []
+        acc = self.closed.collect(2 * start + 1, 2 * end, low) | self.open.collect(2 * start, 2 * end + 1, low)
+        return acc | bits_of(low) if low else acc
 
 
 @dataclass
@@ -316,7 +435,9 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
     buffers = [b for b in df.buffers if _needs_memory(b, live)]
     allocs: list[AllocationDraft] = []
     alloc_of: dict[int, AllocationDraft] = {}  # buffer id -> allocation
-    reusable = _ReuseIndex(live.schedule_end_time)
+    # At most every live-out buffer and aliased parameter gets a reusable allocation.
+    expected = sum(1 for b in buffers if b.live_out) + len(aliased)
+    reusable = _ReuseIndex(live.schedule_end_time, expected)
     temps: list[Buffer] = []
 
     def new(buf: Buffer, kind: str, *, parameter_number: int | None = None, parameter_index: ShapeIndex = (),
