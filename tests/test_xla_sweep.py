@@ -117,3 +117,27 @@ def test_a_trip_count_per_device_is_compared_on_shared_integers() -> None:
     row = sweep.check_module(TRIP_COUNT_FROM_INPUT, seed=0, timeout=120)
     assert row["kind"] == "match", row
     assert row["inputs"] == "integers shared by the devices"
+
+
+SHARDED_BEFORE_PARTITIONING = """HloModule sharded, num_partitions=2
+ENTRY e {
+  a = f32[4,3] parameter(0), sharding={devices=[2,1]<=[2]}
+  b = f32[3,2] parameter(1), sharding={replicated}
+  ROOT d = f32[4,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,1]<=[2]}
+}"""
+
+
+def test_a_module_xla_partitions_is_compared_as_one_global_program() -> None:
+    # XLA:CPU partitions it and returns each device's [2,2] shard; per-device random inputs
+    # gave the "replicated" b other values per device and a the global shape XLA refuses.
+    pytest.importorskip("hloscope.xla.client")
+    from hloscope.interpret.run import input_shards
+
+    m = hloscope.parse(SHARDED_BEFORE_PARTITIONING)
+    a, b = np.arange(12, dtype=np.float32).reshape(4, 3), np.ones((3, 2), np.float32)
+    shards = input_shards(m, [a, b], 2)
+    np.testing.assert_array_equal(shards[1][0], a[2:])
+    np.testing.assert_array_equal(shards[1][1], b)
+    row = sweep.check_module(SHARDED_BEFORE_PARTITIONING, seed=0, timeout=120)
+    assert row["kind"] == "match", row
+    assert row["inputs"] == "global, cut into shards"

@@ -248,14 +248,42 @@ def share_integer_inputs(inputs: list[list[Any]]) -> list[list[Any]]:
     return [[share(a, b) for a, b in zip(args, inputs[0], strict=True)] for args in inputs]
 
 
+# Note [Modules XLA partitions]
+#     A module for several partitions that is not optimized yet (XLA's spmd tests: global
+#     shapes, sharding= annotations, num_partitions=2) is SPMD-partitioned by XLA:CPU, whose
+#     executable then takes and returns each device's shard. Random inputs per device would
+#     give a "replicated" parameter other values on every device, and a sharded one the wrong
+#     shape. Such a module is compared as the global program it is: global inputs drawn once
+#     and cut into shards by the parameters' shardings for XLA; hloscope runs it on the global
+#     inputs, and its global result is cut by the root's sharding (hloscope.interpret.run's
+#     input_shards and shards_of).
+
+
+def _global_shards(m: Any, global_inputs: list[Any], replicas: int, partitions: int, seed: int) -> list[Any]:
+    """hloscope's result of an unpartitioned sharded module, as each device's shard."""
+    import hloscope as hs
+    from hloscope.interpret.run import shards_of
+    from hloscope.interpret.spmd import is_global_program
+
+    n = replicas * partitions
+    out = hs.run(m, global_inputs, replicas=replicas, partitions=partitions, options=hs.RunOptions(seed=seed))
+    # With manual regions run() runs the global program once; otherwise every device runs it
+    # whole on the same inputs (a list of n equal values).
+    value = out if is_global_program(m) else out[0]
+    return shards_of(m, value, n)
+
+
 def check_module(text: str, *, seed: int, timeout: float) -> dict[str, Any]:
     """One module through both sides; the result row (without the index fields)."""
+    import numpy as np
+
     import hloscope as hs
     from hloscope.errors import HloscopeError, MissingDependencyError, ParseError
     from hloscope.interpret.inputs import random_inputs
-    from hloscope.interpret.run import default_grid
+    from hloscope.interpret.run import default_grid, input_shards
     from hloscope.ir.literal import Literal
     from hloscope.xla import client as xla
+    from hloscope.xla.rewrite import needs_rewrite
     from hloscope.xla.worker import run_on_xla
 
     _phase("hloscope-parse")
@@ -285,11 +313,21 @@ def check_module(text: str, *, seed: int, timeout: float) -> dict[str, Any]:
     size = sum(p.shape.byte_size() for p in m.entry.parameters)
     if size * (n if per_device else 1) > MAX_INPUT_BYTES:
         return {"kind": "skipped", "detail": f"inputs of {size / 2**30:.1f} GiB", "ops": ops}
+    # Note [Modules XLA partitions]: the same test as hloscope.xla.client.compile_hlo's.
+    partitioned = partitions > 1 and not needs_rewrite(xla.xla_canonical_text(text))
+    global_inputs: list[Any] = []
     try:
-        inputs = random_inputs(m, seed, num_devices=n, per_device=per_device)
+        if partitioned:
+            global_inputs = random_inputs(m, seed)
+            inputs = input_shards(m, global_inputs, n)
+            if any(len({np.shape(args[i]) for args in inputs}) > 1 for i in range(len(global_inputs))):
+                # XLA pads uneven shards to one size (the padding's contents unspecified).
+                return {"kind": "skipped", "detail": "a parameter's sharding does not divide it evenly", "ops": ops}
+        else:
+            inputs = random_inputs(m, seed, num_devices=n, per_device=per_device)
     except Exception as e:  # noqa: BLE001
         return {"kind": "hloscope-error", "stage": "inputs", "detail": _first_line(e), "ops": ops}
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {"inputs": "global, cut into shards"} if partitioned else {}
     while True:
         _phase("xla")
         try:
@@ -307,10 +345,13 @@ def check_module(text: str, *, seed: int, timeout: float) -> dict[str, Any]:
         _phase("hloscope")
         t0 = time.perf_counter()
         try:
-            ours = hs.run(m, inputs, replicas=replicas, partitions=partitions,
-                          options=hs.RunOptions(seed=seed))
+            if partitioned:
+                ours = _global_shards(m, global_inputs, replicas, partitions, seed)
+            else:
+                ours = hs.run(m, inputs, replicas=replicas, partitions=partitions,
+                              options=hs.RunOptions(seed=seed))
         except Exception as e:  # noqa: BLE001 - the point is to find these
-            if per_device and not extra and "collective deadlock" in str(e):
+            if per_device and not partitioned and not extra and "collective deadlock" in str(e):
                 # Note [Devices that disagree on control]: draw again with the integers shared.
                 inputs, extra = share_integer_inputs(inputs), {"inputs": "integers shared by the devices"}
                 continue

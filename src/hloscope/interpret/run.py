@@ -27,7 +27,7 @@ from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleSh
 from hloscope.ir import replica_groups as devices
 from hloscope.ir.collective_shapes import implied_replicas
 
-__all__ = ["run", "default_grid", "infer_grid", "is_global_run", "shards_of"]
+__all__ = ["run", "default_grid", "infer_grid", "is_global_run", "shards_of", "input_shards"]
 
 Operands = list[Any]
 
@@ -251,6 +251,19 @@ def _input_layout(module: Module, param: Instruction, n: int) -> Any:
             i = next(k for k, o in enumerate(user.operands) if o is param)
             return spmd.sdy_layouts(module, _frontend(user, "xla.sdy.in_shardings"), shapes, n)[i]
     return None
+
+
+def input_shards(module: Module, inputs: Sequence[Any], n: int) -> list[list[Any]]:
+    """Each of ``n`` devices' inputs for a global program given its global ``inputs``: every
+    array parameter cut by its sharding (or the manual region it enters); a replicated or
+    tuple parameter whole. The inverse of what ``run`` assembles from per-device shards."""
+    per_device: list[list[Any]] = [[] for _ in range(n)]
+    for param, x in zip(module.entry.parameters, inputs, strict=True):
+        layout = _input_layout(module, param, n) if isinstance(param.shape, ArrayShape) else None
+        pieces = spmd.cut(np.asarray(x), layout) if layout is not None else [x] * n
+        for d in range(n):
+            per_device[d].append(pieces[d])
+    return per_device
 
 
 def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: RunOptions) -> Any:
