@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -303,6 +304,51 @@ def combined_profile(profiles: list[Any], pick: Callable[[list[float]], float]) 
         cpu_rates=dataclasses.replace(first.cpu_rates, **rates))
 
 
+def _use_cores(cores: int) -> None:
+    """Run this process (XLA:CPU's thread pool included) on its first ``cores`` cores.
+
+    Note [One core for CPU time]
+        XLA:CPU splits a large loop into one partition per core (``outer_dimension_partitions``)
+        and runs them on its thread pool. A memory-bound loop is no faster on two threads of a
+        2-core machine, but its CPU time doubles when the other core happens to be free and
+        not when another process holds it: the same 6 Mi-element add measured 4.7 ms of CPU
+        time in one process and 11 ms in the next. On one core XLA compiles no partitions
+        (it sizes its pool by the cores the process may use, so this must run before jax
+        starts) and a thunk's CPU time is its work, whatever the other processes do.
+    """
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+
+
+def _steady_allocator() -> None:
+    """Fix glibc's allocator thresholds at the values its dynamic rule settles on.
+
+    Note [Fresh pages, made steady]
+        A buffer on pages the process has not touched since they were mapped pays a page fault
+        per 4 KiB page at its first write: here 8193 faults and 10-12 ms of system time per
+        run of a 32 MiB result, as long as the loop that writes it. glibc maps a block anew
+        (and unmaps it when freed) when it is at least its mmap threshold, which starts at
+        128 KiB and rises to each freed mapping's size up to 32 MiB, and it trims its heap's
+        free top past a threshold twice that; so whether a 16 MiB result faults depended on
+        what the process had freed before (layernorm: 2 ms in one process, 8 ms in the next).
+        The estimate assumes the state a long-running process settles in, every block of
+        ``FRESH_BUFFER_BYTES`` (glibc's 32 MiB ceiling) or more mapped anew and smaller ones
+        reused (``hloscope.analysis.hardware``); fixing the mmap threshold there and not
+        trimming makes every process behave so. ``--dynamic-malloc`` keeps glibc's rule.
+    """
+    import ctypes
+
+    from hloscope.analysis.hardware import FRESH_BUFFER_BYTES
+
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return  # not glibc: its own allocator decides
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    libc.mallopt(m_mmap_threshold, FRESH_BUFFER_BYTES)
+    libc.mallopt(m_trim_threshold, 2**31 - 1)  # an int: the largest, never trim
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--calibrate-seconds", type=float, default=4.0)
@@ -312,12 +358,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="time calibration and workloads by process CPU time (default: a shared "
                              "machine's load does not inflate it) or wall time")
+    parser.add_argument("--cores", type=int, default=1,
+                        help="run XLA:CPU on this many of the process's cores (default 1; 0: all). "
+                             "Note [One core for CPU time]")
+    parser.add_argument("--dynamic-malloc", action="store_true",
+                        help="leave glibc's allocator thresholds dynamic (Note [Fresh pages, made steady])")
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--hardware", default="", help="a profile name or path instead of calibrating")
     parser.add_argument("--save-hardware", default="", help="write the calibrated profile to this path")
     parser.add_argument("--top", type=int, default=0, help="print the N longest estimated ops per workload")
     parser.add_argument("--json", action="store_true")
     opts = parser.parse_args(argv)
+    if opts.cores > 0:
+        _use_cores(opts.cores)
+    if not opts.dynamic_malloc:
+        _steady_allocator()
 
     import hloscope
     from hloscope.analysis.hardware import load_hardware, save_hardware

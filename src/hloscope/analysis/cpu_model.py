@@ -20,9 +20,10 @@ from hloscope.analysis.hardware import (
     CpuRates,
     HardwareSpec,
 )
-from hloscope.ir import ArrayShape, Computation, Instruction, Opcode
+from hloscope.analysis.memory.report import analyze_memory
+from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 
-__all__ = ["MATH_OPS", "cpu_seconds", "math_dtype"]
+__all__ = ["LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_page_bytes", "is_library_fusion", "math_dtype"]
 
 MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
 
@@ -43,8 +44,14 @@ def math_dtype(inst: Instruction) -> str:
     return leaf.element_type if isinstance(leaf, ArrayShape) else "f32"
 
 
-def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -> tuple[float, float]:
-    """(compute, memory) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model]."""
+def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
+                fresh_bytes: int = 0) -> tuple[float, float, float]:
+    """(compute, memory, page-fault) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model].
+
+    The third is the first writes to freshly mapped pages: the kernel's fault handler runs them
+    one page at a time on the thunk's thread, so they add to its time instead of overlapping
+    its loads and arithmetic as compute and streaming do.
+    """
     body = inst.attrs["calls"].instructions if inst.opcode is Opcode.FUSION else (inst,)
     flops, transcendentals = max(c.flops, 0), max(c.transcendentals, 0)
     nbytes_again = 0.0
@@ -66,7 +73,7 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -
     else:
         # An emitted loop: vectorised arithmetic, plus the per-element index work of gathers
         # and the per-window-element walk of reduce-windows, which do not vectorise.
-        if inst.opcode is Opcode.FUSION:
+        if inst.opcode is Opcode.FUSION and not is_library_fusion(inst):
             # Note [Recomputed producers]
             again_flops, again_transcendentals, again_bytes = _recomputed(inst.attrs["calls"])
             flops += again_flops
@@ -87,20 +94,64 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -
         bandwidth = max(rates.cached_bandwidth, hw.memory_bandwidth)
     else:
         bandwidth = rates.transpose_bandwidth if strided else _stream_rate(hw, rates, nbytes)
-    memory = nbytes / bandwidth
-    if rates.fresh_page_bandwidth > 0:
-        memory += _fresh_bytes(inst) / rates.fresh_page_bandwidth
-    return compute, memory
+    # ``fresh_bytes``: what ``fresh_page_bytes`` charges this instruction.
+    faults = fresh_bytes / rates.fresh_page_bandwidth if rates.fresh_page_bandwidth > 0 else 0.0
+    return compute, nbytes / bandwidth, faults
 
 
-def _fresh_bytes(inst: Instruction) -> int:
-    """Bytes of ``inst``'s result written to freshly mapped pages: its large arrays, when it runs
-    once per step at the top level (inside a loop the same buffers serve every trip)."""
-    comp = inst.computation
-    if comp is None or not comp.is_entry:
-        return 0
-    return sum(s.byte_size() for _, s in inst.shape.leaves()
-               if isinstance(s, ArrayShape) and s.byte_size() >= FRESH_BUFFER_BYTES)
+# XLA:CPU's library fusions (``library_fusion_kinds.h``): a kCustom fusion whose backend config
+# names one of these runs as one call into that library, not as loops XLA emits.
+LIBRARY_FUSION_KINDS = frozenset({"__ynn_fusion", "__onednn_fusion"})
+
+
+def is_library_fusion(inst: Instruction) -> bool:
+    """A fusion XLA:CPU hands to a library (YNNPACK, oneDNN) as one graph.
+
+    Such a library runs the fused graph tile by tile, each instruction once per element and the
+    intermediates in cache (Note [Recomputed producers] is about XLA's own loops, not these).
+    """
+    if inst.opcode is not Opcode.FUSION or inst.attrs.get("kind") != "kCustom":
+        return False
+    bc = inst.backend_config
+    cfg = bc.json() if bc is not None else None
+    fusion_config = cfg.get("fusion_config") if isinstance(cfg, dict) else None
+    return isinstance(fusion_config, dict) and fusion_config.get("kind") in LIBRARY_FUSION_KINDS
+
+
+def fresh_page_bytes(module: Module) -> dict[Instruction, int]:
+    """Bytes each top-level instruction writes to freshly mapped pages on every run.
+
+    Note [Fresh pages per allocation]
+        XLA:CPU allocates each of the buffer assignment's output and temporary allocations anew
+        for every execution (``MemoryForAllocation`` in ``pjrt/cpu/cpu_client.cc``), and
+        glibc maps a block of ``FRESH_BUFFER_BYTES`` or more anew each time, so every page of
+        such an allocation faults once per run, whichever of the values sharing it writes it
+        first. The faults are charged to that first writer, allocation by allocation: a
+        softmax-then-norm whose four 32 MiB results share one output and one temporary
+        allocation faults on 64 MiB a run (16,384 faults counted), not on 128. Parameters
+        and constants are not allocated by the run; an allocation first written inside a loop
+        body is charged to no one (its later trips reuse it).
+    """
+    report = analyze_memory(module)
+    assignment = report.buffer_assignment
+    if assignment is None:
+        return {}
+    order = {inst.name: k for k, inst in enumerate(module.entry.instructions)}
+    by_name = {inst.name: inst for inst in module.entry.instructions}
+    fresh: dict[Instruction, int] = {}
+    for alloc in assignment.allocations:
+        if (alloc.size < FRESH_BUFFER_BYTES or alloc.is_entry_parameter or alloc.is_constant
+                or alloc.is_thread_local or not alloc.assigned):
+            continue
+        writers = [a.value.instruction for a in alloc.assigned if a.value.instruction in order]
+        first = min(writers, key=order.__getitem__, default=None)
+        if first is not None and by_name[first].opcode not in _NOT_WRITERS:
+            fresh[by_name[first]] = fresh.get(by_name[first], 0) + alloc.size
+    return fresh
+
+
+# Instructions whose values are other buffers' (a tuple's index table is all they write).
+_NOT_WRITERS = frozenset({Opcode.PARAMETER, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.BITCAST})
 
 
 def _stream_rate(hw: HardwareSpec, rates: CpuRates, nbytes: float) -> float:

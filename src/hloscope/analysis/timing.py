@@ -74,7 +74,7 @@ from hloscope.analysis.cost import (
     analyze_cost,
     custom_call_cost,
 )
-from hloscope.analysis.cpu_model import cpu_seconds, math_dtype
+from hloscope.analysis.cpu_model import cpu_seconds, fresh_page_bytes, math_dtype
 from hloscope.analysis.hardware import HardwareSpec
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import Computation, Instruction, Module, Opcode
@@ -213,6 +213,10 @@ class _Simulator:
         self.compute = self.memory = self.comm = self.launch = 0.0
         self.trip_counts: dict[str, int | None] = {}
         self._bound = "compute"  # the last kernel's dominant term (kernel_seconds sets it)
+        rates = hw.cpu_rates
+        # Note [Fresh pages per allocation] in cpu_model.py (needs the buffer assignment).
+        self.fresh = (fresh_page_bytes(module) if hw.kind == "cpu" and rates is not None
+                      and rates.fresh_page_bandwidth > 0 else {})
         # instruction -> [seconds over all executions, executions, bound]
         self.charged: dict[Instruction, list[Any]] = {}
 
@@ -236,19 +240,20 @@ class _Simulator:
 
     def kernel_seconds(self, inst: Instruction, scale: float, cost: Cost | None = None) -> float:
         c = self._cost_of(inst) if cost is None else cost
+        faults = 0.0  # serial page-fault time (XLA:CPU model), counted as memory time
         if self.hw.kind == "cpu" and self.hw.cpu_rates is not None:
-            compute, memory = cpu_seconds(inst, c, self.hw, self.hw.cpu_rates)
+            compute, memory, faults = cpu_seconds(inst, c, self.hw, self.hw.cpu_rates, self.fresh.get(inst, 0))
         else:
             rate = self.hw.flops_per_second(math_dtype(inst))
             compute = max(c.flops, 0) / rate + max(c.transcendentals, 0) / rate
             memory = max(c.bytes_accessed, 0) / self.hw.memory_bandwidth
         self.compute += compute * scale
-        self.memory += memory * scale
+        self.memory += (memory + faults) * scale
         self.launch += self.hw.kernel_launch_overhead * scale
         launch = self.hw.kernel_launch_overhead
-        self._bound = ("launch" if launch > max(compute, memory) else
-                       "compute" if compute >= memory else "memory")
-        return roofline_seconds(compute, memory) + launch
+        self._bound = ("launch" if launch > max(compute, memory + faults) else
+                       "compute" if compute >= memory + faults else "memory")
+        return roofline_seconds(compute, memory) + faults + launch
 
     def collective_seconds(self, inst: Instruction, scale: float) -> float:
         kind = COLLECTIVE_OPCODES[inst.opcode]
