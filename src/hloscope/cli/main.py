@@ -19,7 +19,6 @@ from hloscope.cli.common import (
     EXIT_USAGE,
 )
 from hloscope.errors import HloscopeError
-from hloscope.version import __version__
 
 __all__ = ["main", "build_parser"]
 
@@ -38,6 +37,15 @@ def _load_command_modules() -> None:
                 raise
 
 
+class _Version(argparse.Action):
+    # Reads the package metadata only when asked: importing it costs every command 15 ms.
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from hloscope.version import __version__
+
+        parser.exit(message=f"hloscope {__version__}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     _load_command_modules()
     parser = argparse.ArgumentParser(
@@ -45,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read, run and explain XLA HLO modules.",
         epilog="Exit codes: 0 ok, 1 bad input, 2 usage, 3 verification failed, 70 internal error.",
     )
-    parser.add_argument("--version", action="version", version=f"hloscope {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_, configure, help_text) in COMMANDS.items():

@@ -107,8 +107,8 @@ and only the levels from it up keep bitsets::
     below                 [3] [] [3,17] [] [5] [] [] [8]    many nodes, short lists
 
 ``dense_from`` is the smallest level where there are at most ``2 * DENSE_BITS_PER_UNIT / n``
-dense nodes per time unit for ``n`` allocations, so the bitsets take at most about
-``DENSE_BITS_PER_UNIT / 4`` bytes per unit and tree, and a query reads only the short lists of
+dense nodes per time unit for ``n`` allocations, so each of the four bitset arrays takes at
+most about ``DENSE_BITS_PER_UNIT / 4`` bytes per time unit, and a query reads only the short lists of
 the ``2 * dense_from`` low nodes on its two sides.
 """
 
@@ -132,9 +132,10 @@ if TYPE_CHECKING:
 __all__ = ["AllocationDraft", "HeapResult", "simulate_heap", "assign_buffers", "can_share_operand",
            "CPU_ALIGNMENT"]
 
-# Where the interference trees switch from lists to bitsets (Note [Sparse low levels]): 64 keeps
-# the bitsets of Llama 3.1 8B at ten times its size under 100 MB and its low lists short.
-DENSE_BITS_PER_UNIT = 64
+# Where the interference trees switch from lists to bitsets (Note [Sparse low levels]): with 256
+# the bitsets of Llama 3.1 8B at ten times its size take under 140 MB and queries at its own
+# size read few lists (64 read more lists and saved no memory that showed in the peak RSS).
+DENSE_BITS_PER_UNIT = 256
 # A list node with more numbers than this becomes a bitset: such nodes are few (at most one per
 # LIST_LIMIT numbers put), so their bitsets stay small in all, and no query reads long lists.
 LIST_LIMIT = 32
@@ -483,7 +484,8 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
     # temp allocations are combined.
     sequential = [b for b in buffers if not b.values[0].embedded]
     thread_local = [b for b in buffers if b.values[0].embedded]
-    for buf in _assignment_order(sequential, df, df.sequential):
+    callers_first = _callers_first(df.module)
+    for buf in _assignment_order(sequential, df, df.sequential, callers_first):
         assign(buf)
     heaps: dict[int, HeapResult] = {}
     by_color: dict[int, list[Value]] = {}
@@ -508,7 +510,7 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
             a.assigned.append((v, result.offsets.get(v.id, 0), sizes[v.id]))
         allocs.append(a)
     local_computations = [c for c in df.embedded if not c.is_fusion_computation]
-    for buf in _assignment_order(thread_local, df, local_computations):
+    for buf in _assignment_order(thread_local, df, local_computations, callers_first):
         assign(buf)
     return _combine_temp_allocations(allocs), heaps
 
@@ -524,27 +526,21 @@ def _first_is_tuple(buf: Buffer) -> bool:
     return False
 
 
-def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[Computation]) -> list[Buffer]:
+def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[Computation],
+                      callers_first: list[Computation]) -> list[Buffer]:
     """XLA's ``kBiggestFirst`` order: size, live-out first, post-order position, buffer id."""
-    pos = _post_order_positions(df.module, computations, df.post_order)
+    pos = _post_order_positions(computations, callers_first, df.post_order)
     far = len(pos)
     return sorted(buffers, key=lambda b: (-b.size, not b.live_out,
                                           min(pos.get(v.instruction, far) for v in b.values), b.id))
 
 
-def _post_order_positions(module: Module, computations: list[Computation],
-                          post_orders: dict[Computation, list[Instruction]]) -> dict[Instruction, int]:
-    """Each instruction's place in XLA's ``ComparePosition`` order over ``computations``.
-
-    Computations come callers first (the call graph's post order from the entry, reversed), and
-    each lists its instructions in ``MakeInstructionPostOrder`` order: a depth-first walk from
-    every instruction without users or control successors, first operand first.
-    """
-    wanted = set(computations)
+def _callers_first(module: Module) -> list[Computation]:
+    """The computations reachable from the entry, callers first: the call graph's post order
+    from the entry, reversed (XLA's ``ComparePosition`` order of computations)."""
     graph_post: list[Computation] = []
-    seen: set[Computation] = set()
+    seen: set[Computation] = {module.entry}
     stack: list[tuple[Computation, int]] = [(module.entry, 0)]
-    seen.add(module.entry)
     callees_of: dict[Computation, list[Computation]] = {}
     while stack:
         comp, k = stack.pop()
@@ -559,8 +555,21 @@ def _post_order_positions(module: Module, computations: list[Computation],
         stack.append((comp, k + 1))
         seen.add(callees[k])
         stack.append((callees[k], 0))
+    graph_post.reverse()
+    return graph_post
+
+
+def _post_order_positions(computations: list[Computation], callers_first: list[Computation],
+                          post_orders: dict[Computation, list[Instruction]]) -> dict[Instruction, int]:
+    """Each instruction's place in XLA's ``ComparePosition`` order over ``computations``.
+
+    Computations come callers first (``_callers_first``), and each lists its instructions in
+    ``MakeInstructionPostOrder`` order: a depth-first walk from every instruction without users
+    or control successors, first operand first.
+    """
+    wanted = set(computations)
     pos: dict[Instruction, int] = {}
-    for comp in reversed(graph_post):
+    for comp in callers_first:
         if comp in wanted:
             order = post_orders.get(comp)
             for inst in order if order is not None else instruction_post_order(comp):

@@ -440,7 +440,10 @@ def analyze_dataflow(module: Module) -> Dataflow:
 
     sets = {inst: {idx: resolve(vs) for idx, vs in s.items()} for inst, s in b.sets.items()}
     live = [v for v in b.values if v not in b.replaced]
-    post_order = {comp: instruction_post_order(comp) for comp in module.computations}
+    # Only computations that hold values need an order (fusion bodies hold none: most of an
+    # optimized module's computations).
+    homes = {v.instruction.computation for v in live}
+    post_order = {comp: instruction_post_order(comp) for comp in module.computations if comp in homes}
     live.sort(key=_xla_value_order(module, live, post_order))  # Note [Value numbering]
     for i, v in enumerate(live):
         v.id = i
@@ -511,8 +514,8 @@ def _xla_value_order(module: Module, values: list[Value],
     # An instruction outside every computation ranks first (-1), as XLA never meets one.
     comp_rank: dict[Computation | None, int] = {c: k for k, c in enumerate(module.computations)}
     pos: dict[Instruction, int] = {}
-    for comp in module.computations:
-        for k, inst in enumerate(post_order[comp]):
+    for order in post_order.values():
+        for k, inst in enumerate(order):
             pos[inst] = k
     created = {id(v): k for k, v in enumerate(values)}
 
