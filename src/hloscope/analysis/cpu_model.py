@@ -60,6 +60,11 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
     if grouped:
         # Grouped (depthwise) convolutions are XLA's own loop, not the library's kernel.
         compute = flops / rates.grouped_conv_flops
+    elif math_ops and is_library_fusion(inst) and all(i.opcode is Opcode.DOT for i in math_ops):
+        # Note [Library graphs with dots]
+        dot_flops = min(float(sum(_dot_flops(i) for i in math_ops)), flops)
+        rest = _loop_compute(body, flops - dot_flops, transcendentals, rates)
+        compute = dot_flops / _dot_rate(hw, rates, math_dtype(inst), c.bytes_accessed) + rest
     elif math_ops:
         compute = (flops + transcendentals) / _dot_rate(hw, rates, math_dtype(inst), c.bytes_accessed)
     elif (sort := next((i for i in body if i.opcode is Opcode.SORT), None)) is not None:
@@ -79,13 +84,7 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
             flops += again_flops
             transcendentals += again_transcendentals
             nbytes_again = again_bytes
-        compute = flops / rates.elementwise_flops + transcendentals / rates.transcendentals
-        for i in body:
-            if i.opcode is Opcode.GATHER:
-                compute += _elements_of(i) / rates.gather_elements
-            elif i.opcode is Opcode.REDUCE_WINDOW:
-                window = math.prod(d.size for d in i.attrs["window"].dimensions)
-                compute += _elements_of(i) * window / rates.reduce_window_elements
+        compute = _loop_compute(body, flops, transcendentals, rates)
     nbytes = max(c.bytes_accessed, 0) + nbytes_again
     strided = any(_changes_physical_order(i) for i in body)
     if math_ops and not grouped:
@@ -201,6 +200,51 @@ def _recomputed(fused: Computation) -> tuple[float, float, float]:
         elif i.opcode in ELEMENTWISE:
             flops += extra * i.shape.element_count
     return flops, transcendentals, nbytes
+
+
+def _loop_compute(body: tuple[Instruction, ...] | list[Instruction], flops: float, transcendentals: float,
+                  rates: CpuRates) -> float:
+    """Seconds of the vectorised loops over ``body``: FLOPs and transcendentals at their rates,
+    square roots as FLOPs (Note [Hardware roots]), gathers' and reduce-windows' walks at theirs."""
+    roots = [i for i in body if i.opcode in _ROOT_OPS]
+    counted = min(float(sum(_elements_of(i) for i in roots)), transcendentals)  # XLA: one each
+    flops += sum(_elements_of(i) * _ROOT_OPS[i.opcode] for i in roots) if counted else 0
+    compute = flops / rates.elementwise_flops + (transcendentals - counted) / rates.transcendentals
+    for i in body:
+        if i.opcode is Opcode.GATHER:
+            compute += _elements_of(i) / rates.gather_elements
+        elif i.opcode is Opcode.REDUCE_WINDOW:
+            window = math.prod(d.size for d in i.attrs["window"].dimensions)
+            compute += _elements_of(i) * window / rates.reduce_window_elements
+    return compute
+
+
+def _dot_flops(dot: Instruction) -> int:
+    """XLA's FLOPs of a dot: two per multiply-add, output elements times contracted size."""
+    lhs = dot.operands[0].shape
+    if not isinstance(lhs, ArrayShape):
+        return 0
+    contracted = math.prod(lhs.dimensions[d] for d in dot.attrs.get("lhs_contracting_dims", ()))
+    return 2 * _elements_of(dot) * contracted
+
+
+# Note [Library graphs with dots]
+#     A library fusion may hold more than its dots: YNNPACK takes attention's scores, softmax
+#     and second matmul as one graph. Only the dots run on the matmul micro-kernel; the
+#     graph's exp, reductions and scaling run as the library's vectorised loops, at the rates
+#     XLA's own loops have (8.4 M exps of a 4x8x512x512 softmax are 7 ms here, not the 0.05 ms
+#     they would take at the matmul rate).
+
+# Note [Hardware roots]
+#     XLA's cost analysis counts sqrt and rsqrt as transcendentals, but XLA:CPU emits sqrt as
+#     LLVM's sqrt intrinsic (one vsqrtps per vector) and rsqrt as that and a division
+#     (``EmitSqrt``/``EmitRsqrt`` in ``elemental_ir_emitter.cc``), where exp, log or tanh are
+#     polynomials of a few dozen instructions. So a root costs what an elementwise FLOP does
+#     (rsqrt two), not a transcendental: jax's normal sampler (a log and a sqrt per element)
+#     measured 1.9 ms for its last fusion, 1.9 so estimated, 2.8 with the roots as
+#     transcendentals.
+# Elementwise FLOPs each root costs (count of its instructions, from the emitter above).
+_ROOT_OPS = {Opcode.SQRT: 1, Opcode.RSQRT: 2}
 
 
 def _is_grouped_convolution(inst: Instruction) -> bool:

@@ -1,0 +1,171 @@
+"""The XLA:CPU time model's figures for representative thunks (analysis/cpu_model.py).
+
+Each test builds one instruction the model prices in its own way and checks the seconds it gets
+from the profile's rates, so a change in what the model charges shows here, not only as a
+different benchmark error.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import hloscope
+from hloscope.analysis.cpu_model import fresh_page_bytes, is_library_fusion
+from hloscope.analysis.hardware import FRESH_BUFFER_BYTES, HardwareSpec, load_hardware
+from hloscope.analysis.timing import estimate_time, roofline_seconds
+
+YNN = ', backend_config={"fusion_config":{"kind":"__ynn_fusion"},"outer_dimension_partitions":[]}'
+
+SOFTMAX_BODY = """HloModule s
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+fused {
+  p = f32[256,1024]{1,0} parameter(0)
+  e = f32[256,1024]{1,0} exponential(p)
+  z = f32[] constant(0)
+  s = f32[256]{0} reduce(e, z), dimensions={1}, to_apply=add
+  b = f32[256,1024]{1,0} broadcast(s), dimensions={0}
+  ROOT d = f32[256,1024]{1,0} divide(e, b)
+}
+ENTRY e {
+  x = f32[256,1024]{1,0} parameter(0)
+  ROOT f = f32[256,1024]{1,0} fusion(x), KIND
+}
+"""
+XLA_LOOP = SOFTMAX_BODY.replace("KIND", "kind=kLoop, calls=fused")
+LIBRARY = SOFTMAX_BODY.replace("KIND", "kind=kCustom, calls=fused" + YNN)
+
+
+def _cpu(**rates: float) -> HardwareSpec:
+    hw = load_hardware("cpu")
+    assert hw.cpu_rates is not None
+    return dataclasses.replace(hw, cpu_rates=dataclasses.replace(hw.cpu_rates, **rates))
+
+
+def test_library_fusion_evaluates_each_producer_once() -> None:
+    """YNNPACK runs a fused graph tile by tile: the exp that feeds both the sum and the division
+    is evaluated once and the input read once, where XLA's own loops do both twice."""
+    hw = _cpu(cached_bandwidth=0.0)
+    r = hw.cpu_rates
+    assert r is not None
+    library, loop = hloscope.parse(LIBRARY), hloscope.parse(XLA_LOOP)
+    assert is_library_fusion(library.entry.root) and not is_library_fusion(loop.entry.root)
+    cost = hloscope.cost(library).total
+    n = 256 * 1024
+    once = cost.flops / r.elementwise_flops + n / r.transcendentals
+    assert estimate_time(library, hw).compute_seconds == pytest.approx(once)
+    assert estimate_time(library, hw).memory_seconds == pytest.approx(cost.bytes_accessed / hw.memory_bandwidth)
+    assert estimate_time(loop, hw).compute_seconds == pytest.approx(once + n / r.transcendentals)
+
+
+ATTENTION = """HloModule a
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+fused {
+  q = f32[8,256,64]{2,1,0} parameter(0)
+  k = f32[8,256,64]{2,1,0} parameter(1)
+  s = f32[8,256,256]{2,1,0} dot(q, k), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={2}
+  e = f32[8,256,256]{2,1,0} exponential(s)
+  ROOT o = f32[8,256,64]{2,1,0} dot(e, q), lhs_batch_dims={0}, lhs_contracting_dims={2}, rhs_batch_dims={0}, rhs_contracting_dims={1}
+}
+ENTRY e {
+  q = f32[8,256,64]{2,1,0} parameter(0)
+  k = f32[8,256,64]{2,1,0} parameter(1)
+  ROOT f = f32[8,256,64]{2,1,0} fusion(q, k), kind=kCustom, calls=fused""" + YNN + """
+}
+"""
+
+
+def test_library_graph_runs_its_exps_at_the_loop_rate() -> None:
+    """Note [Library graphs with dots]: a library fusion's dots at the matmul rate, its exp at the
+    transcendental rate (not at the matmul rate, as when the whole fusion was one dot)."""
+    peak = load_hardware("cpu").flops_per_second("f32")
+    hw = _cpu(cached_dot_flops=peak)  # no cache speed-up: every dot at the large-dot rate
+    r = hw.cpu_rates
+    assert r is not None
+    module = hloscope.parse(ATTENTION)
+    dots = 2 * (8 * 256 * 256 * 64) * 2  # two dots of 8x256x256x64 multiply-adds
+    exps = 8 * 256 * 256
+    assert hloscope.cost(module).total.flops == dots
+    assert hloscope.cost(module).total.transcendentals == exps
+    assert estimate_time(module, hw).compute_seconds == pytest.approx(dots / peak + exps / r.transcendentals)
+
+
+ROOTS = """HloModule r
+fused {
+  p = f32[1048576]{0} parameter(0)
+  s = f32[1048576]{0} sqrt(p)
+  ROOT q = f32[1048576]{0} rsqrt(s)
+}
+ENTRY e {
+  x = f32[1048576]{0} parameter(0)
+  ROOT f = f32[1048576]{0} fusion(x), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_square_roots_cost_elementwise_flops() -> None:
+    """Note [Hardware roots]: XLA counts sqrt and rsqrt as transcendentals, XLA:CPU emits them as
+    the hardware's square root (and a division): three FLOPs per element here, no polynomial."""
+    hw = load_hardware("cpu")
+    r = hw.cpu_rates
+    assert r is not None
+    module = hloscope.parse(ROOTS)
+    n = 1048576
+    assert hloscope.cost(module).total.transcendentals == 2 * n
+    assert estimate_time(module, hw).compute_seconds == pytest.approx(3 * n / r.elementwise_flops)
+
+
+# Four 32 MiB results in a chain: the first two die before the last two are written, so the
+# buffer assignment gives them fewer allocations than results.
+CHAIN = """HloModule c, is_scheduled=true
+ENTRY e {
+  x = f32[8388608]{0} parameter(0)
+  a = f32[8388608]{0} exponential(x)
+  b = f32[8388608]{0} tanh(x)
+  c = f32[8388608]{0} add(a, b)
+  d = f32[8388608]{0} multiply(c, x)
+  ROOT r = f32[8388608]{0} subtract(d, c)
+}
+"""
+
+
+def test_fresh_pages_are_charged_per_allocation() -> None:
+    """Note [Fresh pages per allocation]: each output or temporary allocation of 32 MiB or more
+    faults once per run, charged to the first instruction that writes it; values sharing an
+    allocation do not fault again."""
+    module = hloscope.parse(CHAIN)
+    fresh = fresh_page_bytes(module)
+    assignment = hloscope.memory(module).buffer_assignment
+    assert assignment is not None
+    allocated = sum(a.size for a in assignment.allocations
+                    if a.size >= FRESH_BUFFER_BYTES and not a.is_entry_parameter and not a.is_constant)
+    results = 5 * 4 * 8388608
+    assert sum(fresh.values()) == allocated < results
+    # The first writer of each allocation pays; the parameter is not allocated by the run.
+    assert module.entry.instructions[1] in fresh
+    assert all(i.opcode.text != "parameter" for i in fresh)
+
+
+def test_page_faults_add_to_a_compute_bound_thunk() -> None:
+    """Faults run in the kernel on the thunk's thread: a compute-bound loop with a 32 MiB result
+    pays them on top of its roofline, not hidden under its compute time."""
+    module = hloscope.parse("HloModule t\nENTRY e {\n  x = f32[8388608]{0} parameter(0)\n"
+                            "  ROOT y = f32[8388608]{0} tanh(x)\n}\n")
+    hw = _cpu(cached_bandwidth=0.0, transcendentals=5e8)
+    r = hw.cpu_rates
+    assert r is not None and r.fresh_page_bandwidth > 0
+    n = 8388608
+    compute = n / r.transcendentals
+    memory = 2 * 4 * n / hw.memory_bandwidth
+    assert compute > memory + 4 * n / r.fresh_page_bandwidth  # compute-bound, faults and all
+    est = estimate_time(module, hw)
+    assert est.total_seconds == pytest.approx(
+        roofline_seconds(compute, memory) + 4 * n / r.fresh_page_bandwidth + hw.kernel_launch_overhead)
