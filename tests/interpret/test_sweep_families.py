@@ -103,3 +103,48 @@ ENTRY e {{
     ours = run(hloscope.parse(text), [a, b])
     theirs = client.compile_and_run(text, [a, b])
     np.testing.assert_array_equal(ours, theirs)
+
+
+EXCESS = {
+    "convert": """HloModule excess
+ENTRY e {
+  a = bf16[64] parameter(0)
+  b = bf16[64] parameter(1)
+  p = bf16[64] multiply(a, b)
+  c = f32[64] convert(p)
+  ROOT t = (f32[64], bf16[64]) tuple(c, p)
+}""",
+    "chain": """HloModule excess
+ENTRY e {
+  a = bf16[64] parameter(0)
+  b = bf16[64] parameter(1)
+  p = bf16[64] multiply(a, b)
+  q = bf16[64] add(p, a)
+  ROOT c = f32[64] convert(q)
+}""",
+    "dot": """HloModule excess
+ENTRY e {
+  a = bf16[16,64] parameter(0)
+  b = bf16[16,64] parameter(1)
+  s = bf16[16,64] multiply(a, b)
+  e = bf16[16,64] exponential(b)
+  ROOT d = f32[64,64] dot(s, e), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+}""",
+}
+
+
+@pytest.mark.parametrize("case", sorted(EXCESS))
+def test_bf16_op_read_through_a_convert_to_f32_is_not_rounded_as_on_xla_cpu(case: str) -> None:
+    # Note [Excess precision]: XLA:CPU computes bf16 arithmetic in f32 and hands a convert to
+    # f32 (written, or inserted before a dot with an f32 result) the unrounded value.
+    import ml_dtypes
+
+    m = hloscope.parse(EXCESS[case])
+    shape = tuple(m.entry.parameters[0].shape.dimensions)
+    a, b = (RNG.standard_normal(shape).astype(ml_dtypes.bfloat16) for _ in range(2))
+    ours = run(m, [a, b])
+    theirs = client.compile_and_run(EXCESS[case], [a, b])
+    for o, t in zip(ours if isinstance(ours, tuple) else [ours], theirs if isinstance(theirs, tuple) else [theirs],
+                    strict=True):
+        np.testing.assert_allclose(np.asarray(o, np.float64), np.asarray(t, np.float64), rtol=1e-5, atol=1e-4)
+    assert hloscope.run(m, [a, b], options=hloscope.RunOptions(float_env="gpu")) is not None

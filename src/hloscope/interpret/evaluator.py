@@ -64,6 +64,7 @@ from hloscope.errors import (
     InterpretError,
     UnsupportedOpcodeError,
 )
+from hloscope.interpret import excess_precision
 from hloscope.interpret.float_env import FLOAT_ENVS
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import Value
@@ -144,6 +145,9 @@ class _Step:
     # A tuple read only by get-tuple-element: (GTE slot, index) pairs its elements go to, the
     # tuple itself is not kept (Note [Unpacked tuple parameters]).
     unpack: tuple[tuple[int, int], ...] = ()
+    # The element of a tuple result that hooks see as the instruction's value (the rounded one
+    # of an (f32, bf16) pair, Note [Excess precision]); None: the result itself.
+    shown: int | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -202,12 +206,25 @@ def build_plan(comp: Computation, *, unpack_tuples: bool = True,
     slot_of = {id(inst): i for i, inst in enumerate(insts)}
     unpack = _unpackable(comp, slot_of) if unpack_tuples else {}
     skipped = {slot for pairs in unpack.values() for slot, _ in pairs}
-    last_use = [-1] * len(insts)
-    for i, inst in enumerate(insts):
-        for op in inst.operands:
-            last_use[slot_of[id(op)]] = i
+    # Note [Excess precision]: producers whose f32 value some user reads get a second slot.
+    unrounded: dict[int, int] = {}
+    operand_slots: list[tuple[int, ...]] = []
+    check = excess_precision.enabled()
+    for inst in insts:
+        slots = []
+        for k, op in enumerate(inst.operands):
+            s = slot_of[id(op)]
+            if check and excess_precision.reads_unrounded(inst, k):
+                s = unrounded.setdefault(s, len(insts) + len(unrounded))
+            slots.append(s)
+        operand_slots.append(tuple(slots))
+    size = len(insts) + len(unrounded)
+    last_use = [-1] * size
+    for i, slots in enumerate(operand_slots):
+        for s in slots:
+            last_use[s] = i
     root_slot = slot_of[id(comp.root)]
-    dead_after: list[list[int]] = [[] for _ in insts]
+    dead_after: list[list[int]] = [[] for _ in range(size)]
     for s, use in enumerate(last_use):
         if s != root_slot and use >= 0:
             dead_after[use].append(s)
@@ -225,13 +242,18 @@ def build_plan(comp: Computation, *, unpack_tuples: bool = True,
             # Runs with hooks (unpack_tuples=False) still evaluate it, to show its value.
             handler = _dead_custom_call
         pairs = tuple(unpack.get(i, ()))
-        steps.append(_Step(handler, inst, i, tuple(slot_of[id(o)] for o in inst.operands),
-                           tuple(dead_after[i]), is_generator_handler(handler),
-                           not pairs and (last_use[i] >= 0 or i == root_slot), pairs))
+        generator = is_generator_handler(handler)
+        if i in unrounded and not generator:
+            handler = excess_precision.with_unrounded_result(handler)
+            used = last_use[i] >= 0 or i == root_slot
+            pairs = ((unrounded[i], 0),) + (((i, 1),) if used else ())
+        steps.append(_Step(handler, inst, i, operand_slots[i], tuple(dead_after[i]), generator,
+                           not pairs and (last_use[i] >= 0 or i == root_slot), pairs,
+                           shown=1 if i in unrounded and not generator else None))
     params = tuple(slot_of[id(p)] for p in comp.parameters)
     unpacked = tuple((p.parameter_number, tuple(unpack[slot_of[id(p)]])) for p in comp.parameters
                      if slot_of[id(p)] in unpack)
-    return Plan(comp, len(insts), params, steps, root_slot, unpacked)
+    return Plan(comp, size, params, steps, root_slot, unpacked)
 
 
 class EvalContext:
@@ -368,8 +390,9 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value], *,
             else:
                 result = step.handler(ctx, step.inst, operands)
             if hooks:  # inside the try: a hook may be where Ctrl-C lands
+                shown = result if step.shown is None else result[step.shown]
                 for h in hooks:
-                    h.on_instruction(step.inst, operands, result)
+                    h.on_instruction(step.inst, operands, shown)
         except KeyboardInterrupt:
             raise EvaluationInterrupted(
                 f"interrupted at instruction {step.inst.name} in computation {comp.name} after "

@@ -1,0 +1,77 @@
+"""Which bf16 values XLA:CPU hands on unrounded, in f32 (Note [Excess precision]).
+
+Note [Excess precision]
+    XLA:CPU has no bf16 arithmetic: FloatNormalization computes every bf16 arithmetic op in
+    f32 and rounds its result back to bf16 for its users. With xla_allow_excess_precision
+    (on by default) a user that is itself a convert from bf16 to f32 is given the f32 value
+    directly, unrounded (float_normalization.cc, ChangeOutputTypeThenInsertConvertBack). Such
+    converts are written in the module (``x.astype(f32)`` after bf16 math) or inserted by
+    OperandUpcaster before normalization runs: a dot or convolution of bf16 operands with an
+    f32 result reads its operands through converts to f32, so a bf16 multiply feeding it is
+    not rounded (XLA's int4 / channel-scale gemm tests: 0.94 off on values of 30 when rounded).
+    Only the op right before the convert is affected: in add(multiply(a, b), a) -> convert,
+    the multiply is rounded (its user is the add) and the add is not. Data movement (reshape,
+    transpose, copy, select, ...) is bf16 on XLA:CPU and breaks the pattern.
+
+    The plan (evaluator.build_plan) gives such a producer a second result slot holding its
+    f32 value, computed by its own handler on operands widened to f32, and points the reading
+    convert / dot / convolution operand at that slot; every other user reads the rounded
+    value as before. It follows XLA:CPU's floating-point environments only ("xla-cpu*"):
+    a GPU kernel computes what the optimized module says.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from hloscope.interpret import float_env
+from hloscope.ir import ArrayShape, Instruction, Opcode
+from hloscope.ir.opcode import Family
+
+__all__ = ["reads_unrounded", "with_unrounded_result", "enabled"]
+
+_BF16 = np.dtype(ml_dtypes.bfloat16)
+_F32 = np.dtype(np.float32)
+# Elementwise rows that are data movement or exact on XLA:CPU, not normalized arithmetic.
+_NOT_ARITHMETIC = frozenset({Opcode.CONVERT, Opcode.BITCAST_CONVERT, Opcode.COPY, Opcode.SELECT,
+                             Opcode.REDUCE_PRECISION})
+_UPCASTING_USERS = frozenset({Opcode.DOT, Opcode.CONVOLUTION})
+
+
+def enabled() -> bool:
+    """Whether the run's floating-point environment is XLA:CPU's."""
+    return float_env.current().name.startswith("xla-cpu")
+
+
+def _element_dtype(inst: Instruction) -> np.dtype[Any] | None:
+    shape = inst.shape
+    return np.dtype(shape.dtype) if isinstance(shape, ArrayShape) else None
+
+
+def _normalized_arithmetic(inst: Instruction) -> bool:
+    return (inst.opcode.family in (Family.UNARY, Family.BINARY, Family.TERNARY)
+            and inst.opcode not in _NOT_ARITHMETIC and _element_dtype(inst) == _BF16)
+
+
+def reads_unrounded(user: Instruction, index: int) -> bool:
+    """True when XLA:CPU gives operand ``index`` of ``user`` its producer's f32 value."""
+    if not _normalized_arithmetic(user.operands[index]):
+        return False
+    if user.opcode is Opcode.CONVERT:
+        return _element_dtype(user) == _F32
+    return user.opcode in _UPCASTING_USERS and _element_dtype(user) == _F32
+
+
+def with_unrounded_result(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """``handler`` returning ``(f32 value, bf16 value)``: first on operands widened to f32,
+    then on the operands themselves (which it may then update in place, Note [Donation])."""
+
+    def run(ctx: Any, inst: Instruction, operands: list[Any]) -> tuple[Any, Any]:
+        wide = handler(ctx, inst, [o.astype(np.float32) if o.dtype == _BF16 else o for o in operands])
+        return wide, handler(ctx, inst, operands)
+
+    run.__name__ = f"unrounded_{getattr(handler, '__name__', 'handler')}"
+    return run
