@@ -130,6 +130,13 @@ ENTRY e {
   e = bf16[16,64] exponential(b)
   ROOT d = f32[64,64] dot(s, e), lhs_contracting_dims={0}, rhs_contracting_dims={0}
 }""",
+    "bf16-dot": """HloModule excess
+ENTRY e {
+  a = bf16[16,64] parameter(0)
+  b = bf16[16,64] parameter(1)
+  d = bf16[64,64] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}
+  ROOT c = f32[64,64] convert(d)
+}""",
 }
 
 

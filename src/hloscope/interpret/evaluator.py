@@ -197,11 +197,13 @@ def _unpackable(comp: Computation, slot_of: dict[int, int]) -> dict[int, list[tu
 
 
 def build_plan(comp: Computation, *, unpack_tuples: bool = True,
-               resolve: Callable[[Instruction], Callable[..., Any]] | None = None) -> Plan:
+               resolve: Callable[[Instruction], Callable[..., Any]] | None = None,
+               per_device: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None) -> Plan:
     """The plan of ``comp``: handlers, operand slots and last-use frees (Note [Plans]).
     ``unpack_tuples`` binds tuple parameters straight into their get-tuple-element slots
     (Note [Unpacked tuple parameters]); runs with hooks keep every instruction visible.
-    ``resolve(inst)`` picks each handler (lockstep.py's stacked rules) instead of the registry."""
+    ``resolve(inst)`` picks each handler (lockstep.py's stacked rules) instead of the registry;
+    ``per_device(handler)`` then adapts a one-device handler to its stacked values."""
     insts = comp.instructions
     slot_of = {id(inst): i for i, inst in enumerate(insts)}
     unpack = _unpackable(comp, slot_of) if unpack_tuples else {}
@@ -210,11 +212,20 @@ def build_plan(comp: Computation, *, unpack_tuples: bool = True,
     unrounded: dict[int, int] = {}
     operand_slots: list[tuple[int, ...]] = []
     check = excess_precision.enabled()
+    def wide_of(inst: Instruction) -> Callable[..., Any] | None:
+        wide = excess_precision.wide_handler(inst.opcode)
+        if wide is not None and resolve is not None:
+            wide = per_device(wide) if per_device is not None else None
+        return wide
+
+    def can_widen(inst: Instruction) -> bool:  # a dot's f32 value needs its own handler
+        return excess_precision.wide_handler(inst.opcode) is None or wide_of(inst) is not None
+
     for inst in insts:
         slots = []
         for k, op in enumerate(inst.operands):
             s = slot_of[id(op)]
-            if check and excess_precision.reads_unrounded(inst, k):
+            if check and excess_precision.reads_unrounded(inst, k) and can_widen(op):
                 s = unrounded.setdefault(s, len(insts) + len(unrounded))
             slots.append(s)
         operand_slots.append(tuple(slots))
@@ -244,7 +255,7 @@ def build_plan(comp: Computation, *, unpack_tuples: bool = True,
         pairs = tuple(unpack.get(i, ()))
         generator = is_generator_handler(handler)
         if i in unrounded and not generator:
-            handler = excess_precision.with_unrounded_result(handler)
+            handler = excess_precision.with_unrounded_result(handler, wide_of(inst))
             used = last_use[i] >= 0 or i == root_slot
             pairs = ((unrounded[i], 0),) + (((i, 1),) if used else ())
         steps.append(_Step(handler, inst, i, operand_slots[i], tuple(dead_after[i]), generator,

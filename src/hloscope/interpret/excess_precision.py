@@ -13,6 +13,9 @@ Note [Excess precision]
     the multiply is rounded (its user is the add) and the add is not. Data movement (reshape,
     transpose, copy, select, ...) is bf16 on XLA:CPU and breaks the pattern.
 
+    A bf16 dot or convolution is normalized the same way (computed with an f32 result), so
+    convert(dot) to f32 gets the unrounded product (XLA's oneDNN matmul tests).
+
     The plan (evaluator.build_plan) gives such a producer a second result slot holding its
     f32 value, computed by its own handler on operands widened to f32, and points the reading
     convert / dot / convolution operand at that slot; every other user reads the rounded
@@ -31,7 +34,12 @@ from hloscope.interpret import float_env
 from hloscope.ir import ArrayShape, Instruction, Opcode
 from hloscope.ir.opcode import Family
 
-__all__ = ["reads_unrounded", "with_unrounded_result", "enabled"]
+__all__ = ["reads_unrounded", "with_unrounded_result", "enabled", "register_wide", "wide_handler"]
+
+Handler = Callable[..., Any]
+# Opcodes whose handler takes its result type from the instruction (dot, convolution): their
+# f32 value needs a handler of its own, registered by handlers.py.
+_WIDE: dict[Opcode, Handler] = {}
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 _F32 = np.dtype(np.float32)
@@ -51,9 +59,28 @@ def _element_dtype(inst: Instruction) -> np.dtype[Any] | None:
     return np.dtype(shape.dtype) if isinstance(shape, ArrayShape) else None
 
 
+def register_wide(opcode: Opcode) -> Callable[[Handler], Handler]:
+    """Register ``fn(ctx, inst, operands)`` computing ``inst``'s value in f32 instead of its
+    declared bf16 (for handlers that round to the declared type themselves)."""
+
+    def register(fn: Handler) -> Handler:
+        _WIDE[opcode] = fn
+        return fn
+
+    return register
+
+
+def wide_handler(opcode: Opcode) -> Handler | None:
+    """The registered f32 handler of ``opcode`` (dot, convolution), or None."""
+    return _WIDE.get(opcode)
+
+
 def _normalized_arithmetic(inst: Instruction) -> bool:
-    return (inst.opcode.family in (Family.UNARY, Family.BINARY, Family.TERNARY)
-            and inst.opcode not in _NOT_ARITHMETIC and _element_dtype(inst) == _BF16)
+    if _element_dtype(inst) != _BF16:
+        return False
+    if inst.opcode in _WIDE:  # a bf16 dot or convolution: XLA:CPU computes it in f32 too
+        return True
+    return inst.opcode.family in (Family.UNARY, Family.BINARY, Family.TERNARY) and inst.opcode not in _NOT_ARITHMETIC
 
 
 def reads_unrounded(user: Instruction, index: int) -> bool:
@@ -65,13 +92,17 @@ def reads_unrounded(user: Instruction, index: int) -> bool:
     return user.opcode in _UPCASTING_USERS and _element_dtype(user) == _F32
 
 
-def with_unrounded_result(handler: Callable[..., Any]) -> Callable[..., Any]:
-    """``handler`` returning ``(f32 value, bf16 value)``: first on operands widened to f32,
-    then on the operands themselves (which it may then update in place, Note [Donation])."""
+def with_unrounded_result(handler: Handler, wide: Handler | None = None) -> Handler:
+    """``handler`` returning ``(f32 value, bf16 value)``: first ``wide`` (default: ``handler``
+    on operands widened to f32), then ``handler`` on the operands themselves (which it may
+    then update in place, Note [Donation])."""
 
     def run(ctx: Any, inst: Instruction, operands: list[Any]) -> tuple[Any, Any]:
-        wide = handler(ctx, inst, [o.astype(np.float32) if o.dtype == _BF16 else o for o in operands])
-        return wide, handler(ctx, inst, operands)
+        if wide is not None:
+            value = wide(ctx, inst, operands)
+        else:
+            value = handler(ctx, inst, [o.astype(np.float32) if o.dtype == _BF16 else o for o in operands])
+        return value, handler(ctx, inst, operands)
 
     run.__name__ = f"unrounded_{getattr(handler, '__name__', 'handler')}"
     return run

@@ -15,7 +15,15 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from hloscope.interpret import elementwise, indexing, linalg, reduction, rng, shape_ops
+from hloscope.interpret import (
+    elementwise,
+    excess_precision,
+    indexing,
+    linalg,
+    reduction,
+    rng,
+    shape_ops,
+)
 from hloscope.interpret.evaluator import EvalContext, known_reduction, sole_owner
 from hloscope.interpret.float_env import daz, ftz, ftz_in_place
 from hloscope.interpret.registry import UNSUPPORTED, evaluates
@@ -383,14 +391,32 @@ def _topk(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 
 @evaluates(Opcode.DOT)
 def _dot(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return _dot_as(inst, operands, inst.array_shape.dtype)
+
+
+@excess_precision.register_wide(Opcode.DOT)
+def _dot_f32(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return _dot_as(inst, operands, np.dtype(np.float32))  # Note [Excess precision]
+
+
+def _dot_as(inst: Instruction, operands: Operands, out: Any) -> Value:
     a = inst.attrs
     return ftz(linalg.dot_general(daz(operands[0]), daz(operands[1]), a.get("lhs_batch_dims", ()),
                                   a.get("rhs_batch_dims", ()), a.get("lhs_contracting_dims", ()),
-                                  a.get("rhs_contracting_dims", ()), inst.array_shape.dtype))
+                                  a.get("rhs_contracting_dims", ()), out))
 
 
 @evaluates(Opcode.CONVOLUTION)
 def _convolution(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return _convolution_as(inst, operands, inst.array_shape.dtype)
+
+
+@excess_precision.register_wide(Opcode.CONVOLUTION)
+def _convolution_f32(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
+    return _convolution_as(inst, operands, np.dtype(np.float32))  # Note [Excess precision]
+
+
+def _convolution_as(inst: Instruction, operands: Operands, out: Any) -> Value:
     window = inst.attrs.get("window")
     dims = window.dimensions if window is not None else ()
     spec = [{"size": d.size, "stride": d.stride, "pad_low": d.padding_low, "pad_high": d.padding_high,
@@ -399,7 +425,7 @@ def _convolution(ctx: EvalContext, inst: Instruction, operands: Operands) -> Val
     return linalg.convolution(operands[0], operands[1], window=spec, dim_labels=str(inst.attrs["dim_labels"]),
                               feature_group_count=inst.attrs.get("feature_group_count", 1),
                               batch_group_count=inst.attrs.get("batch_group_count", 1),
-                              out_dtype=inst.array_shape.dtype)
+                              out_dtype=out)
 
 
 @evaluates(Opcode.TRIANGULAR_SOLVE)

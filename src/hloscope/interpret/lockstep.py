@@ -184,7 +184,7 @@ class LockstepContext(EvalContext):
     def plan(self, comp: Computation) -> Plan:
         plan = self.lockstep_plans.get(comp)
         if plan is None:
-            plan = self.lockstep_plans[comp] = build_plan(comp, resolve=_resolve)
+            plan = self.lockstep_plans[comp] = build_plan(comp, resolve=_resolve, per_device=per_device)
         return plan
 
     def handler(self, inst: Instruction) -> Handler:
