@@ -45,6 +45,23 @@ def test_long_sums_summed_in_another_order_are_close() -> None:
     assert "1/3 elements differ" in sweep.compare_leaf(np.float32([1, 2, 3]), np.float32([1, 2, 3.001]))
 
 
+def test_a_leaf_converted_from_bf16_is_compared_at_bf16_precision() -> None:
+    import ml_dtypes
+
+    m = hloscope.parse("""HloModule n
+ENTRY e {
+  x = bf16[3] parameter(0)
+  c = f32[3] convert(x)
+  y = f32[3] parameter(1)
+  ROOT t = (f32[3], f32[3]) tuple(c, y)
+}""")
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    assert sweep._leaf_sources(m) == [bf16, None]
+    ours, theirs = np.float32([12.8125, 1, 2]), np.float32([12.75, 1, 2])  # one bf16 ulp
+    assert sweep.compare_leaf(ours, theirs, bf16) is None
+    assert sweep.compare_leaf(ours, theirs) is not None
+
+
 def test_outputs_computed_from_rng_are_not_compared() -> None:
     m = hloscope.parse("""HloModule r
 draw {

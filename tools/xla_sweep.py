@@ -106,13 +106,14 @@ def _tolerance(dtype: Any) -> float | None:
     return None
 
 
-def compare_leaf(ours: Any, theirs: Any) -> str | None:
+def compare_leaf(ours: Any, theirs: Any, narrow: Any = None) -> str | None:
     """None when equal; else one line saying how they differ.
 
     Floats are close within ``tol`` relative to the element and ``tol`` relative to the
     leaf's root-mean-square magnitude (at least 1): a K-long sum (dot, convolution, reduce)
     summed in another order differs by a few ulps of its terms' scale, which is about the
-    leaf's scale, not the element's when the sum cancels to near 0 (Note [Sweep tolerance])."""
+    leaf's scale, not the element's when the sum cancels to near 0 (Note [Sweep tolerance]).
+    ``narrow``: the narrower float type the leaf was converted from (its precision)."""
     import numpy as np
 
     a, b = np.asarray(ours), np.asarray(theirs)
@@ -124,6 +125,8 @@ def compare_leaf(ours: Any, theirs: Any) -> str | None:
         if not bad.any():
             return None
         return f"{int(bad.sum())}/{a.size} elements differ (exact {a.dtype})"
+    if narrow is not None:
+        tol = max(tol, _tolerance(narrow) or 0.0)
     cast = np.complex128 if a.dtype.kind == "c" else np.float64
     fa, fb = a.astype(cast), b.astype(cast)
     nan_a, nan_b = np.isnan(fa), np.isnan(fb)
@@ -209,6 +212,33 @@ def _random_leaves(module: Any) -> list[bool]:
         if isinstance(inst.shape, TupleShape):
             return [id(inst) in tainted] * len(_leaves(_zeros_like(inst.shape)))
         return [id(inst) in tainted]
+
+    return walk(module.entry.root)
+
+
+def _leaf_sources(module: Any) -> list[Any]:
+    """For each leaf of the entry's result, in leaf order: the narrower float dtype it was
+    converted from (``f32 convert(bf16 x)`` carries bf16's precision: one bf16 ulp from a sum
+    rounded on the other side of a tie is no difference), else None."""
+    import numpy as np
+
+    from hloscope.ir.shape import ArrayShape, TupleShape
+
+    def narrow(inst: Any) -> Any:
+        if inst.opcode.text != "convert" or not isinstance(inst.shape, ArrayShape):
+            return None
+        src = inst.operands[0].shape
+        if not isinstance(src, ArrayShape):
+            return None
+        a, b = np.dtype(src.dtype), np.dtype(inst.shape.dtype)
+        return a if a.kind in "fV" and a.itemsize < b.itemsize and b.kind == "f" else None
+
+    def walk(inst: Any) -> list[Any]:
+        if inst.opcode.name == "TUPLE":
+            return [r for o in inst.operands for r in walk(o)]
+        if isinstance(inst.shape, TupleShape):
+            return [None] * len(_leaves(_zeros_like(inst.shape)))
+        return [narrow(inst)]
 
     return walk(module.entry.root)
 
@@ -364,10 +394,11 @@ def check_module(text: str, *, seed: int, timeout: float) -> dict[str, Any]:
                 "producer": "(structure)"}
     producers = _leaf_producers(m) * (n if n > 1 else 1)
     random_leaf = _random_leaves(m) * (n if n > 1 else 1)
+    narrow = _leaf_sources(m) * (n if n > 1 else 1)
     for k, ((path, a), (_, b)) in enumerate(zip(mine, ref)):
         if k < len(random_leaf) and random_leaf[k]:
             continue
-        why = compare_leaf(a, b)
+        why = compare_leaf(a, b, narrow[k] if k < len(narrow) else None)
         if why is not None:
             producer = producers[k] if k < len(producers) else "?"
             return {"kind": "differs", "leaf": path, "producer": producer, "detail": why, "ops": ops,
