@@ -138,9 +138,12 @@ def test_cpu_model_uses_loop_rates() -> None:
     loop = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), cpu)
     compute = 2 * 1048576 / rates.transcendentals
     memory = 2 * 4 * 1048576 / cpu.memory_bandwidth
-    # With it, the 8 MiB this loop moves stream between the cached and the memory rate.
+    # With it, the 8 MiB this loop moves stay in the cache (CACHED_STREAM_BYTES): the cached
+    # rate; four times as many stream between the cached and the memory rate.
     cached = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), bundled).memory_seconds
-    assert 2 * 4 * 1048576 / bundled.cpu_rates.cached_bandwidth < cached < memory
+    assert cached == pytest.approx(2 * 4 * 1048576 / bundled.cpu_rates.cached_bandwidth)
+    larger = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP.replace("1048576", "4194304")), bundled)
+    assert 4 * cached < larger.memory_seconds < 4 * memory
     assert loop.compute_seconds == pytest.approx(compute)
     assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead)
     # The same module on a profile without cpu_rates: transcendentals at the matmul peak.

@@ -153,9 +153,16 @@ _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536
-# Bytes moved by the two streaming calibrations (z = x + y over f32 arrays of 256 Ki and 6 Mi).
-CACHED_STREAM_BYTES = 3 * 4 * (256 << 10)
-LARGE_STREAM_BYTES = 3 * 4 * (6 << 20)
+# Bytes moved by the two streaming calibrations (z = x + y over f32 arrays of 2 Mi and just
+# under 8 Mi elements). The cached one is the last-level cache's rate, which the loops of a
+# step mostly see (an operand just written by the producer before): measured with XLA:CPU on
+# one core of this 2-core VM, z = x + y streamed 22-26 GB/s from 12 to 48 MB moved and 13-21
+# GB/s from 72 MB on, as the other tenants' use of the shared cache came and went, while
+# below 3 MB (the 2 MiB L2) it ran at 33 GB/s -- the former 3 MB point sat on that edge and
+# measured 16, less than the memory rate. The large one stays past the cache, each array
+# under FRESH_BUFFER_BYTES so that its pages are reused (Note [Fresh pages per allocation]).
+CACHED_STREAM_BYTES = 3 * 4 * (2 << 20)
+LARGE_STREAM_BYTES = 3 * 4 * ((8 << 20) - (64 << 10))
 # glibc maps every block of this size or more anew (its mmap threshold's ceiling on 64-bit), so
 # an XLA:CPU buffer that large has fresh pages on every run, and the kernel faults in and zeroes
 # each page at its first write (``CpuRates.fresh_page_bandwidth``).

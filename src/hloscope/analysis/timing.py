@@ -27,7 +27,9 @@ Note [The XLA:CPU model]
     * a dot or convolution (alone or in a fusion, e.g. YNNPACK's ``__ynn_fusion``) goes to a
       library kernel: its FLOPs at ``peak_flops[dtype]``, the large-dot rate calibrated per
       type, sped up towards ``cpu_rates.cached_dot_flops`` when its bytes fit in cache; a
-      grouped (depthwise) convolution is XLA's own loop, at ``grouped_conv_flops``;
+      library fusion's other work (attention's softmax between two dots) at the loop rates
+      below (Note [Library graphs with dots] in ``cpu_model.py``); a grouped (depthwise)
+      convolution is XLA's own loop, at ``grouped_conv_flops``;
     * a sort costs ``elements * ceil(log2 n)`` comparisons (``n`` the sorted dimension) at
       ``cpu_rates.sort_comparisons``; a scatter its update elements at ``scatter_elements``;
       the TopK custom call its input elements at ``topk_elements``;
@@ -36,17 +38,22 @@ Note [The XLA:CPU model]
       far below the matmul peak, plus the per-element index work of each gather (gathered
       elements at ``gather_elements``) and the window walk of each reduce-window (output
       elements times window size at ``reduce_window_elements``), which do not vectorise;
+      sqrt and rsqrt, transcendentals to XLA's cost analysis, are the hardware's square root
+      and cost elementwise FLOPs (Note [Hardware roots]);
     * memory time is bytes at ``memory_bandwidth`` (calibrated as XLA's own streaming loop),
       faster towards ``cpu_rates.cached_bandwidth`` when they fit in cache, at that cached
       rate for a library dot (it blocks and prefetches), or at
       ``cpu_rates.transpose_bandwidth`` when the instruction (or one in its fusion) changes the
       physical order of an array: a layout-changing ``copy`` or a non-bitcast ``transpose``
-      walks one side with a stride; a top-level result of 32 MiB or more also pays its first
-      writes to freshly mapped pages at ``fresh_page_bandwidth``;
-    * a fusion evaluates an elementwise producer once per loop that reads it (Note
+      walks one side with a stride;
+    * an XLA fusion evaluates an elementwise producer once per loop that reads it (Note
       [Recomputed producers] in ``cpu_model.py``), though XLA's cost analysis counts it once;
-    * compute and memory combine as on GPUs (the larger plus 5% of the smaller), and each
-      thunk costs ``kernel_launch_overhead`` (the thunk executor's dispatch, not a launch).
+      a library fusion runs its graph tile by tile and evaluates each once;
+    * compute and memory combine as on GPUs (the larger plus 5% of the smaller); each
+      output or temporary allocation of 32 MiB or more is mapped anew on every run, and its
+      first writer pays the page faults at ``fresh_page_bandwidth`` on top (Note [Fresh pages
+      per allocation]); each thunk costs ``kernel_launch_overhead`` (the thunk executor's
+      dispatch, not a launch).
 
     Every rate is measured on one XLA:CPU kernel of its family (``hloscope.xla.calibrate``);
     ``analysis/cpu_model.py`` holds the model.
