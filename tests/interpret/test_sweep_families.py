@@ -155,3 +155,17 @@ def test_bf16_op_read_through_a_convert_to_f32_is_not_rounded_as_on_xla_cpu(case
                     strict=True):
         np.testing.assert_allclose(np.asarray(o, np.float64), np.asarray(t, np.float64), rtol=1e-5, atol=1e-4)
     assert hloscope.run(m, [a, b], options=hloscope.RunOptions(float_env="gpu")) is not None
+
+
+@pytest.mark.parametrize("fft_type", ["FFT", "IFFT"])
+def test_zero_length_fft_is_zeros_as_xla_evaluator_defines(fft_type: str) -> None:
+    # numpy refused "0 FFT data points" and the error leaked as an internal one; XLA's
+    # reference evaluator gives zeros (XLA:CPU leaves the output uninitialized).
+    text = f"""HloModule zero_fft
+ENTRY e {{
+  x = c64[2,1,3,1] parameter(0)
+  ROOT f = c64[2,1,3,1] fft(x), fft_type={fft_type}, fft_length={{1,0,1}}
+}}"""
+    x = (RNG.standard_normal((2, 1, 3, 1)) + 1j).astype(np.complex64)
+    out = run(hloscope.parse(text), [x])
+    assert out.dtype == np.complex64 and out.shape == (2, 1, 3, 1) and not out.any()

@@ -423,6 +423,16 @@ def fft(x: np.ndarray, fft_type: str, fft_length: Sequence[int]) -> np.ndarray:
     fft_type = fft_type.upper()
     axes = tuple(range(x.ndim - len(fft_length), x.ndim))
     s = tuple(fft_length)
+    if 0 in s and fft_type in ("FFT", "IFFT", "RFFT", "IRFFT"):
+        # A zero-length transform: zeros, as XLA's reference evaluator defines it (XLA:CPU
+        # leaves the output uninitialized; numpy refuses "0 FFT data points").
+        k = len(s)
+        lead = x.shape[:x.ndim - k]
+        dims = {"FFT": x.shape[x.ndim - k:], "IFFT": x.shape[x.ndim - k:],
+                "RFFT": (*x.shape[x.ndim - k:-1], s[-1] // 2 + 1), "IRFFT": s}[fft_type]
+        real = np.float32 if np.dtype(x.dtype) in (np.complex64, np.float32) else np.float64
+        dtype = real if fft_type == "IRFFT" else _FFT_OUT[np.dtype(x.dtype)]
+        return np.zeros((*lead, *dims), dtype)
     if fft_type == "FFT":
         return np.fft.fftn(x, s=s, axes=axes).astype(_FFT_OUT[np.dtype(x.dtype)])
     if fft_type == "IFFT":
