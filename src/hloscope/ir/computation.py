@@ -66,12 +66,14 @@ class Computation:
         self.module: Module | None = None
         self.span = span
         parameter = Opcode.PARAMETER  # (an enum member looked up per instruction costs 4% of a parse)
-        params = [i for i in instructions if i.opcode is parameter]
+        params = []
+        for inst in instructions:  # one pass: a module of thousands of small reducers pays per line
+            inst.computation = self
+            if inst.opcode is parameter:
+                params.append(inst)
         if len(params) > 1:
             params.sort(key=lambda p: p.attrs["parameter_number"])
         self.parameters: list[Instruction] = params
-        for inst in instructions:
-            inst.computation = self
         self._users: dict[Instruction, list[Instruction]] | None = None
         self._users_key = -1
         self._control_successors: dict[Instruction, list[Instruction]] = {}

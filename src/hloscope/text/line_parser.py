@@ -512,9 +512,7 @@ class LineParser:
                     pred_names = self._attributes(inst, attrs, attr_text)
                     if pred_names is not None:
                         pending_preds.append((inst, pred_names))
-                if name in names:
-                    raise _Bail
-                names[name] = inst
+                names[name] = inst  # (a name written twice shows in the count at the end)
                 append(inst)
                 if opcode is _ASYNC_UPDATE or opcode is _ASYNC_DONE:
                     followers.append(inst)
@@ -531,7 +529,7 @@ class LineParser:
             self.saw_percent = True
         if untyped_seen:
             self.saw_untyped = True
-        if not instructions:
+        if not instructions or len(names) != len(instructions):
             raise _Bail
         for i, operand_names in later:
             instructions[i].operands = list(map(operand, operand_names))
@@ -542,7 +540,7 @@ class LineParser:
             inst.attrs["control-predecessors"] = [names[p] for p in pred_names]
         if root is None:
             root = instructions[-1]
-        comp = Computation(comp_name, instructions, root, is_entry=is_entry, attrs={}, span=span)
+        comp = Computation(comp_name, instructions, root, is_entry=is_entry, span=span)
         return comp, k, off
 
     def _unusual_operands(self, opcode: Opcode | None, op_text: str, args: str, untyped: str | None,
