@@ -169,3 +169,24 @@ ENTRY e {{
     x = (RNG.standard_normal((2, 1, 3, 1)) + 1j).astype(np.complex64)
     out = run(hloscope.parse(text), [x])
     assert out.dtype == np.complex64 and out.shape == (2, 1, 3, 1) and not out.any()
+
+
+def test_convolution_in_batch_chunks_gives_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The window matrix is copied per batch chunk, so a large convolution fits in memory
+    # (sweep module: a 7x7 stride-2 conv of f32[128,3,224,224] ran out of the 4 GB limit).
+    from hloscope.interpret import linalg
+
+    x = RNG.standard_normal((5, 3, 9, 9)).astype(np.float32)
+    k = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    window = [{"size": 3, "stride": 2, "pad_low": 1, "pad_high": 1}] * 2
+    whole = linalg.convolution(x, k, window=window, dim_labels="bf01_oi01->bf01")
+    monkeypatch.setattr(linalg, "_IM2COL_BYTES", 1)  # one image per chunk
+    chunked = linalg.convolution(x, k, window=window, dim_labels="bf01_oi01->bf01")
+    np.testing.assert_allclose(chunked, whole, rtol=1e-6, atol=1e-6)
+    theirs = client.compile_and_run("""HloModule conv
+ENTRY e {
+  x = f32[5,3,9,9] parameter(0)
+  k = f32[4,3,3,3] parameter(1)
+  ROOT c = f32[5,4,5,5] convolution(x, k), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
+}""", [x, k])
+    np.testing.assert_allclose(chunked, theirs, rtol=1e-5, atol=1e-5)

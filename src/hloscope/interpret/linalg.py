@@ -267,6 +267,9 @@ def _window_dim(w: Mapping | Sequence) -> dict:
     return {**_WINDOW_DEFAULTS, **d}
 
 
+_IM2COL_BYTES = 256 * 2**20  # the largest window matrix one convolution step copies
+
+
 def convolution(
     lhs: np.ndarray,
     rhs: np.ndarray,
@@ -317,12 +320,18 @@ def convolution(
         # small, and each tensordot is a BLAS call over all positions at once.
         cg, og, nb = cin // g, cout // (g * bg), nbatch // bg
         sum_axes = [1] + list(range(2 + nsp, 2 + 2 * nsp))
+        # tensordot copies the windows it reads into one matrix (im2col): batch * positions x
+        # channels * window elements. A batch chunk bounds that copy (a 7x7 stride-2 conv of
+        # f32[128,3,224,224] needed 0.9 GB at once, over the sweep's memory limit).
+        per_image = cg * int(np.prod(out_sp)) * int(np.prod([w["size"] for w in wins])) * compute.itemsize
+        chunk = max(1, _IM2COL_BYTES // max(per_image, 1))
         for gi, bi in itertools.product(range(g), range(bg)):
-            xs = view[bi * nb : (bi + 1) * nb, gi * cg : (gi + 1) * cg]
             o0 = (bi * g + gi) * og
             ks = k[o0 : o0 + og]
-            r = np.tensordot(xs, ks, axes=(sum_axes, [1] + list(range(2, 2 + nsp))))
-            out[:, o0 : o0 + og] = np.moveaxis(r, -1, 1)
+            for n0 in range(0, nb, chunk):
+                xs = view[bi * nb + n0 : bi * nb + min(n0 + chunk, nb), gi * cg : (gi + 1) * cg]
+                r = np.tensordot(xs, ks, axes=(sum_axes, [1] + list(range(2, 2 + nsp))))
+                out[n0 : n0 + r.shape[0], o0 : o0 + og] = np.moveaxis(r, -1, 1)
     # Back from (N, O, spatial...) to the output dimension order.
     order = np.argsort((ob, of, *os_))
     return _finish(np.transpose(out, order), out_dtype)
