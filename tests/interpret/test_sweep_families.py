@@ -190,3 +190,29 @@ ENTRY e {
   ROOT c = f32[5,4,5,5] convolution(x, k), window={size=3x3 stride=2x2 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01
 }""", [x, k])
     np.testing.assert_allclose(chunked, theirs, rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_all_reduce_of_a_product_sums_it_unrounded_as_xla_cpu() -> None:
+    # AllReducePromotion: a bf16 all-reduce is an f32 all-reduce between converts, so the
+    # multiply feeding it is read unrounded (Note [Excess precision]).
+    import ml_dtypes
+
+    from hloscope.xla.worker import run_on_xla
+
+    text = """HloModule ar, replica_count=4
+sum {
+  x = bf16[] parameter(0)
+  y = bf16[] parameter(1)
+  ROOT s = bf16[] add(x, y)
+}
+ENTRY e {
+  a = bf16[256] parameter(0)
+  b = bf16[256] parameter(1)
+  p = bf16[256] multiply(a, b)
+  ROOT r = bf16[256] all-reduce(p), replica_groups={}, to_apply=sum
+}"""
+    inputs = [[RNG.standard_normal(256).astype(ml_dtypes.bfloat16) for _ in range(2)] for _ in range(4)]
+    ours = run(hloscope.parse(text), inputs)
+    theirs = run_on_xla(text, inputs, replicas=4, partitions=1, per_device=True, timeout=300).outputs
+    for o, t in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(np.asarray(o, np.float32), np.asarray(t, np.float32))

@@ -254,13 +254,16 @@ def build_plan(comp: Computation, *, unpack_tuples: bool = True,
             handler = _dead_custom_call
         pairs = tuple(unpack.get(i, ()))
         generator = is_generator_handler(handler)
-        if i in unrounded and not generator:
+        if check and excess_precision.rounds_its_result(inst) and any(
+                s >= len(insts) for s in operand_slots[i]):
+            handler = excess_precision.with_declared_result(handler)
+        if i in unrounded:
             handler = excess_precision.with_unrounded_result(handler, wide_of(inst))
             used = last_use[i] >= 0 or i == root_slot
             pairs = ((unrounded[i], 0),) + (((i, 1),) if used else ())
         steps.append(_Step(handler, inst, i, operand_slots[i], tuple(dead_after[i]), generator,
                            not pairs and (last_use[i] >= 0 or i == root_slot), pairs,
-                           shown=1 if i in unrounded and not generator else None))
+                           shown=1 if i in unrounded else None))
     params = tuple(slot_of[id(p)] for p in comp.parameters)
     unpacked = tuple((p.parameter_number, tuple(unpack[slot_of[id(p)]])) for p in comp.parameters
                      if slot_of[id(p)] in unpack)

@@ -13,6 +13,11 @@ Note [Excess precision]
     the multiply is rounded (its user is the add) and the add is not. Data movement (reshape,
     transpose, copy, select, ...) is bf16 on XLA:CPU and breaks the pattern.
 
+    AllReducePromotion (before normalization) turns a bf16 all-reduce into convert to f32,
+    an f32 all-reduce and a convert back, so its operand is read unrounded as well and only
+    the sum is rounded (XLA's collective_pipeliner tests: products all-reduced over 32
+    devices).
+
     A bf16 dot or convolution is normalized the same way (computed with an f32 result), so
     convert(dot) to f32 gets the unrounded product (XLA's oneDNN matmul tests).
 
@@ -24,7 +29,8 @@ Note [Excess precision]
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Generator
 from typing import Any
 
 import ml_dtypes
@@ -34,7 +40,8 @@ from hloscope.interpret import float_env
 from hloscope.ir import ArrayShape, Instruction, Opcode
 from hloscope.ir.opcode import Family
 
-__all__ = ["reads_unrounded", "with_unrounded_result", "enabled", "register_wide", "wide_handler"]
+__all__ = ["reads_unrounded", "with_unrounded_result", "enabled", "register_wide", "wide_handler",
+           "rounds_its_result", "with_declared_result"]
 
 Handler = Callable[..., Any]
 # Opcodes whose handler takes its result type from the instruction (dot, convolution): their
@@ -89,13 +96,40 @@ def reads_unrounded(user: Instruction, index: int) -> bool:
         return False
     if user.opcode is Opcode.CONVERT:
         return _element_dtype(user) == _F32
+    if user.opcode is Opcode.ALL_REDUCE:  # promoted: convert to f32, all-reduce, convert back
+        return _element_dtype(user) == _BF16 and len(user.operands) == 1
     return user.opcode in _UPCASTING_USERS and _element_dtype(user) == _F32
+
+
+def rounds_its_result(user: Instruction) -> bool:
+    """True for a user that reads unrounded operands but declares a bf16 result: XLA's
+    AllReducePromotion sums a bf16 all-reduce in f32 and converts the sum back."""
+    return user.opcode is Opcode.ALL_REDUCE
+
+
+def with_declared_result(handler: Handler) -> Handler:
+    """``handler`` with its result converted to the instruction's declared element type."""
+    if inspect.isgeneratorfunction(handler):
+        def run_gen(ctx: Any, inst: Instruction, operands: list[Any]) -> Generator[Any, Any, Any]:
+            value = yield from handler(ctx, inst, operands)
+            return np.asarray(value).astype(_element_dtype(inst), copy=False)
+        return run_gen
+
+    def run(ctx: Any, inst: Instruction, operands: list[Any]) -> Any:
+        return np.asarray(handler(ctx, inst, operands)).astype(_element_dtype(inst), copy=False)
+    return run
 
 
 def with_unrounded_result(handler: Handler, wide: Handler | None = None) -> Handler:
     """``handler`` returning ``(f32 value, bf16 value)``: first ``wide`` (default: ``handler``
     on operands widened to f32), then ``handler`` on the operands themselves (which it may
     then update in place, Note [Donation])."""
+
+    if inspect.isgeneratorfunction(handler):  # not an arithmetic kernel: both slots rounded
+        def run_gen(ctx: Any, inst: Instruction, operands: list[Any]) -> Generator[Any, Any, Any]:
+            value = yield from handler(ctx, inst, operands)
+            return value, value
+        return run_gen
 
     def run(ctx: Any, inst: Instruction, operands: list[Any]) -> tuple[Any, Any]:
         if wide is not None:
