@@ -99,6 +99,36 @@ def test_collectives_json(capsys) -> None:
     data = run_json(capsys, "collectives", "--json", S004)
     (c,) = data["collectives"]
     assert c["group_size"] == 4 and c["payload_bytes"] == 16_777_220
+    (k,) = data["by_kind"]
+    assert (k["opcode"], k["group_size"], k["instructions"]) == (c["opcode"], 4, 1)
+    assert k["payload_bytes"] == data["totals"]["payload_bytes"] == 16_777_220 * c["count"]
+
+
+def test_collectives_text_lists_kinds_and_the_top(tmp_path, capsys) -> None:
+    from hloscope.analysis.collectives import analyze_collectives
+    from hloscope.text import parse_module
+
+    path = tmp_path / "m.hlo"
+    lines = ["HloModule m, replica_count=4", "", "add {", "  a = f32[] parameter(0)", "  b = f32[] parameter(1)",
+             "  ROOT c = f32[] add(a, b)", "}", "", "ENTRY e {", "  p = f32[1024] parameter(0)"]
+    for k in range(1, 5):  # all-reduces of 1, 2, 3, 4 KiB
+        lines.append(f"  s{k} = f32[{256 * k}] slice(p), slice={{[0:{256 * k}]}}")
+        lines.append(f"  r{k} = f32[{256 * k}] all-reduce(s{k}), replica_groups={{}}, to_apply=add")
+    lines += ["  ROOT g = f32[4096] all-gather(p), dimensions={0}, replica_groups={}", "}", ""]
+    path.write_text("\n".join(lines))
+    r = analyze_collectives(parse_module(path.read_text()))
+    kinds = r.by_kind()
+    assert [(k.opcode, k.instructions) for k in kinds] == [("all-reduce", 4), ("all-gather", 1)]
+    assert sum(k.ring_bytes for k in kinds) == r.ring_bytes
+    assert [c.name for c in r.top(3)] == ["g", "r4", "r3"]  # the gather's 16 KiB output leads
+    assert len(r.top(0)) == 5
+    assert main(["collectives", "--top", "2", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "By kind" in out and "r4" in out and "r3" not in out
+    assert "3 more: --top 0 lists every one" in out
+    assert main(["collectives", "--top", "0", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Every collective" in out and "r1" in out and "more:" not in out
 
 
 def test_estimate_writes_a_chrome_trace(tmp_path, capsys) -> None:

@@ -26,7 +26,7 @@ Collectives inside while loops run once per iteration; ``count`` says how many t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from hloscope.analysis.async_ops import async_wrapped_instruction
@@ -36,7 +36,7 @@ from hloscope.ir import Instruction, Module, Opcode
 from hloscope.ir.replica_groups import CollectiveOpGroupMode, group_mode, participant_groups
 from hloscope.ir.shape import Shape, TupleShape
 
-__all__ = ["CollectiveOp", "CollectivesReport", "analyze_collectives", "COLLECTIVE_OPCODES", "wire_bytes",
+__all__ = ["CollectiveKind", "CollectiveOp", "CollectivesReport", "analyze_collectives", "COLLECTIVE_OPCODES", "wire_bytes",
            "as_collective"]
 
 # Collective opcode -> the kind whose formulas apply (the -start form shares its op's).
@@ -145,6 +145,20 @@ class CollectiveOp:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+@dataclass
+class CollectiveKind:
+    """Collectives of one opcode, group mode and group size, and their per-step totals."""
+
+    opcode: str
+    group_mode: str
+    group_size: int
+    instructions: int = 0
+    count: int = 0  # executions per step
+    payload_bytes: int = 0
+    ring_bytes: float = 0.0
+    tree_bytes: float = 0.0
+
+
 @dataclass(frozen=True)
 class CollectivesReport:
     """Every collective of a module, and per-step totals (loop-aware: × ``count``)."""
@@ -168,11 +182,35 @@ class CollectivesReport:
     def by_name(self, name: str) -> CollectiveOp:
         return next(c for c in self.collectives if c.name == name)
 
+    def by_kind(self) -> list[CollectiveKind]:
+        """The collectives grouped by opcode, group mode and group size, with their per-step
+        totals (× ``count``), most bytes on the wire (ring) first. The groups' totals add up to
+        the report's."""
+        kinds: dict[tuple[str, str, int], CollectiveKind] = {}
+        for c in self.collectives:
+            key = (c.opcode, c.group_mode, c.group_size)
+            k = kinds.get(key)
+            if k is None:
+                k = kinds[key] = CollectiveKind(*key)
+            k.instructions += 1
+            k.count += c.count
+            k.payload_bytes += c.payload_bytes * c.count
+            k.ring_bytes += c.ring_bytes * c.count
+            k.tree_bytes += c.tree_bytes * c.count
+        return sorted(kinds.values(), key=lambda k: (-k.ring_bytes, k.opcode, k.group_mode, k.group_size))
+
+    def top(self, n: int) -> list[CollectiveOp]:
+        """The ``n`` collectives moving the most bytes per step on the wire (ring, × ``count``);
+        every one when ``n`` is 0; ties keep the module's order."""
+        ranked = sorted(self.collectives, key=lambda c: -c.ring_bytes * c.count)
+        return ranked if n <= 0 else ranked[:n]
+
     def to_json(self) -> dict[str, Any]:
         return {
             "num_replicas": self.num_replicas,
             "num_partitions": self.num_partitions,
             "collectives": [c.to_json() for c in self.collectives],
+            "by_kind": [asdict(k) for k in self.by_kind()],
             "totals": {"payload_bytes": self.payload_bytes, "ring_bytes": self.ring_bytes,
                        "tree_bytes": self.tree_bytes, "count": sum(c.count for c in self.collectives)},
         }

@@ -128,12 +128,18 @@ def _cost(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 # --- collectives --------------------------------------------------------------------------------
 def _configure_collectives(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
     p.add_argument("--replicas", type=int, help="number of replicas (default: the module's, or the replica groups')")
     p.add_argument("--partitions", type=int, help="number of partitions (default: the module's)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--top", type=int, default=20,
+                   help="how many collectives to list, most bytes on the wire first (default 20; 0: all)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON (every collective)")
 
 
 @command("collectives", "each collective: group size, bytes per device and on the wire (ring, tree)")(
@@ -150,19 +156,32 @@ def _collectives(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     con = console()
-    con.print(f"[bold]{m.name}[/bold]: {len(r.collectives)} collectives on "
-              f"{r.num_replicas} replicas x {r.num_partitions} partitions")
+    con.print(f"[bold]{m.name}[/bold]: {_plural(len(r.collectives), 'collective')} on "
+              f"{_plural(r.num_replicas, 'replica')} x {_plural(r.num_partitions, 'partition')}")
     if not r.collectives:
         return EXIT_OK
-    t = Table(title_justify="left")
-    for col in ("instruction", "opcode", "mode", "group", "groups", "payload B", "ring B", "tree B", "x/step"):
-        t.add_column(col, justify="left" if col in ("instruction", "opcode", "mode") else "right")
-    for c in r.collectives:
-        t.add_row(c.name, c.opcode, c.group_mode, str(c.group_size), str(c.num_groups),
-                  f"{c.payload_bytes:,}", f"{c.ring_bytes:,.0f}", f"{c.tree_bytes:,.0f}", str(c.count))
+    # Bytes are per device and step (loop trip counts multiplied in), in binary units.
+    t = Table(title="By kind (per step and device)", title_justify="left")
+    for col in ("opcode", "mode", "group", "instructions", "x/step", "payload", "ring", "tree"):
+        t.add_column(col, justify="left" if col in ("opcode", "mode") else "right")
+    for k in r.by_kind():
+        t.add_row(k.opcode, k.group_mode, str(k.group_size), str(k.instructions), str(k.count),
+                  format_bytes(k.payload_bytes), format_bytes(k.ring_bytes), format_bytes(k.tree_bytes))
     con.print(t)
-    con.print(f"Per step and device: {r.payload_bytes:,} payload bytes; {r.ring_bytes:,.0f} bytes on the wire "
-              f"(ring), {r.tree_bytes:,.0f} (tree).")
+    shown = r.top(args.top)
+    title = ("Every collective" if len(shown) == len(r.collectives)
+             else f"The {len(shown)} moving the most bytes on the wire (ring)")
+    t = Table(title=title + " (bytes per execution; x/step executions per step)", title_justify="left")
+    for col in ("instruction", "opcode", "mode", "group", "groups", "payload", "ring", "tree", "x/step"):
+        t.add_column(col, justify="left" if col in ("instruction", "opcode", "mode") else "right")
+    for c in shown:
+        t.add_row(c.name, c.opcode, c.group_mode, str(c.group_size), str(c.num_groups),
+                  format_bytes(c.payload_bytes), format_bytes(c.ring_bytes), format_bytes(c.tree_bytes), str(c.count))
+    con.print(t)
+    if len(shown) < len(r.collectives):
+        con.print(f"[dim]{len(r.collectives) - len(shown)} more: --top 0 lists every one, --json gives them all.[/dim]")
+    con.print(f"Per step and device: {format_bytes(r.payload_bytes)} payload; {format_bytes(r.ring_bytes)} on the wire "
+              f"(ring), {format_bytes(r.tree_bytes)} (tree).")
     return EXIT_OK
 
 
