@@ -158,3 +158,39 @@ def test_a_module_xla_partitions_is_compared_as_one_global_program() -> None:
     row = sweep.check_module(SHARDED_BEFORE_PARTITIONING, seed=0, timeout=120)
     assert row["kind"] == "match", row
     assert row["inputs"] == "global, cut into shards"
+
+
+def test_a_parameter_used_only_as_an_init_value_gets_the_identity() -> None:
+    # Note [Identity init values]: XLA:CPU applies a reduce's init once per tree window; a
+    # random init makes the module undefined.
+    m = hloscope.parse("""HloModule inits
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+mx {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] maximum(a, b)
+}
+fused {
+  x = f32[64] parameter(0)
+  i = f32[] parameter(1)
+  ROOT r = f32[] reduce(x, i), dimensions={0}, to_apply=add
+}
+ENTRY e {
+  x = f32[64] parameter(0)
+  i = f32[] parameter(1)
+  f = f32[] fusion(x, i), kind=kInput, calls=fused
+  y = s32[8] parameter(2)
+  j = s32[] parameter(3)
+  m = s32[] reduce(y, j), dimensions={0}, to_apply=mx
+  k = f32[] parameter(4)
+  s = f32[] reduce(x, k), dimensions={0}, to_apply=add
+  u = f32[] add(s, k)
+  ROOT t = (f32[], s32[], f32[]) tuple(f, m, u)
+}""")
+    assert sweep.identity_inits(m) == {1: "add", 3: "max"}  # k is also added: left random
+    assert sweep._identity("max", np.int32) == np.iinfo(np.int32).min
+    assert sweep._identity("add", np.float32) == 0.0

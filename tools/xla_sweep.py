@@ -276,6 +276,99 @@ def _zeros_like(shape: Any) -> Any:
 #     SPMD programs are), floats still per device, and the row says so ("inputs").
 
 
+# Note [Identity init values]
+#     XLA requires a reduce's init value to be the identity of its computation, and XLA:CPU
+#     relies on it: its tree-reduction rewrite applies the init once per window of 32
+#     (33 times for 1024 elements), its simplifier drops it for a reduce over extent 1. A
+#     random init drawn for a parameter that only feeds init values (XLA's fusion-analysis
+#     tests: reduce(p0, p1)) makes the module undefined, so the sweep gives such a parameter
+#     the identity of the reductions it feeds (0 for add, 1 for multiply, -inf / +inf for
+#     max / min), when they agree.
+
+def _identity(kind: str, dtype: Any) -> Any:
+    """The identity of reduction ``kind`` in ``dtype`` (None for types we leave alone)."""
+    import ml_dtypes
+    import numpy as np
+
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return {"add": 0, "multiply": 1, "max": info.min, "min": info.max}.get(kind)
+    if dtype.kind in "fc" or (dtype.kind == "V" and dtype.name.startswith(("float", "bfloat"))):
+        try:
+            ml_dtypes.finfo(dtype)  # a float type ml_dtypes knows
+        except ValueError:
+            return None
+        return {"add": 0.0, "multiply": 1.0, "max": -np.inf, "min": np.inf}.get(kind)
+    return None
+
+
+def identity_inits(module: Any) -> dict[int, str]:
+    """Entry parameter number -> the reduction whose identity to give it, for the parameters used only as
+    init values of reduce / reduce-window instructions with a known reducer (reached through
+    fusion and call parameters) that all want the same identity."""
+    from hloscope.interpret.evaluator import known_reduction
+
+    callers: dict[int, list[tuple[Any, Any]]] = {}  # id(computation) -> [(caller, computation)]
+    for inst in module.instructions():
+        if inst.opcode.text in ("fusion", "call"):
+            for comp in inst.called_computations:
+                callers.setdefault(id(comp), []).append((inst, comp))
+
+    def entry_params(inst: Any, depth: int = 0) -> list[Any]:
+        if inst.opcode.text != "parameter" or depth > 16:
+            return []
+        comp = inst.computation
+        if comp is module.entry:
+            return [inst]
+        out = []
+        for caller, _ in callers.get(id(comp), []):
+            n = inst.parameter_number
+            if n < len(caller.operands):
+                out += entry_params(caller.operands[n], depth + 1)
+        return out
+
+    wanted: dict[int, set[str]] = {}
+    for inst in module.instructions():
+        if inst.opcode.text not in ("reduce", "reduce-window") or len(inst.operands) != 2:
+            continue
+        kind = known_reduction(inst.attrs["to_apply"])
+        for p in entry_params(inst.operands[1]):
+            wanted.setdefault(p.parameter_number, set()).add(kind or "?")
+    out = {}
+    for p in module.entry.parameters:
+        ids = wanted.get(p.parameter_number, set())
+        # Only a parameter whose every use is an init value (directly or through a fusion).
+        if len(ids) == 1 and "?" not in ids and _only_inits(module, p, callers):
+            out[p.parameter_number] = ids.pop()
+    return out
+
+
+def _only_inits(module: Any, param: Any, callers: dict[int, list[tuple[Any, Any]]]) -> bool:
+    """Whether every use of ``param`` ends as the init value of a reduce (through fusion /
+    call parameters)."""
+    stack, seen = [param], set()
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        for user in v.computation.users(v):
+            op = user.opcode.text
+            if op in ("reduce", "reduce-window") and len(user.operands) == 2 and user.operands[1] is v \
+                    and user.operands[0] is not v:
+                continue
+            if op in ("fusion", "call"):
+                for k, o in enumerate(user.operands):
+                    if o is v:
+                        for comp in user.called_computations:
+                            params = [q for q in comp.parameters if q.parameter_number == k]
+                            stack.extend(params)
+                continue
+            return False
+    return True
+
+
 def share_integer_inputs(inputs: list[list[Any]]) -> list[list[Any]]:
     """Per-device inputs with every integer and pred leaf replaced by device 0's."""
     import numpy as np
@@ -367,9 +460,19 @@ def check_module(text: str, *, seed: int, timeout: float) -> dict[str, Any]:
                 return {"kind": "skipped", "detail": "a parameter's sharding does not divide it evenly", "ops": ops}
         else:
             inputs = random_inputs(m, seed, num_devices=n, per_device=per_device)
+        identities = identity_inits(m)  # Note [Identity init values]
+        for args in ([global_inputs] if partitioned else []) + (inputs if per_device else [inputs]):
+            for k, kind in identities.items():
+                value = _identity(kind, np.asarray(args[k]).dtype)
+                if value is not None:
+                    args[k] = np.full_like(np.asarray(args[k]), value)
+        if partitioned and identities:
+            inputs = input_shards(m, global_inputs, n)
     except Exception as e:  # noqa: BLE001
         return {"kind": "hloscope-error", "stage": "inputs", "detail": _first_line(e), "ops": ops}
     extra: dict[str, Any] = {"inputs": "global, cut into shards"} if partitioned else {}
+    if identities:
+        extra["identity_inits"] = sorted(identities)
     while True:
         _phase("xla")
         try:
