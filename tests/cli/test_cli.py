@@ -191,3 +191,30 @@ def test_json_output_layout_round_trips():
     assert text.splitlines()[:5] == ['{', '  "a": 1,', '  "rows": [', '    {"x": 1, "y": [1, 2]},',
                                      '    {"x": 2}']
     assert json.loads(format_json([1, {"a": [1]}])) == [1, {"a": [1]}]
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_working_says_what_a_slow_step_does_and_clears_it():
+    import time
+
+    from hloscope.cli.common import working
+
+    slow, quick, piped = _Terminal(), _Terminal(), io.StringIO()
+    with working("hloscope memory: assigning", after=0.05, stream=slow):
+        time.sleep(0.3)
+    assert slow.getvalue() == "\r\033[Khloscope memory: assigning\u2026\r\033[K"
+    with working("hloscope memory: assigning", after=5, stream=quick):
+        pass
+    with working("hloscope memory: assigning", after=0.0, stream=piped):
+        time.sleep(0.1)
+    assert quick.getvalue() == piped.getvalue() == ""
+
+
+def test_read_module_errors_stay_the_loaders(tmp_path, capsys):
+    assert main(["memory", str(tmp_path / "missing.hlo")]) == 1
+    err = capsys.readouterr().err
+    assert "missing.hlo: no such file" in err and "Traceback" not in err

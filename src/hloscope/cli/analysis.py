@@ -12,7 +12,9 @@ from hloscope.cli.common import (
     format_bytes,
     format_count,
     format_seconds,
+    read_module,
     short,
+    working,
 )
 
 __all__: list[str] = []
@@ -87,10 +89,10 @@ def _configure_cost(p: argparse.ArgumentParser) -> None:
 @command("cost", "FLOPs, transcendentals and bytes accessed, as XLA counts them and loop-aware")(_configure_cost)
 def _cost(args: argparse.Namespace) -> int:
     from hloscope.analysis.cost import analyze_cost
-    from hloscope.api import load
 
-    m = load(args.file)
-    r = analyze_cost(m)
+    m = read_module(args.file, "cost")
+    with working("hloscope cost: counting FLOPs and bytes"):
+        r = analyze_cost(m)
     top = args.top if args.top is not None else (20 if args.per_op else 0)
     if args.json:
         data = r.to_json(top=0)
@@ -146,10 +148,10 @@ def _configure_collectives(p: argparse.ArgumentParser) -> None:
     _configure_collectives)
 def _collectives(args: argparse.Namespace) -> int:
     from hloscope.analysis.collectives import analyze_collectives
-    from hloscope.api import load
 
-    m = load(args.file)
-    r = analyze_collectives(m, num_replicas=args.replicas, num_partitions=args.partitions)
+    m = read_module(args.file, "collectives")
+    with working("hloscope collectives: reading replica groups"):
+        r = analyze_collectives(m, num_replicas=args.replicas, num_partitions=args.partitions)
     if args.json:
         emit_json(r.to_json())
         return EXIT_OK
@@ -202,11 +204,11 @@ def _estimate(args: argparse.Namespace) -> int:
 
     from hloscope.analysis.hardware import load_hardware
     from hloscope.analysis.timing import estimate_time
-    from hloscope.api import load
 
     hw = load_hardware(args.hardware)
-    m = load(args.file)
-    est = estimate_time(m, hw)
+    m = read_module(args.file, "estimate")
+    with working(f"hloscope estimate: timing every instruction on {hw.name}"):
+        est = estimate_time(m, hw)
     if args.trace:
         from hloscope.fileio import atomic_write_text, check_not_input
 
@@ -299,10 +301,10 @@ def _configure_memory(p: argparse.ArgumentParser) -> None:
 @command("memory", "buffer assignment, live ranges and the peak, with the buffers that make it")(_configure_memory)
 def _memory(args: argparse.Namespace) -> int:
     from hloscope.analysis.memory.report import analyze_memory
-    from hloscope.api import load
 
-    m = load(args.file)
-    r = analyze_memory(m, schedule=args.schedule)
+    m = read_module(args.file, "memory")
+    with working("hloscope memory: live ranges, buffer assignment and the heap"):
+        r = analyze_memory(m, schedule=args.schedule)
     if args.dump:
         from hloscope.fileio import atomic_write_text, check_not_input
         from hloscope.text.buffer_assignment_dump import format_buffer_assignment

@@ -3,12 +3,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Callable
-from typing import Any
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hloscope.ir import Module
 
 __all__ = ["COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_VERIFY", "EXIT_INTERNAL",
-           "EXIT_INTERRUPTED", "command", "console", "emit_json", "file_arg", "format_bytes", "short"]
+           "EXIT_INTERRUPTED", "command", "console", "emit_json", "file_arg", "format_bytes", "short", "working",
+           "read_module"]
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_VERIFY, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
 
@@ -27,6 +34,54 @@ def command(name: str, help: str) -> Callable[[Callable[[argparse.ArgumentParser
         return register
 
     return with_config
+
+
+@contextmanager
+def working(what: str, *, after: float = 1.0, stream: Any = None) -> Iterator[None]:
+    """Say on the terminal what a step is doing once it has taken ``after`` seconds, so an
+    LLM-sized module is not a silent wait; the line is cleared when the step ends.
+
+    Nothing is written when standard error is not a terminal (logs and pipes stay clean) or the
+    step ends first (most steps on most modules).
+    """
+    stream = sys.stderr if stream is None else stream
+    if not getattr(stream, "isatty", lambda: False)():
+        yield
+        return
+    lock = threading.Lock()
+    state = {"shown": False, "done": False}
+
+    def show() -> None:
+        with lock:
+            if not state["done"]:
+                stream.write(f"\r\033[K{what}\u2026")
+                stream.flush()
+                state["shown"] = True
+
+    timer = threading.Timer(after, show)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+        with lock:
+            state["done"] = True
+            if state["shown"]:
+                stream.write("\r\033[K")
+                stream.flush()
+
+
+def read_module(path: str, command: str) -> Module:
+    """``hloscope.api.load(path)``, saying so on the terminal when it takes a while."""
+    from hloscope.api import load
+
+    try:
+        size = f" ({os.path.getsize(path) / 2**20:.0f} MiB)" if path != "-" else ""
+    except OSError:
+        size = ""  # load says what is wrong with the path
+    with working(f"hloscope {command}: reading {path}{size}"):
+        return load(path)
 
 
 def console() -> Any:

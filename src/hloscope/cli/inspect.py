@@ -12,6 +12,8 @@ from hloscope.cli.common import (
     emit_json,
     file_arg,
     format_bytes,
+    read_module,
+    working,
 )
 
 __all__: list[str] = []
@@ -26,9 +28,8 @@ def _configure_summary(p: argparse.ArgumentParser) -> None:
 @command("summary", "what a module is: computations, opcodes, parameters, outputs, collectives")(_configure_summary)
 def _summary(args: argparse.Namespace) -> int:
     from hloscope.analysis.summary import summarize
-    from hloscope.api import load
 
-    s = summarize(load(args.file))
+    s = summarize(read_module(args.file, "summary"))
     if args.json:
         emit_json(s.to_json())
         return EXIT_OK
@@ -84,11 +85,10 @@ def _configure_print(p: argparse.ArgumentParser) -> None:
 
 @command("print", "print a module back as HLO text that XLA's parser accepts")(_configure_print)
 def _print(args: argparse.Namespace) -> int:
-    from hloscope.api import load
     from hloscope.ir.print_options import PrintOptions
     from hloscope.ir.printer import to_text
 
-    m = load(args.file)
+    m = read_module(args.file, "print")
     if args.canonical:
         opts = PrintOptions.canonical()
     else:
@@ -119,11 +119,11 @@ def _configure_verify(p: argparse.ArgumentParser) -> None:
 
 @command("verify", "check a module is well formed: shapes re-inferred, structure linted")(_configure_verify)
 def _verify(args: argparse.Namespace) -> int:
-    from hloscope.api import load
     from hloscope.ir.verifier import verify
 
-    m = load(args.file)
-    diags = verify(m, replicas=args.replicas, partitions=args.partitions)
+    m = read_module(args.file, "verify")
+    with working("hloscope verify: inferring every shape"):
+        diags = verify(m, replicas=args.replicas, partitions=args.partitions)
     errors = [d for d in diags if d.severity == "error"]
     if args.json:
         emit_json({"module": m.name, "ok": not errors, "diagnostics": [d.to_json() for d in diags]})

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hloscope.cli.common import EXIT_OK, EXIT_USAGE, command, emit_json
+from hloscope.cli.common import EXIT_OK, EXIT_USAGE, command, emit_json, read_module, working
 from hloscope.errors import InputError
 
 __all__: list[str] = []
@@ -103,7 +103,6 @@ def _configure_graph(p: argparse.ArgumentParser) -> None:
 
 @command("graph", "write a computation's graph as DOT, SVG or JSON")(_configure_graph)
 def _graph(args: argparse.Namespace) -> int:
-    from hloscope.api import load
     from hloscope.fileio import atomic_write_text, check_not_input
     from hloscope.report.graphs import computation_graph, neighbourhood_graph, render_svg
 
@@ -112,7 +111,7 @@ def _graph(args: argparse.Namespace) -> int:
         sys.stderr.write(f"hloscope graph: {args.output}: give a .dot, .svg or .json output path\n")
         return EXIT_USAGE
     check_not_input(args.output, [args.file])
-    module = load(args.file)
+    module = read_module(args.file, "graph")
     if args.computation:
         try:
             comp = module.computation(args.computation)
@@ -149,10 +148,11 @@ def _configure_diff(p: argparse.ArgumentParser) -> None:
 
 @command("diff", "compare two modules: added, removed and changed instructions, and the change in totals")(_configure_diff)
 def _diff(args: argparse.Namespace) -> int:
-    from hloscope.api import load
     from hloscope.report.diff import diff_modules
 
-    d = diff_modules(load(args.before), load(args.after))
+    before, after = read_module(args.before, "diff"), read_module(args.after, "diff")
+    with working("hloscope diff: matching instructions and comparing totals"):
+        d = diff_modules(before, after)
     if args.json:
         emit_json(d.to_json())
         return EXIT_OK
