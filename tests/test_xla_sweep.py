@@ -194,3 +194,13 @@ ENTRY e {
     assert sweep.identity_inits(m) == {1: "add", 3: "max"}  # k is also added: left random
     assert sweep._identity("max", np.int32) == np.iinfo(np.int32).min
     assert sweep._identity("add", np.float32) == 0.0
+
+
+def test_integer_bits_of_a_float_are_compared_as_that_float() -> None:
+    m = hloscope.parse("""HloModule bits
+ENTRY e {
+  x = f32[4] parameter(0)
+  b = s32[4] bitcast-convert(x)
+  ROOT t = (s32[4], f32[4]) tuple(b, x)
+}""")
+    assert sweep._leaf_float_views(m) == [np.dtype(np.float32), None]
