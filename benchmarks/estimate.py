@@ -321,31 +321,34 @@ def _use_cores(cores: int) -> None:
 
 
 def _steady_allocator() -> None:
-    """Fix glibc's allocator thresholds at the values its dynamic rule settles on.
+    """Make glibc reuse freed memory: one heap, no mappings of their own for large blocks, no trim.
 
     Note [Fresh pages, made steady]
         A buffer on pages the process has not touched since they were mapped pays a page fault
         per 4 KiB page at its first write: here 8193 faults and 10-12 ms of system time per
-        run of a 32 MiB result, as long as the loop that writes it. glibc maps a block anew
-        (and unmaps it when freed) when it is at least its mmap threshold, which starts at
-        128 KiB and rises to each freed mapping's size up to 32 MiB, and it trims its heap's
-        free top past a threshold twice that; so whether a 16 MiB result faults depended on
-        what the process had freed before (layernorm: 2 ms in one process, 8 ms in the next).
-        The estimate assumes the state a long-running process settles in, every block of
-        ``FRESH_BUFFER_BYTES`` (glibc's 32 MiB ceiling) or more mapped anew and smaller ones
-        reused (``hloscope.analysis.hardware``); fixing the mmap threshold there and not
-        trimming makes every process behave so. ``--dynamic-malloc`` keeps glibc's rule.
+        run of a 32 MiB result, as long as the loop that writes it. With glibc's defaults,
+        whether a run gets fresh pages depends on the process's history, not on the program:
+        its mmap threshold starts at 128 KiB and rises to each freed mapping's size (up to
+        32 MiB), it trims its heap's free top past twice that, and a large request is served
+        from a free chunk of the heap when one fits before any threshold is consulted. So the
+        same 16 MiB layernorm measured 2 ms in one process and 8 ms in the next, and a
+        calibration kernel with a 32 MiB result faulted in one process and not in another.
+        Fixing only the mmap threshold still left that last case to chance. With no mappings
+        of their own, no trimming and one arena, every run after the first reuses its
+        buffers (0 faults counted per run for softmax, layernorm, mul/add and the batched
+        matmul), the steady state of a process that runs a step many times; the calibration
+        then measures no fresh-page cost (``CpuRates.fresh_page_bandwidth``) and the estimate
+        charges none. ``--dynamic-malloc`` keeps glibc's defaults.
     """
     import ctypes
-
-    from hloscope.analysis.hardware import FRESH_BUFFER_BYTES
 
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
         return  # not glibc: its own allocator decides
-    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
-    libc.mallopt(m_mmap_threshold, FRESH_BUFFER_BYTES)
+    m_trim_threshold, m_mmap_max, m_arena_max = -1, -4, -8  # glibc's malloc.h
+    libc.mallopt(m_arena_max, 1)  # before any thread allocates
+    libc.mallopt(m_mmap_max, 0)
     libc.mallopt(m_trim_threshold, 2**31 - 1)  # an int: the largest, never trim
 
 

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 import hloscope
-from hloscope.analysis.cpu_model import fresh_page_bytes, is_library_fusion
+from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP, fresh_page_bytes, is_library_fusion
 from hloscope.analysis.hardware import FRESH_BUFFER_BYTES, HardwareSpec, load_hardware
 from hloscope.analysis.timing import estimate_time, roofline_seconds
 
@@ -59,7 +59,10 @@ def test_library_fusion_evaluates_each_producer_once() -> None:
     once = cost.flops / r.elementwise_flops + n / r.transcendentals
     assert estimate_time(library, hw).compute_seconds == pytest.approx(once)
     assert estimate_time(library, hw).memory_seconds == pytest.approx(cost.bytes_accessed / hw.memory_bandwidth)
-    assert estimate_time(loop, hw).compute_seconds == pytest.approx(once + n / r.transcendentals)
+    # XLA's loops evaluate the exp twice; it depends on no other transcendental, so at the
+    # unchained rate (Note [Chained transcendentals]).
+    assert estimate_time(loop, hw).compute_seconds == pytest.approx(
+        cost.flops / r.elementwise_flops + 2 * n / UNCHAINED_SPEEDUP / r.transcendentals)
 
 
 ATTENTION = """HloModule a
@@ -159,13 +162,60 @@ def test_page_faults_add_to_a_compute_bound_thunk() -> None:
     pays them on top of its roofline, not hidden under its compute time."""
     module = hloscope.parse("HloModule t\nENTRY e {\n  x = f32[8388608]{0} parameter(0)\n"
                             "  ROOT y = f32[8388608]{0} tanh(x)\n}\n")
-    hw = _cpu(cached_bandwidth=0.0, transcendentals=5e8)
+    hw = _cpu(cached_bandwidth=0.0, transcendentals=2e8)
     r = hw.cpu_rates
     assert r is not None and r.fresh_page_bandwidth > 0
     n = 8388608
-    compute = n / r.transcendentals
+    compute = n / UNCHAINED_SPEEDUP / r.transcendentals  # one tanh, unchained
     memory = 2 * 4 * n / hw.memory_bandwidth
     assert compute > memory + 4 * n / r.fresh_page_bandwidth  # compute-bound, faults and all
     est = estimate_time(module, hw)
     assert est.total_seconds == pytest.approx(
         roofline_seconds(compute, memory) + 4 * n / r.fresh_page_bandwidth + hw.kernel_launch_overhead)
+
+
+def test_library_graph_writes_and_reads_back_inner_dot_results() -> None:
+    """Note [Library graphs with dots]: the scores between attention's two dots are written and
+    read back, and a 32 MiB one lives in a buffer the library maps on every call."""
+    hw = _cpu(cached_bandwidth=0.0)
+    module = hloscope.parse(ATTENTION)
+    cost = hloscope.cost(module).total
+    scores = 4 * 8 * 256 * 256
+    assert estimate_time(module, hw).memory_seconds == pytest.approx(
+        (cost.bytes_accessed + 2 * scores) / hw.memory_bandwidth)
+    assert fresh_page_bytes(module) == {}
+    large = hloscope.parse(ATTENTION.replace("8,256,", "128,256,"))  # 128x256x256 f32 scores: 32 MiB
+    assert fresh_page_bytes(large) == {large.entry.root: 128 * 256 * 256 * 4}
+
+
+CHAINS = """HloModule t
+fused {
+  p = f32[1048576]{0} parameter(0)
+  a = f32[1048576]{0} exponential(p)
+  b = f32[1048576]{0} tanh(p)
+  c = f32[1048576]{0} add(a, b)
+  ROOT d = f32[1048576]{0} exponential(c)
+}
+ENTRY e {
+  x = f32[1048576]{0} parameter(0)
+  ROOT f = f32[1048576]{0} fusion(x), kind=kLoop, calls=fused
+}
+"""
+
+
+def test_unchained_transcendentals_cost_less() -> None:
+    """Note [Chained transcendentals]: the exp and tanh of the input depend on no other
+    transcendental and overlap; the last exp takes their result and pays the chained rate."""
+    hw = load_hardware("cpu")
+    r = hw.cpu_rates
+    assert r is not None
+    module = hloscope.parse(CHAINS)
+    n = 1048576
+    cost = hloscope.cost(module).total
+    assert cost.transcendentals == 3 * n
+    expected = cost.flops / r.elementwise_flops + (2 * n / UNCHAINED_SPEEDUP + n) / r.transcendentals
+    assert estimate_time(module, hw).compute_seconds == pytest.approx(expected)
+    # The same graph as a library fusion runs each op at the calibrated rate.
+    library = hloscope.parse(CHAINS.replace("kind=kLoop, calls=fused", "kind=kCustom, calls=fused" + YNN))
+    assert estimate_time(library, hw).compute_seconds == pytest.approx(
+        cost.flops / r.elementwise_flops + 3 * n / r.transcendentals)

@@ -85,7 +85,10 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
             transcendentals += again_transcendentals
             nbytes_again = again_bytes
         compute = _loop_compute(body, flops, transcendentals, rates)
-    nbytes = max(c.bytes_accessed, 0) + nbytes_again
+        if not is_library_fusion(inst):
+            # Note [Chained transcendentals]
+            compute -= _unchained_share(body, transcendentals) * (1 - 1 / UNCHAINED_SPEEDUP) / rates.transcendentals
+    nbytes = max(c.bytes_accessed, 0) + nbytes_again + 2 * sum(_materialized_bytes(inst))
     strided = any(_changes_physical_order(i) for i in body)
     if math_ops and not grouped:
         # A library kernel blocks its operands for the caches and prefetches the next block:
@@ -146,7 +149,20 @@ def fresh_page_bytes(module: Module) -> dict[Instruction, int]:
         first = min(writers, key=order.__getitem__, default=None)
         if first is not None and by_name[first].opcode not in _NOT_WRITERS:
             fresh[by_name[first]] = fresh.get(by_name[first], 0) + alloc.size
+    for inst in module.entry.instructions:  # Note [Library graphs with dots]: their scratch
+        scratch = sum(n for n in _materialized_bytes(inst) if n >= FRESH_BUFFER_BYTES)
+        if scratch:
+            fresh[inst] = fresh.get(inst, 0) + scratch
     return fresh
+
+
+def _materialized_bytes(inst: Instruction) -> list[int]:
+    """Bytes of each dot result a library fusion writes out and reads back inside its graph."""
+    if not is_library_fusion(inst):
+        return []
+    fused: Computation = inst.attrs["calls"]
+    return [i.shape.byte_size() for i in fused.instructions
+            if i.opcode is Opcode.DOT and i is not fused.root and isinstance(i.shape, ArrayShape)]
 
 
 # Instructions whose values are other buffers' (a tuple's index table is all they write).
@@ -155,14 +171,17 @@ _NOT_WRITERS = frozenset({Opcode.PARAMETER, Opcode.TUPLE, Opcode.GET_TUPLE_ELEME
 
 def _stream_rate(hw: HardwareSpec, rates: CpuRates, nbytes: float) -> float:
     """Bytes/s of a loop moving ``nbytes``: ``memory_bandwidth`` past the caches, up to
-    ``cached_bandwidth`` for a working set that stays in them (log-interpolated between)."""
+    ``cached_bandwidth`` for a working set that stays in them (interpolated between)."""
     large, cached = hw.memory_bandwidth, rates.cached_bandwidth
     if cached <= large or nbytes >= LARGE_STREAM_BYTES:
         return large
     if nbytes <= CACHED_STREAM_BYTES:
         return cached
-    w = math.log(LARGE_STREAM_BYTES / nbytes) / math.log(LARGE_STREAM_BYTES / CACHED_STREAM_BYTES)
-    return large * (cached / large) ** w
+    # Linear in bytes: the share of the working set the cache keeps between two runs falls
+    # steadily from all at CACHED_STREAM_BYTES to none at LARGE_STREAM_BYTES (64 MB streamed
+    # 16-22 GB/s here between 26 and 12: log-interpolation gave 14.5).
+    w = (LARGE_STREAM_BYTES - nbytes) / (LARGE_STREAM_BYTES - CACHED_STREAM_BYTES)
+    return large + (cached - large) * w
 
 
 def _recomputed(fused: Computation) -> tuple[float, float, float]:
@@ -228,12 +247,51 @@ def _dot_flops(dot: Instruction) -> int:
     return 2 * _elements_of(dot) * contracted
 
 
+# Note [Chained transcendentals]
+#     ``transcendentals`` is calibrated on a chain, each exp or tanh taking the previous one's
+#     result. XLA's loop emits one iteration's instructions straight, and the core overlaps
+#     the iterations only as far as its reorder window reaches, so a chain's latency shows;
+#     a transcendental that depends on no other in its loop (softmax's exp, gelu's tanh, the
+#     log of a normal sampler) overlaps with its neighbours' and costs far less. Measured here
+#     with XLA:CPU, 1 Mi elements: exp alone 0.17 ns and log alone 0.30 ns per element beyond
+#     the copy's streaming, while each link of a chain of 8 cost 0.82 ns (exp/tanh), 1.10 (exp)
+#     and 0.78 (tanh). Such unchained ones in XLA's own loops are charged 1/UNCHAINED_SPEEDUP of
+#     the calibrated cost; a library runs each op as a pass over a tile, at the calibrated rate
+#     (YNNPACK's softmax exp measured so).
+# Speed-up of an unchained transcendental over a chained one (from the figures above: 0.82 /
+# 0.17..0.30 is 2.7..4.8; the lower end, as the measured singles also streamed their copy).
+UNCHAINED_SPEEDUP = 3.0
+
+
+def _unchained_share(body: tuple[Instruction, ...] | list[Instruction], transcendentals: float) -> float:
+    """How many of ``transcendentals`` (the loop's count, recomputed ones included) are
+    polynomials that depend on no other transcendental of ``body`` (operands come first)."""
+    chained: set[Instruction] = set()  # instructions downstream of a transcendental
+    unchained = polynomial = roots = 0
+    for i in body:
+        upstream = any(o in chained for o in i.operands)
+        if i.opcode in _ROOT_OPS:
+            roots += _elements_of(i)
+        elif i.opcode in TRANSCENDENTAL:
+            polynomial += _elements_of(i)
+            unchained += 0 if upstream else _elements_of(i)
+            chained.add(i)
+        elif upstream:
+            chained.add(i)
+    if not polynomial:
+        return 0.0
+    return max(transcendentals - roots, 0.0) * unchained / polynomial
+
+
 # Note [Library graphs with dots]
 #     A library fusion may hold more than its dots: YNNPACK takes attention's scores, softmax
 #     and second matmul as one graph. Only the dots run on the matmul micro-kernel; the
 #     graph's exp, reductions and scaling run as the library's vectorised loops, at the rates
 #     XLA's own loops have (8.4 M exps of a 4x8x512x512 softmax are 7 ms here, not the 0.05 ms
-#     they would take at the matmul rate).
+#     they would take at the matmul rate). The micro-kernel writes a dot's whole result before
+#     the graph goes on, so a dot that is not the graph's root is written and read back, in a
+#     buffer the library allocates on each call: attention's 32 MiB of scores faulted 8,193
+#     pages a run, where none of XLA's own allocations for that module reaches 32 MiB.
 
 # Note [Hardware roots]
 #     XLA's cost analysis counts sqrt and rsqrt as transcendentals, but XLA:CPU emits sqrt as
