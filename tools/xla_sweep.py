@@ -411,8 +411,8 @@ def share_integer_inputs(inputs: list[list[Any]]) -> list[list[Any]]:
 
 
 # Note [Modules XLA partitions]
-#     A module for several partitions that is not optimized yet (XLA's spmd tests: global
-#     shapes, sharding= annotations, num_partitions=2) is SPMD-partitioned by XLA:CPU, whose
+#     A module for several partitions that is not optimized yet and carries sharding=
+#     annotations (XLA's spmd tests: global shapes, num_partitions=2) is SPMD-partitioned by XLA:CPU, whose
 #     executable then takes and returns each device's shard. Random inputs per device would
 #     give a "replicated" parameter other values on every device, and a sharded one the wrong
 #     shape. Such a module is compared as the global program it is: global inputs drawn once
@@ -476,7 +476,10 @@ def check_module(text: str, *, seed: int, timeout: float) -> dict[str, Any]:
     if size * (n if per_device else 1) > MAX_INPUT_BYTES:
         return {"kind": "skipped", "detail": f"inputs of {size / 2**30:.1f} GiB", "ops": ops}
     # Note [Modules XLA partitions]: the same test as hloscope.xla.client.compile_hlo's.
-    partitioned = partitions > 1 and not needs_rewrite(xla.xla_canonical_text(text))
+    # Without any sharding= every partition runs the whole program on its own inputs (and
+    # device-dependent collectives differ per device): compared per device as usual.
+    sharded = any("sharding" in i.attrs for i in m.instructions())
+    partitioned = partitions > 1 and sharded and not needs_rewrite(xla.xla_canonical_text(text))
     global_inputs: list[Any] = []
     try:
         if partitioned:
