@@ -216,3 +216,53 @@ ENTRY e {
     theirs = run_on_xla(text, inputs, replicas=4, partitions=1, per_device=True, timeout=300).outputs
     for o, t in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(np.asarray(o, np.float32), np.asarray(t, np.float32))
+
+
+NEVER_ENDS = """HloModule loop
+cond {
+  p = (s32[], f32[2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  p = (s32[], f32[2]) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = f32[2] get-tuple-element(p), index=1
+  step = s32[] constant(STEP)
+  i2 = s32[] add(i, step)
+  ROOT t = (s32[], f32[2]) tuple(i2, x)
+}
+ENTRY e {
+  x = f32[2] parameter(0)
+  z = s32[] constant(0)
+  init = (s32[], f32[2]) tuple(z, x)
+  ROOT w = (s32[], f32[2]) while(init), condition=cond, body=body
+}"""
+
+
+def test_a_loop_whose_state_stops_changing_stops_with_an_error() -> None:
+    # XLA's tests hold such loops (a counter incremented by 0, a body returning its
+    # parameter); hloscope ran them until killed (Note [Loops that never end]).
+    from hloscope.errors import InterpretError
+
+    x = np.float32([1, 2])
+    out = run(hloscope.parse(NEVER_ENDS.replace("STEP", "1")), [x])
+    assert int(out[0]) == 3
+    with pytest.raises(InterpretError, match=r"while loop w never ends: iteration 1 left its state unchanged"):
+        run(hloscope.parse(NEVER_ENDS.replace("STEP", "0")), [x])
+    identity = """HloModule loop
+cond {
+  p = (f32[128,128]) parameter(0)
+  ROOT t = pred[] constant(true)
+}
+body {
+  ROOT p = (f32[128,128]) parameter(0)
+}
+ENTRY e {
+  x = f32[128,128] parameter(0)
+  init = (f32[128,128]) tuple(x)
+  ROOT w = (f32[128,128]) while(init), condition=cond, body=body
+}"""
+    with pytest.raises(InterpretError, match=r"body returns its state unchanged"):
+        run(hloscope.parse(identity), [np.zeros((128, 128), np.float32)])

@@ -16,8 +16,8 @@ from hloscope.errors import InterpretError
 from hloscope.interpret import spmd
 from hloscope.interpret.evaluator import EvalContext
 from hloscope.interpret.registry import evaluates, is_generator_handler
-from hloscope.interpret.values import TOKEN, Value, constant_value, zeros_of
-from hloscope.ir import Computation, Instruction, Opcode, TupleShape
+from hloscope.interpret.values import TOKEN, Value, constant_value, leaves, zeros_of
+from hloscope.ir import Computation, Family, Instruction, Opcode, TupleShape
 
 __all__: list[str] = []
 
@@ -61,13 +61,68 @@ def _while(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluatio
     if ctx.donate:
         operands.clear()  # the loop owns its state from here on (Note [Donation])
     progress = ctx.progress
+    watch = _may_stall(ctx, inst)
+    iterations = 0
     while True:
         if not bool((yield from ctx.call(cond, [state]))):
             return state
+        if watch and body.root.opcode is Opcode.PARAMETER:
+            raise InterpretError(f"while loop {inst.name} never ends: its body returns its state unchanged and "
+                                 f"{cond.name} is true for it")
+        before = [np.array(x, copy=True) for x in leaves(state)] if watch and not _big(inst) else None
         # Drop this frame's reference so the body holds the only one and can update in place.
         args, state = [state], None
         state = yield from ctx.call(body, args, donate=True)
         progress.loop_iterations += 1
+        iterations += 1
+        if before is not None and all(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+                                      for a, b in zip(before, leaves(state), strict=True)):
+            raise InterpretError(
+                f"while loop {inst.name} never ends: iteration {iterations} left its state unchanged, "
+                f"so {cond.name} stays true forever (its body and condition have no side effects, so every "
+                "further iteration repeats the same step)")
+
+
+# Note [Loops that never end]
+#     A while loop whose body returns its state unchanged while the condition holds runs
+#     forever: its body and condition are pure functions of the state. XLA's tests have such
+#     loops (a body that returns its parameter, a counter incremented by 0); XLA's simplifier
+#     may delete a loop whose body changes nothing and so "finishes" one, which defines
+#     nothing. hloscope stops with an error naming the loop instead of hanging: at once when
+#     the body's root is its parameter, else after an iteration that changed nothing, which it
+#     compares only for a small state (every array at most _STALL_WATCH_ELEMENTS elements:
+#     counters, flags), where a copy per iteration costs nothing and no in-place update of a
+#     big buffer is blocked (Note [Donation]). Only loops whose computations draw no random
+#     numbers and meet no other device or the host.
+_STALL_WATCH_ELEMENTS = 64
+_IMPURE_FAMILIES = frozenset({Family.RNG, Family.IO, Family.COLLECTIVE})
+
+
+def _may_stall(ctx: EvalContext, inst: Instruction) -> bool:
+    """Whether the loop's computations are pure (Note [Loops that never end])."""
+    key = ("may_stall", id(inst))
+    known = ctx.cache.get(key)
+    if known is None:
+        known = ctx.cache[key] = all(_pure(c, set()) for c in (inst.attrs["condition"], inst.attrs["body"]))
+    return known
+
+
+def _big(inst: Instruction) -> bool:
+    """Whether some array of the loop state is too big to copy every iteration."""
+    return any(int(np.prod(s.dimensions)) > _STALL_WATCH_ELEMENTS for _, s in inst.shape.leaves())
+
+
+def _pure(comp: Computation, seen: set[int]) -> bool:
+    """No random numbers, host calls or collectives in ``comp`` or what it calls."""
+    if id(comp) in seen:
+        return True
+    seen.add(id(comp))
+    for i in comp.instructions:
+        if i.opcode.family in _IMPURE_FAMILIES or i.opcode is Opcode.CUSTOM_CALL:
+            return False
+        if not all(_pure(c, seen) for c in i.called_computations):
+            return False
+    return True
 
 
 @evaluates(Opcode.CONDITIONAL)
