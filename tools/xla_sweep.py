@@ -530,6 +530,9 @@ def check_module(text: str, *, seed: int, timeout: float) -> dict[str, Any]:
                 # Note [Devices that disagree on control]: draw again with the integers shared.
                 inputs, extra = share_integer_inputs(inputs), {"inputs": "integers shared by the devices"}
                 continue
+            if "never ends:" in str(e):  # XLA:CPU's answer for a loop that never ends defines nothing
+                return {"kind": "skipped", "detail": "a while loop never ends (hloscope says so; XLA's "
+                        "simplifier may delete it)", "ops": ops, **extra}
             return {"kind": "hloscope-error", "stage": "run", "detail": _first_line(e), "ops": ops, **extra}
         break
     seconds = time.perf_counter() - t0
