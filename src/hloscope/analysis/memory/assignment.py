@@ -240,17 +240,22 @@ class _OrTree:
             lo >>= 1
             hi >>= 1
             level += 1
-        # The paths above the end units: one number per node and level, so a run of values of
-        # one allocation does not grow a low node's list (the last entry is checked).
-        for i in (first >> 1, last >> 1):
-            level = 1
-            while i and level < dense:
-                _put(within_low, i, k)
-                i >>= 1
-                level += 1
-            while i:
-                within[i] |= bit
-                i >>= 1
+        # The paths above the two end units, each node once (they join below the root).
+        a, b = first >> 1, last >> 1
+        level = 1
+        while a and level < dense:
+            _put(within_low, a, k)
+            if b != a:
+                _put(within_low, b, k)
+            a >>= 1
+            b >>= 1
+            level += 1
+        while a:
+            within[a] |= bit
+            if b != a:
+                within[b] |= bit
+            a >>= 1
+            b >>= 1
 
     def collect(self, lo: int, hi: int, low: list[int]) -> int:
         """The bitset of numbers put on ``[lo, hi)`` from the dense levels; those found on the
@@ -279,28 +284,43 @@ class _OrTree:
                     elif got:
                         low.extend(got)
             else:
+                # (ORing a zero still copies the accumulated bitset: skipped)
                 if lo & 1:
-                    acc |= within[lo]
+                    got = within[lo]
+                    if got:
+                        acc |= got
                     lo += 1
                 if hi & 1:
                     hi -= 1
-                    acc |= within[hi]
+                    got = within[hi]
+                    if got:
+                        acc |= got
             lo >>= 1
             hi >>= 1
             level += 1
-        for i in (first >> 1, last >> 1):
-            level = 1
-            while i and level < dense:
+        # The paths above the two end units, each node once (they join below the root).
+        a, b = first >> 1, last >> 1
+        level = 1
+        while a and level < dense:
+            for i in (a,) if a == b else (a, b):
                 got = cover_low.get(i)
                 if isinstance(got, int):
                     acc |= got
                 elif got:
                     low.extend(got)
-                i >>= 1
-                level += 1
-            while i:
-                acc |= cover[i]
-                i >>= 1
+            a >>= 1
+            b >>= 1
+            level += 1
+        while a:
+            got = cover[a]
+            if got:
+                acc |= got
+            if b != a:
+                got = cover[b]
+                if got:
+                    acc |= got
+            a >>= 1
+            b >>= 1
         return acc
 
     def query(self, lo: int, hi: int) -> int:
