@@ -266,3 +266,31 @@ ENTRY e {
 }"""
     with pytest.raises(InterpretError, match=r"body returns its state unchanged"):
         run(hloscope.parse(identity), [np.zeros((128, 128), np.float32)])
+
+
+def test_variadic_reduce_with_a_lane_mixing_reducer_folds_in_order_as_xla_cpu() -> None:
+    # (max(acc0, acc1), max(x0, x1)) is no monoid: the result depends on the order, and
+    # XLA:CPU folds a short dimension in order where hloscope paired neighbours (a tree).
+    text = """HloModule mix
+mx {
+  a0 = s32[] parameter(0)
+  a1 = s32[] parameter(1)
+  x0 = s32[] parameter(2)
+  x1 = s32[] parameter(3)
+  m0 = s32[] maximum(a0, a1)
+  m1 = s32[] maximum(x0, x1)
+  ROOT t = (s32[], s32[]) tuple(m0, m1)
+}
+ENTRY e {
+  a = s32[16,10,4] parameter(0)
+  b = s32[16,10,4] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT r = (s32[16,4], s32[16,4]) reduce(a, b, i, j), dimensions={1}, to_apply=mx
+}"""
+    a, b = (RNG.integers(-50, 50, (16, 10, 4)).astype(np.int32) for _ in range(2))
+    i, j = np.int32(7), np.int32(-3)
+    ours = run(hloscope.parse(text), [a, b, i, j])
+    theirs = client.compile_and_run(text, [a, b, i, j])
+    for o, t in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(o, t)

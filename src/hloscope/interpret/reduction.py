@@ -206,6 +206,32 @@ def _reduce_in_xla_cpu_order(x: np.ndarray, init: np.ndarray, dims: Sequence[int
     return np.array(acc[0])
 
 
+def _variadic_in_xla_cpu_order(xs: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...], dims: Sequence[int],
+                               reducer: Reducer) -> tuple[np.ndarray, ...] | None:
+    """A variadic `reduce` in XLA:CPU's order (Note [XLA:CPU's reduction order]); None past
+    _MAX_SEQUENTIAL_STEPS. A reducer that is a proper monoid (argmax's) gives the same result
+    in any order; one that mixes its operands' lanes (XLA's coalescing-analysis tests:
+    (max(acc0, acc1), max(x0, x1))) gives XLA:CPU's, which folds in order, not a tree's."""
+    w = TREE_REDUCTION_WINDOW
+    shape, steps = list(xs[0].shape), 0
+    while any(shape[d] > w for d in dims):
+        steps += int(np.prod([min(shape[d], w) for d in dims]))
+        shape = [-(-n // min(n, w)) if d in dims else n for d, n in enumerate(shape)]
+    if steps + int(np.prod([shape[d] for d in dims])) > _MAX_SEQUENTIAL_STEPS:
+        return None
+    dtypes = [x.dtype for x in xs]
+    while any(xs[0].shape[d] > w for d in dims):
+        window = [min(n, w) if d in dims else 1 for d, n in enumerate(xs[0].shape)]
+        padding = [_same_padding(n, k) for n, k in zip(xs[0].shape, window, strict=True)]
+        xs = tuple(reduce_window(xs, inits, window, window, padding=padding, reducer=reducer))
+    kept = [d for d in range(xs[0].ndim) if d not in dims]
+    flats = [np.transpose(x, kept + list(dims)).reshape((*[x.shape[d] for d in kept], -1)) for x in xs]
+    acc = tuple(np.broadcast_to(i, flats[0].shape[:-1]) for i in inits)
+    for j in range(flats[0].shape[-1]):
+        acc = _apply(reducer, acc, tuple(f[..., j] for f in flats), dtypes)
+    return tuple(np.array(a) for a in acc)
+
+
 def reduce(
     operands: Sequence[np.ndarray],
     inits: Sequence[np.ndarray],
@@ -242,6 +268,11 @@ def reduce(
             r = _reduce_in_xla_cpu_order(operands[0], inits[0], dims, fn, uf if bf16 else None)
             if r is not None:
                 return (r,)
+    count = len(operands)  # a bool of len() would narrow the tuple's type for what follows
+    if count > 1 and reducer is not None and operands[0].size:
+        rs = _variadic_in_xla_cpu_order(operands, inits, dims, reducer)
+        if rs is not None:
+            return rs
     kept = [d for d in range(operands[0].ndim) if d not in dims]
     kept_shape = tuple(operands[0].shape[d] for d in kept)
     moved = tuple(np.transpose(o, kept + dims).reshape(kept_shape + (-1,)) if o.size else
