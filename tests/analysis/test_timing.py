@@ -8,7 +8,7 @@ import pytest
 
 import hloscope
 from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP
-from hloscope.analysis.hardware import load_hardware
+from hloscope.analysis.hardware import HardwareSpec, load_hardware
 from hloscope.analysis.timing import estimate_time, roofline_seconds
 from tests.analysis.async_sugar import ASYNC_SUGAR
 from tests.conftest import MODULE_SEEDS, SEED_FILES
@@ -136,6 +136,7 @@ def test_cpu_model_uses_loop_rates() -> None:
     # Without the cache speed-up first: every loop streams at memory_bandwidth.
     cpu = dataclasses.replace(bundled, cpu_rates=dataclasses.replace(bundled.cpu_rates, cached_bandwidth=0.0))
     rates = cpu.cpu_rates
+    assert rates is not None
     loop = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), cpu)
     # The exp depends on no other transcendental, the tanh on the exp (Note [Chained
     # transcendentals] in cpu_model.py).
@@ -183,7 +184,7 @@ _FAMILIES = {
 }
 
 
-def _compute(body: str, hw: object, header: str = "") -> float:
+def _compute(body: str, hw: HardwareSpec, header: str = "") -> float:
     return estimate_time(hloscope.parse("HloModule m\n" + header + body), hw).compute_seconds
 
 

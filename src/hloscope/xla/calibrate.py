@@ -259,8 +259,9 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
     share = budget / 10
     rates: dict[str, float] = {}
 
-    # Streaming: z = x + y over 6 Mi elements (72 MiB moved: past the caches a core can keep,
-    # yet each buffer below glibc's mmap ceiling, so the output's pages are reused).
+    # Streaming: z = x + y over just under 8 Mi elements (LARGE_STREAM_BYTES, 96 MB moved: past
+    # the caches a core can keep, yet each buffer below glibc's mmap ceiling, so the output's
+    # pages are reused).
     n = LARGE_STREAM_BYTES // 12
     text = (f"HloModule calibrate_stream\nENTRY e {{\n  x = f32[{n}]{{0}} parameter(0)\n"
             f"  y = f32[{n}]{{0}} parameter(1)\n  ROOT z = f32[{n}]{{0}} add(x, y)\n}}\n")
@@ -272,9 +273,9 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
     fresh_text = text.replace(str(large), str(fresh))
     extra = _xla_device_seconds(fresh_text, [normal(fresh), normal(fresh)], share) - streamed * fresh / large
     rates["fresh_page_bandwidth"] = FRESH_BUFFER_BYTES / max(extra, 1e-6)
-    # The same loop on 3 MiB, which the caches keep, and on half that: an execution's fixed
-    # cost (dispatch, the thread pool's hand-off) is tens of microseconds, as long as the small
-    # loop itself, so the rate is the difference's (the estimate charges that cost apart).
+    # The same loop on 24 MB (CACHED_STREAM_BYTES), which the last-level cache keeps, and on
+    # half that: an execution's fixed cost (dispatch, the thread pool's hand-off) is tens of
+    # microseconds, so the rate is the difference's (the estimate charges that cost apart).
     n = CACHED_STREAM_BYTES // 12
     seconds = []
     for size in (n // 2, n):
@@ -361,10 +362,13 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
             "custom_call_target=\"TopK\", called_computations={gt}\n}\n")
     rates["topk_elements"] = rows * cols / _xla_device_seconds(text, [normal(rows, cols)], share)
 
-    n = 2048  # a transpose of 16 MiB (a layout-changing copy may be assigned away)
-    text = (f"HloModule calibrate_transpose\nENTRY e {{\n  x = f32[{n},{n}]{{1,0}} parameter(0)\n"
-            f"  ROOT r = f32[{n},{n}]{{1,0}} transpose(x), dimensions={{1,0}}\n}}\n")
-    rates["transpose_bandwidth"] = 2 * 4 * n * n / _xla_device_seconds(text, [normal(n, n)], share)
+    # A transpose (a layout-changing copy may be assigned away) of just under 32 MiB with a
+    # power-of-two row pitch, as a model's arrays have: from 16 MiB on, such strided walks
+    # ran at 3-4 GB/s here, 8 MiB ones at 12 and a 2048^2 one at either, run to run.
+    rows, cols = 4095, 2048
+    text = (f"HloModule calibrate_transpose\nENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
+            f"  ROOT r = f32[{cols},{rows}]{{1,0}} transpose(x), dimensions={{1,0}}\n}}\n")
+    rates["transpose_bandwidth"] = 2 * 4 * rows * cols / _xla_device_seconds(text, [normal(rows, cols)], share)
     return rates
 
 
