@@ -325,13 +325,22 @@ def convolution(
         # f32[128,3,224,224] needed 0.9 GB at once, over the sweep's memory limit).
         per_image = cg * int(np.prod(out_sp)) * int(np.prod([w["size"] for w in wins])) * compute.itemsize
         chunk = max(1, _IM2COL_BYTES // max(per_image, 1))
+        # One image bigger than that (a 30x30 kernel over 512 channels: 1.9 GB) is cut along
+        # its first output dimension too.
+        first = out_sp[0] if nsp else 1
+        rows = first if per_image <= _IM2COL_BYTES else max(1, _IM2COL_BYTES * first // per_image)
         for gi, bi in itertools.product(range(g), range(bg)):
             o0 = (bi * g + gi) * og
             ks = k[o0 : o0 + og]
-            for n0 in range(0, nb, chunk):
+            for n0, r0 in itertools.product(range(0, nb, chunk), range(0, first, rows)):
                 xs = view[bi * nb + n0 : bi * nb + min(n0 + chunk, nb), gi * cg : (gi + 1) * cg]
+                if nsp:
+                    xs = xs[:, :, r0 : r0 + rows]
                 r = np.tensordot(xs, ks, axes=(sum_axes, [1] + list(range(2, 2 + nsp))))
-                out[n0 : n0 + r.shape[0], o0 : o0 + og] = np.moveaxis(r, -1, 1)
+                if nsp:
+                    out[n0 : n0 + r.shape[0], o0 : o0 + og, r0 : r0 + r.shape[1]] = np.moveaxis(r, -1, 1)
+                else:
+                    out[n0 : n0 + r.shape[0], o0 : o0 + og] = np.moveaxis(r, -1, 1)
     # Back from (N, O, spatial...) to the output dimension order.
     order = np.argsort((ob, of, *os_))
     return _finish(np.transpose(out, order), out_dtype)
