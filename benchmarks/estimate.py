@@ -1,7 +1,9 @@
 """Estimate accuracy: hloscope's time estimate against XLA:CPU's measured run time, same run.
 
-Compiles each JAX workload below with jax on XLA:CPU and keeps XLA's after-optimizations
-module text (``compiled.as_text()``). Then, ``--rounds`` times: calibrates this machine
+Runs on one core (``--cores``, Note [One core for CPU time]) with glibc reusing freed memory
+(Note [Fresh pages, made steady]), both set before jax starts. Compiles each JAX workload
+below with jax on XLA:CPU and keeps XLA's after-optimizations module text
+(``compiled.as_text()``). Then, ``--rounds`` times: calibrates this machine
 (``hloscope.xla.calibrate.calibrate``) and times every compiled executable (arguments already
 on the device, so neither compile time nor host transfer is counted). By default both are
 timed by the process's CPU time, which other processes on a shared machine do not inflate
@@ -13,7 +15,7 @@ the signed error ``(estimated - measured) / measured``, the median |error| per o
 the median and worst |error| over all workloads.
 
 Run: ``python benchmarks/estimate.py [--rounds R] [--calibrate-seconds S] [--budget S]
-[--only NAME,...] [--top N] [--save-hardware PATH] [--json]``.
+[--cores N] [--dynamic-malloc] [--only NAME,...] [--top N] [--save-hardware PATH] [--json]``.
 """
 from __future__ import annotations
 
@@ -274,19 +276,33 @@ def _best_time(fn: Callable[[], Any], budget: float, clock: Callable[[], float],
 
 @dataclass
 class Compiled:
-    """One workload compiled by jax, with its arguments on the device and its optimized text."""
+    """One workload compiled by jax, with its arguments on the device and its optimized text.
+
+    ``fresh_run()`` puts the arguments on the device anew and returns a run on those: each
+    round times the workload on buffers of its own, as the calibration's kernels get theirs.
+    The same memory-bound loop ran at 12 GB/s on one set of buffers and 24 on another here
+    (where the pages landed), so one set for the whole benchmark made a workload's time a
+    single draw, which the median over rounds could not even out.
+    """
 
     workload: Workload
     run: Callable[[], Any]
     text: str
+    fresh_run: Callable[[], Callable[[], Any]]
 
 
 def compile_workload(w: Workload) -> Compiled:
     import jax
 
-    args = tuple(jax.device_put(a) for a in w.args(np.random.default_rng(0)))
+    host = w.args(np.random.default_rng(0))
+    args = tuple(jax.device_put(a) for a in host)
     compiled = jax.jit(w.fn).lower(*args).compile()
-    return Compiled(w, lambda: jax.block_until_ready(compiled(*args)), compiled.as_text())
+
+    def fresh_run() -> Callable[[], Any]:
+        fresh = tuple(jax.device_put(a) for a in host)
+        return lambda: jax.block_until_ready(compiled(*fresh))
+
+    return Compiled(w, lambda: jax.block_until_ready(compiled(*args)), compiled.as_text(), fresh_run)
 
 
 def combined_profile(profiles: list[Any], pick: Callable[[list[float]], float]) -> Any:
@@ -355,9 +371,10 @@ def _steady_allocator() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--calibrate-seconds", type=float, default=4.0)
-    parser.add_argument("--budget", type=float, default=0.5, help="seconds of timing per workload and round")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="calibrate and time every workload this many times; best of each kept")
+    parser.add_argument("--budget", type=float, default=0.3, help="seconds of timing per workload and round")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="calibrate and time every workload this many times; the median (by CPU "
+                             "time) or best (by wall time) of each kept")
     parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
                         help="time calibration and workloads by process CPU time (default: a shared "
                              "machine's load does not inflate it) or wall time")
@@ -393,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
             profiles.append(calibrate(opts.calibrate_seconds, clock=opts.clock))
         print(f"round {k + 1}: calibrated in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         for c in work:
-            seconds, n = _best_time(c.run, opts.budget, CLOCKS[opts.clock])
+            seconds, n = _best_time(c.fresh_run(), opts.budget, CLOCKS[opts.clock])
             measured.setdefault(c.workload.name, []).append(seconds)
             runs[c.workload.name] = runs.get(c.workload.name, 0) + n
     # Wall time: the fastest of each figure; CPU time: the median over the rounds.
