@@ -294,3 +294,32 @@ ENTRY e {
     theirs = client.compile_and_run(text, [a, b, i, j])
     for o, t in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(o, t)
+
+
+def test_a_loop_returning_its_elements_on_several_devices_stops_with_an_error() -> None:
+    # The body rebuilds its state from its parameter's elements and all-gathers a value
+    # nobody reads (XLA's all_gather_combiner test): it never ends, on every executor.
+    from hloscope.errors import InterpretError
+
+    text = """HloModule loop, replica_count=2
+cond {
+  p = (f32[4], s32[4]) parameter(0)
+  ROOT t = pred[] constant(true)
+}
+body {
+  p = (f32[4], s32[4]) parameter(0)
+  x = f32[4] get-tuple-element(p), index=0
+  i = s32[4] get-tuple-element(p), index=1
+  g = f32[8] all-gather(x), replica_groups={}, dimensions={0}
+  ROOT t = (f32[4], s32[4]) tuple(x, i)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  i = s32[4] parameter(1)
+  init = (f32[4], s32[4]) tuple(x, i)
+  ROOT w = (f32[4], s32[4]) while(init), condition=cond, body=body
+}"""
+    args = [np.zeros(4, np.float32), np.zeros(4, np.int32)]
+    for mode in ("per-device", "lockstep"):
+        with pytest.raises(InterpretError, match="never ends: its body returns its state unchanged"):
+            run(hloscope.parse(text), args, options=hloscope.RunOptions(mode=mode))

@@ -19,7 +19,7 @@ from hloscope.interpret.registry import evaluates, is_generator_handler
 from hloscope.interpret.values import TOKEN, Value, constant_value, leaves, zeros_of
 from hloscope.ir import Computation, Family, Instruction, Opcode, TupleShape
 
-__all__: list[str] = []
+__all__ = ["select_branch", "returns_its_state", "never_ends"]
 
 Operands = list[Any]
 # A manual region's call evaluates to its devices' values (Note [Global programs] in spmd.py).
@@ -62,13 +62,13 @@ def _while(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluatio
         operands.clear()  # the loop owns its state from here on (Note [Donation])
     progress = ctx.progress
     watch = _may_stall(ctx, inst)
+    stuck = returns_its_state(inst)
     iterations = 0
     while True:
         if not bool((yield from ctx.call(cond, [state]))):
             return state
-        if watch and body.root.opcode is Opcode.PARAMETER:
-            raise InterpretError(f"while loop {inst.name} never ends: its body returns its state unchanged and "
-                                 f"{cond.name} is true for it")
+        if stuck:
+            raise never_ends(inst)
         before = [np.array(x, copy=True) for x in leaves(state)] if watch and not _big(inst) else None
         # Drop this frame's reference so the body holds the only one and can update in place.
         args, state = [state], None
@@ -96,6 +96,29 @@ def _while(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluatio
 #     numbers and meet no other device or the host.
 _STALL_WATCH_ELEMENTS = 64
 _IMPURE_FAMILIES = frozenset({Family.RNG, Family.IO, Family.COLLECTIVE})
+
+
+def returns_its_state(inst: Instruction) -> bool:
+    """A while loop whose body returns its parameter and whose condition is pure: once the
+    condition holds it holds forever (Note [Loops that never end])."""
+    return _returns_parameter(inst.attrs["body"]) and _pure(inst.attrs["condition"], set())
+
+
+def _returns_parameter(body: Computation) -> bool:
+    """The body's root is its parameter, or the tuple of that parameter's elements in order."""
+    root = body.root
+    if root.opcode is Opcode.PARAMETER:
+        return True
+    return root.opcode is Opcode.TUPLE and all(
+        o.opcode is Opcode.GET_TUPLE_ELEMENT and o.attrs["index"] == k and o.operands[0].opcode is Opcode.PARAMETER
+        for k, o in enumerate(root.operands)) and isinstance(body.parameters[0].shape, TupleShape) and len(
+        body.parameters[0].shape.elements) == len(root.operands)
+
+
+def never_ends(inst: Instruction) -> InterpretError:
+    """The error for a loop that ``returns_its_state`` and whose condition held."""
+    return InterpretError(f"while loop {inst.name} never ends: its body returns its state unchanged and "
+                          f"{inst.attrs['condition'].name} is true for it")
 
 
 def _may_stall(ctx: EvalContext, inst: Instruction) -> bool:

@@ -533,14 +533,19 @@ def _while(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Gener
     state = operands[0]
     if ctx.donate:
         operands.clear()
+    from hloscope.interpret.control_flow import never_ends, returns_its_state
+
     progress = ctx.progress
     n = ctx.num_devices
+    stuck = returns_its_state(inst)  # Note [Loops that never end] in control_flow.py
     while True:
         go = _agreed(ctx, (yield from ctx.call(cond, [state])), inst, "loop conditions")
         if go is None:  # the rest of the loop per device; it evaluates the condition again
             return _on_each_device(ctx, inst, [state])
         if not bool(go):
             return state
+        if stuck:
+            raise never_ends(inst)
         args, state = [state], None
         state = yield from ctx.call(body, args, donate=True)
         progress.loop_iterations += n
