@@ -323,3 +323,14 @@ ENTRY e {
     for mode in ("per-device", "lockstep"):
         with pytest.raises(InterpretError, match="never ends: its body returns its state unchanged"):
             run(hloscope.parse(text), args, options=hloscope.RunOptions(mode=mode))
+
+
+def test_tokens_pass_the_excess_precision_plan() -> None:
+    # The plan asked a token for its numpy dtype (ValueError) in five XLA test modules.
+    text = """HloModule tok
+ENTRY e {
+  x = f32[3] parameter(0)
+  t = token[] after-all()
+  ROOT d = f32[3] add-dependency(x, t)
+}"""
+    np.testing.assert_array_equal(run(hloscope.parse(text), [np.float32([1, 2, 3])]), [1, 2, 3])

@@ -63,7 +63,9 @@ def enabled() -> bool:
 
 def _element_dtype(inst: Instruction) -> np.dtype[Any] | None:
     shape = inst.shape
-    return np.dtype(shape.dtype) if isinstance(shape, ArrayShape) else None
+    if not isinstance(shape, ArrayShape) or shape.primitive_type.kind in ("token", "opaque"):
+        return None  # tokens and opaque values have no numpy dtype
+    return np.dtype(shape.dtype)
 
 
 def register_wide(opcode: Opcode) -> Callable[[Handler], Handler]:
