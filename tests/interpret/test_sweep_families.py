@@ -334,3 +334,14 @@ ENTRY e {
   ROOT d = f32[3] add-dependency(x, t)
 }"""
     np.testing.assert_array_equal(run(hloscope.parse(text), [np.float32([1, 2, 3])]), [1, 2, 3])
+
+
+def test_fft_of_an_empty_operand_has_the_declared_shape() -> None:
+    # numpy resized the empty axes to fft_length: c64[0,1,1,1] for a declared c64[0,1,0,1].
+    text = """HloModule empty_fft
+ENTRY e {
+  x = c64[0,1,0,1] parameter(0)
+  ROOT f = c64[0,1,0,1] fft(x), fft_type=FFT, fft_length={1,1,1}
+}"""
+    out = run(hloscope.parse(text), [np.zeros((0, 1, 0, 1), np.complex64)])
+    assert out.shape == (0, 1, 0, 1) and out.dtype == np.complex64
