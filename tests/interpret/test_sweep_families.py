@@ -345,3 +345,19 @@ ENTRY e {
 }"""
     out = run(hloscope.parse(text), [np.zeros((0, 1, 0, 1), np.complex64)])
     assert out.shape == (0, 1, 0, 1) and out.dtype == np.complex64
+
+
+def test_an_inline_manual_region_is_refused_with_a_clear_error() -> None:
+    # GSPMD markers around ops in the entry itself (no call): the copy met a Sharded value and
+    # leaked "AttributeError: 'Sharded' object has no attribute 'copy'".
+    from hloscope.errors import UnsupportedOpcodeError
+
+    text = """HloModule inline_region, num_partitions=2
+ENTRY e {
+  x = s32[4] parameter(0), sharding={devices=[2]<=[2]}
+  s = s32[2] custom-call(x), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  c = s32[2] copy(s), sharding={manual}
+  ROOT f = s32[4] custom-call(c), custom_call_target="SPMDShardToFullShape", sharding={devices=[2]<=[2]}
+}"""
+    with pytest.raises(UnsupportedOpcodeError, match="manual region written inline"):
+        run(hloscope.parse(text), [np.arange(4, dtype=np.int32)])

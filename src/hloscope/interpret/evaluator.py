@@ -64,7 +64,7 @@ from hloscope.errors import (
     InterpretError,
     UnsupportedOpcodeError,
 )
-from hloscope.interpret import excess_precision
+from hloscope.interpret import excess_precision, spmd
 from hloscope.interpret.float_env import FLOAT_ENVS
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import Value
@@ -413,6 +413,12 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value], *,
                 f"{progress.instructions} instructions and {progress.loop_iterations} loop iterations"
             ) from None
         except Exception as e:
+            if not isinstance(e, HloscopeError) and any(isinstance(o, spmd.Sharded) for o in operands):
+                # Note [Global programs] in spmd.py: regions are evaluated as called computations.
+                e = UnsupportedOpcodeError(
+                    f"{step.inst.opcode.text} {step.inst.name} reads the shards of a manual region written "
+                    f"inline in computation {comp.name} (no call around it); hloscope evaluates a manual "
+                    "region only as a called computation")
             raise located_error(e, step.inst) from e
         if step.keep:
             env[step.slot] = result
