@@ -101,6 +101,7 @@ class _OffsetSpan(tuple[Any, ...], LazySpan):
 
 
 _new_tuple = tuple.__new__
+_INT_START = frozenset("-0123456789")
 
 #: Whether the line parser builds instructions slot by slot, without a constructor call (which
 #: was a twentieth of the load time of XLA's LLM modules): only while ``Instruction`` has exactly
@@ -380,11 +381,13 @@ class LineParser:
         source = self.source
         head = lines[k]
         h = LINE_COMPUTATION_HEAD_RE.fullmatch(head)
-        if h is not None and (h.group(4) is None or _balanced(h.group(4))) and (h.group(1) or h.group(2) != "ENTRY"):
+        g = h.groups() if h is not None else None
+        if g is not None and (g[3] is None or _balanced(g[3])) and (g[0] or g[1] != "ENTRY"):
             # What the token parser's parse_computation_header reads: the signature only for
             # its form (balanced brackets) and the result shape after it.
-            entry_kw, comp_name, plain_signature, signature, result = h.groups()
+            entry_kw, comp_name, plain_signature, signature, result = g
             is_entry = entry_kw is not None
+            first_token = 5 if is_entry else len(comp_name)
             if comp_name[0] == "%":
                 self.saw_percent = True
                 comp_name = comp_name[1:]
@@ -392,7 +395,6 @@ class LineParser:
                 self.saw_signature = True
                 if result not in self.shapes:
                     self._shape(result)
-            first_token = 5 if is_entry else len(h.group(2))
         else:
             if not LINE_COMPUTATION_RE.fullmatch(head):
                 raise _Bail
@@ -403,7 +405,8 @@ class LineParser:
             self.saw_percent = self.saw_percent or hp.saw_percent
             self.saw_signature = self.saw_signature or hp.saw_signature
             first_token = len(hp.toks[0])
-        if is_int(comp_name) or comp_name in STACK_SECTIONS or comp_name == "HloModule":
+        if (comp_name[:1] in _INT_START and is_int(comp_name)) or comp_name in STACK_SECTIONS \
+                or comp_name == "HloModule":
             raise _Bail
         span = _new_tuple(_OffsetSpan, (source, off, off + first_token))
         off += len(head) + 1
