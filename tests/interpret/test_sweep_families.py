@@ -361,3 +361,11 @@ ENTRY e {
 }"""
     with pytest.raises(UnsupportedOpcodeError, match="manual region written inline"):
         run(hloscope.parse(text), [np.arange(4, dtype=np.int32)])
+
+
+def test_u64_constant_minus_one_is_all_ones_as_xla_reads_it() -> None:
+    # An OverflowError leaked as an internal error (hlo_parser_test ConstantUnsignedUnderflow).
+    text = "HloModule m\nENTRY e {\n  ROOT c = u64[2] constant({-1, 5})\n}"
+    ours = run(hloscope.parse(text), [])
+    np.testing.assert_array_equal(ours, client.compile_and_run(text, []))
+    assert ours.tolist() == [2**64 - 1, 5]

@@ -111,6 +111,8 @@ def _decode_array(text: str, shape: ArrayShape) -> np.ndarray:
         return np.array([t in ("true", "1") for t in tokens], dtype=np.bool_).reshape(dims)
     if pt.is_integer:
         vals = [int(t, 16) if "x" in t else int(float(t)) if "." in t or "e" in t else int(t) for t in tokens]
+        if pt.kind == "unsigned" and pt.bits == 64:  # XLA reads u64 constant(-1) as 2^64 - 1
+            vals = [v % (1 << 64) for v in vals]
         return np.array(vals, dtype=object).astype(np.int64 if pt.kind == "signed" or pt.bits < 64 else np.uint64).astype(pt.dtype).reshape(dims)
     return _floats(tokens, np.dtype(pt.dtype)).reshape(dims)
 
