@@ -369,3 +369,16 @@ def test_u64_constant_minus_one_is_all_ones_as_xla_reads_it() -> None:
     ours = run(hloscope.parse(text), [])
     np.testing.assert_array_equal(ours, client.compile_and_run(text, []))
     assert ours.tolist() == [2**64 - 1, 5]
+
+
+def test_allocate_buffer_is_a_fresh_buffer() -> None:
+    # The host offloader's AllocateBuffer custom call had no handler (host_offloader_test).
+    text = """HloModule alloc
+ENTRY e {
+  a = f32[4] custom-call(), custom_call_target="AllocateBuffer"
+  x = f32[1] parameter(0)
+  i = s32[] constant(2)
+  ROOT d = f32[4] dynamic-update-slice(a, x, i)
+}"""
+    out = run(hloscope.parse(text), [np.float32([7])])
+    assert out.tolist() == [0, 0, 7, 0]

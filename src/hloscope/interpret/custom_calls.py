@@ -246,9 +246,10 @@ def _pin(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
     return operands[0]
 
 
-@register_custom_call("CreateBuffer")
+@register_custom_call("CreateBuffer", "AllocateBuffer")
 def _create_buffer(ctx: EvalContext, inst: Instruction, operands: list[Any]) -> Value:
-    """A fresh buffer. XLA leaves its contents undefined; zeros make runs reproducible."""
+    """A fresh buffer (CreateBuffer; AllocateBuffer, the host offloader's). XLA leaves its
+    contents undefined; zeros make runs reproducible."""
     return zeros_of(inst.shape)
 
 
