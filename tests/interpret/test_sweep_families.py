@@ -382,3 +382,25 @@ ENTRY e {
 }"""
     out = run(hloscope.parse(text), [np.float32([7])])
     assert out.tolist() == [0, 0, 7, 0]
+
+
+@pytest.mark.parametrize("op", ["and", "or", "add", "maximum"])
+def test_u4_reduce_with_a_known_reducer_runs_as_xla_cpu(op: str) -> None:
+    # numpy has no bitwise_and loop for ml_dtypes' uint4: a TypeError leaked as internal error.
+    import ml_dtypes
+
+    text = f"""HloModule nibbles
+r {{
+  a = u4[] parameter(0)
+  b = u4[] parameter(1)
+  ROOT c = u4[] {op}(a, b)
+}}
+ENTRY e {{
+  x = u4[6,5] parameter(0)
+  z = u4[] constant(0)
+  ROOT s = u4[6] reduce(x, z), dimensions={{1}}, to_apply=r
+}}"""
+    x = RNG.integers(0, 16, (6, 5)).astype(ml_dtypes.uint4)
+    ours = run(hloscope.parse(text), [x])
+    theirs = client.compile_and_run(text, [x])
+    np.testing.assert_array_equal(np.asarray(ours, np.int32), np.asarray(theirs, np.int32))

@@ -121,6 +121,12 @@ def _reduce_last(values: tuple[np.ndarray, ...], inits: tuple[np.ndarray, ...], 
         x, init = values[0], inits[0]
         uf = _known_ufunc(known, x.dtype)
         if not (x.dtype in _NARROW_FLOATS and uf in (np.add, np.multiply)):
+            if x.dtype.kind == "V" and x.dtype.name.startswith(("int", "uint")):
+                # ml_dtypes' sub-byte integers (u4) have no bitwise ufunc loops: reduce in the
+                # byte type, then wrap back to the element type.
+                wide = np.dtype(np.int8 if x.dtype.name.startswith("int") else np.uint8)
+                r = uf.reduce(x.astype(wide), axis=-1, dtype=wide)
+                return (np.asarray(uf(np.asarray(init).astype(wide), r)).astype(x.dtype),)
             r = uf.reduce(x, axis=-1, dtype=x.dtype)
             return (np.asarray(uf(init, r)).astype(x.dtype),)
         # Narrow floats: pairwise in the element type (rounding each step like XLA's reducer in
