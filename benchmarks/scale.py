@@ -43,6 +43,16 @@ the CPU times), XLA's Llama 3.1 8B module (31,855 instructions, 3.0 MB; 10x 32.6
 Every step grew 7.7x-10.2x in time and at most 9.4x in RSS. XLA at 1x: parse 0.15, print
 0.19, cost analysis 0.19 CPU s; at 100x its RSS extrapolates past 4 GB and it is skipped.
 
+Measured again later that day on a quiet machine (load average 1), 1x / 10x, CPU seconds of the
+work (RSS at 10x): load 0.12 / 1.10, summary 0.23 / 1.92, verify 0.45 / 4.78, cost 0.39 / 3.94,
+collectives 0.25 / 2.30, estimate 0.59 / 5.43, memory --explain 1.91 / 17.5 (1.3 GB), graph
+0.17 / 1.71, diff 1.88 / 19.6 (1.7 GB), print 0.26 / 2.67, report 4.82 / 44.1 (2.0 GB): growth
+8.5-10.7x in time, 5.1-8.5x in RSS. ``memory`` at 100x, run once with ``--rss-limit-gb 16``:
+about 200-220 s CPU and 14.1 GB, 13x its 10x time: the scaled module's copies let each copy's
+temporaries join later copies' outputs (reuse tries 4.8 k / 253 k / 3.1 M at 1x / 10x / 100x),
+and each join and try copies interference bitsets as wide as the reusable allocations are many
+(Note [Sparse low levels] in ``analysis/memory/assignment.py``).
+
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
 ``--xla-dir /work/xla_bench --xla-modules hlo_llama31_8b_bf16_1x8.hlo --modules none``.
