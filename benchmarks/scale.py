@@ -48,10 +48,10 @@ work (RSS at 10x): load 0.12 / 1.10, summary 0.23 / 1.92, verify 0.45 / 4.78, co
 collectives 0.25 / 2.30, estimate 0.59 / 5.43, memory --explain 1.91 / 17.5 (1.3 GB), graph
 0.17 / 1.71, diff 1.88 / 19.6 (1.7 GB), print 0.26 / 2.67, report 4.82 / 44.1 (2.0 GB): growth
 8.5-10.7x in time, 5.1-8.5x in RSS. ``memory`` at 100x, run once with ``--rss-limit-gb 16``:
-about 200-220 s CPU and 14.1 GB, 13x its 10x time: the scaled module's copies let each copy's
-temporaries join later copies' outputs (reuse tries 4.8 k / 253 k / 3.1 M at 1x / 10x / 100x),
-and each join and try copies interference bitsets as wide as the reusable allocations are many
-(Note [Sparse low levels] in ``analysis/memory/assignment.py``).
+about 200 s CPU and 14.1 GB, 13x its 10x time: the scaled module's copies let each copy's
+temporaries join later copies' outputs, so the work itself grows faster than the text (reuse
+tries 4.8 k / 253 k / 3.1 M at 1x / 10x / 100x), and each try costs more in a 14 GB working
+set (interference bitsets split into blocks of 4,096 allocations changed nothing measurable).
 
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
