@@ -14,30 +14,13 @@ import hloscope
 from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP, fresh_page_bytes, is_library_fusion
 from hloscope.analysis.hardware import FRESH_BUFFER_BYTES, HardwareSpec, load_hardware
 from hloscope.analysis.timing import estimate_time, roofline_seconds
+from tests.analysis.test_timing import SOFTMAX_FUSION
 
 YNN = ', backend_config={"fusion_config":{"kind":"__ynn_fusion"},"outer_dimension_partitions":[]}'
 
-SOFTMAX_BODY = """HloModule s
-add {
-  a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = f32[] add(a, b)
-}
-fused {
-  p = f32[256,1024]{1,0} parameter(0)
-  e = f32[256,1024]{1,0} exponential(p)
-  z = f32[] constant(0)
-  s = f32[256]{0} reduce(e, z), dimensions={1}, to_apply=add
-  b = f32[256,1024]{1,0} broadcast(s), dimensions={0}
-  ROOT d = f32[256,1024]{1,0} divide(e, b)
-}
-ENTRY e {
-  x = f32[256,1024]{1,0} parameter(0)
-  ROOT f = f32[256,1024]{1,0} fusion(x), KIND
-}
-"""
-XLA_LOOP = SOFTMAX_BODY.replace("KIND", "kind=kLoop, calls=fused")
-LIBRARY = SOFTMAX_BODY.replace("KIND", "kind=kCustom, calls=fused" + YNN)
+# The same softmax fusion test_timing times as an XLA loop, here also as a YNNPACK library fusion.
+XLA_LOOP = SOFTMAX_FUSION
+LIBRARY = SOFTMAX_FUSION.replace("kind=kLoop, calls=fused", "kind=kCustom, calls=fused" + YNN)
 
 
 def _cpu(**rates: float) -> HardwareSpec:
