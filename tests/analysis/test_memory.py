@@ -334,6 +334,15 @@ def test_bits_of():
     assert bits_of([0, 9, 9, 700]) == (1 << 0) | (1 << 9) | (1 << 700)
 
 
+def _hold(index, a, start: int, end: int) -> None:
+    # What committing a value does: the allocation's occupancy, then the index.
+    from types import SimpleNamespace
+
+    v = SimpleNamespace(id=len(a.occupancy.values) + 1000 * a.index, positions=[])
+    a.occupancy.add(v, {v.id: (start, end)})
+    index.cover(a, start, end)
+
+
 def test_doubled_time_names_only_sure_interference():
     # Note [Doubled time]: an allocation is skipped only when one of its ranges overlaps the
     # buffer's in more than one time, or one range is a single time strictly inside the other.
@@ -344,7 +353,7 @@ def test_doubled_time_names_only_sure_interference():
         index = _ReuseIndex(6)
         a = AllocationDraft(0, 64, "maybe-live-out")
         index.register(a)
-        index.cover(a, *held)
+        _hold(index, a, *held)
         for query in ranges:
             lo, hi = max(held[0], query[0]), min(held[1], query[1])
             sure = hi > lo or (hi == lo and (held[0] < lo < held[1] or query[0] < lo < query[1]))
@@ -393,3 +402,43 @@ def test_async_sugar_values(name):
     assert starts and not [b for b in r.buffers if b.name in starts and len(b.index) == 2 and b.index[0] == 0]
     assert r.thread_local_bytes == (12 if "to_apply=add" in text else 0)  # add's three f32 scalars
     assert r.argument_bytes == sum(p.shape.byte_size() for p in m.entry.parameters)
+
+
+@pytest.mark.parametrize("first_window", [1, 3, 2048])
+def test_free_candidates_read_from_the_top_match_a_scan(monkeypatch, first_window):
+    # Note [Reading from the top]: windows of any width name the same allocations, highest first,
+    # with list nodes and bitset nodes both in play (Note [Sparse low levels]).
+    import random
+
+    from hloscope.analysis.memory import assignment
+    from hloscope.analysis.memory.assignment import AllocationDraft, _ReuseIndex
+
+    monkeypatch.setattr(assignment, "FIRST_WINDOW", first_window)
+    monkeypatch.setattr(assignment, "LIST_LIMIT", 3)
+    rng = random.Random(11)
+    for _ in range(200):
+        end = rng.randint(1, 40)
+        index = _ReuseIndex(end, expected=rng.choice([0, 300, 3000]))
+        held: dict[int, list[tuple[int, int]]] = {}
+        for k in range(rng.randint(0, 60)):
+            a = AllocationDraft(k, 64, "maybe-live-out")
+            index.register(a)
+            held[k] = []
+            for _ in range(rng.randint(0, 3)):
+                s = rng.randint(0, end)
+                e = rng.randint(s, end)
+                _hold(index, a, s, e)
+                held[k].append((s, e))
+        candidates = sum(1 << k for k in held if rng.random() < 0.7)
+        ranges = []
+        for _ in range(rng.randint(1, 2)):
+            s = rng.randint(0, end)
+            ranges.append((s, rng.randint(s, end)))
+
+        def sure(h, q):
+            return h[0] < q[1] and h[1] > q[0] or (h[0] == h[1] and q[0] < h[0] < q[1]) \
+                or (q[0] == q[1] and h[0] < q[0] < h[1])
+
+        want = [k for k in sorted(held, reverse=True)
+                if candidates >> k & 1 and not any(sure(h, q) for h in held[k] for q in ranges)]
+        assert list(index.free(candidates, ranges)) == want

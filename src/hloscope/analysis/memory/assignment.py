@@ -88,10 +88,17 @@ ranges, time ``t`` becomes unit ``2t`` and the gap after it unit ``2t + 1``::
 
 Two ranges that overlap in more than one time, or where one holds a single time strictly
 inside the other, surely interfere. That is exactly when the closed units of one meet the open
-units of the other: ``closed`` marks each held value's closed units and is asked for the
-buffer's open units; ``open`` marks each held value's open units and is asked for the closed
-ones. A range that only touches one end of the buffer's range meets neither and goes to the
-exact test.
+units of the other. For a buffer's range of more than one time, its open units already meet the
+closed units of every value surely interfering with it (a single held time inside it is one
+closed unit among its open ones), so one tree, ``closed``, marking each held value's closed
+units, answers it. A single time ``t`` has no open units: what surely interferes with it is a
+value strictly around it, which covers unit ``2t`` and neither starts nor ends at ``t``. So the
+tree is asked for unit ``2t``, and the few allocations with a value starting or ending at ``t``
+(``touching``) are looked up in their occupancy. A range that only touches one end of the
+buffer's range is not named and goes to the exact test.
+
+One tree instead of a second one for open units halves the cost of recording each assigned
+value, and single-time buffers are few (96 of Llama 3.1 8B's 19,043 queries).
 
 Note [Sparse low levels]
 ------------------------
@@ -110,12 +117,27 @@ and only the levels from it up keep bitsets::
 dense nodes per time unit for ``n`` allocations, so each of the four bitset arrays takes at
 most about ``DENSE_BITS_PER_UNIT / 4`` bytes per time unit, and a query reads only the short lists of
 the ``2 * dense_from`` low nodes on its two sides.
+
+Note [Reading from the top]
+---------------------------
+Only the highest free candidate is wanted, and it is usually near the top: at 100 times the
+size of Llama 3.1 8B (88,100 reusable allocations) half the winners lie within the newest
+2,307. ORing every node's whole bitset made each query cost the number of allocations, so
+``_ReuseIndex.free`` gathers the nodes first and reads them a window at a time from the top,
+each window four times wider than the last::
+
+    candidates  [..............................|.......|..]   bit K-1 at the right
+                  third window (4 x 4 x 2,048)   second  first (2,048)
+
+A window's bits of each node are one shift away (``x >> lo``), which costs the bits above
+``lo`` only, so a query costs about as much as the depth of its answer. A buffer that fits
+nowhere still reads everything, as before.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -139,6 +161,9 @@ DENSE_BITS_PER_UNIT = 256
 # A list node with more numbers than this becomes a bitset: such nodes are few (at most one per
 # LIST_LIMIT numbers put), so their bitsets stay small in all, and no query reads long lists.
 LIST_LIMIT = 32
+# The first window of candidates read from the top (Note [Reading from the top]); each next one
+# is four times wider.
+FIRST_WINDOW = 2048
 
 
 class _Occupancy:
@@ -174,6 +199,13 @@ class _Occupancy:
         self.starts.insert(i, r[0])
         self.ends.insert(i, r[1])
         self.values.insert(i, v)
+
+    def holds_around(self, t: int) -> bool:
+        """Whether a value's range holds ``t`` strictly inside."""
+        if self.ordered:
+            # ends > t from ``lo`` on, starts < t up to ``hi``
+            return bisect.bisect_right(self.ends, t) < bisect.bisect_left(self.starts, t)
+        return any(s < t < e for s, e in zip(self.starts, self.ends))
 
     def meeting(self, start: int, end: int) -> list[Value]:
         """The values whose closed range shares at least one time with ``[start, end]``."""
@@ -216,8 +248,26 @@ class _OrTree:
         bit = 1 << k
         cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
         first, last = lo + self.width, hi - 1 + self.width
+        dense = self.dense_from
+        # The paths above the two end units first, while ``within`` is upward closed (a node
+        # holding k has every ancestor holding it): each walk stops at the first node that
+        # already holds k, the second one at the latest where it joins the first. Without the
+        # stop, every short value ORed k into the wide bitsets of all the upper levels.
+        for node in (first >> 1, last >> 1):
+            level = 1
+            while node:
+                if level < dense:
+                    if not _put(within_low, node, k):
+                        break
+                else:
+                    got = within[node]
+                    if got >> k & 1:
+                        break
+                    within[node] = got | bit
+                node >>= 1
+                level += 1
         lo, hi = first, last + 1
-        level, dense = 0, self.dense_from
+        level = 0
         while lo < hi:
             if level < dense:
                 if lo & 1:
@@ -240,31 +290,14 @@ class _OrTree:
             lo >>= 1
             hi >>= 1
             level += 1
-        # The paths above the two end units, each node once (they join below the root).
-        a, b = first >> 1, last >> 1
-        level = 1
-        while a and level < dense:
-            _put(within_low, a, k)
-            if b != a:
-                _put(within_low, b, k)
-            a >>= 1
-            b >>= 1
-            level += 1
-        while a:
-            within[a] |= bit
-            if b != a:
-                within[b] |= bit
-            a >>= 1
-            b >>= 1
 
-    def collect(self, lo: int, hi: int, low: list[int]) -> int:
-        """The bitset of numbers put on ``[lo, hi)`` from the dense levels; those found on the
-        sparse levels are appended to ``low`` (see ``query``)."""
+    def gather(self, lo: int, hi: int, parts: list[int], low: list[int]) -> None:
+        """What was put on ``[lo, hi)``: the non-empty bitsets of the nodes read are appended to
+        ``parts``, the numbers of the list nodes to ``low`` (see ``query``)."""
         if lo >= hi:
-            return 0
+            return
         cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
         first, last = lo + self.width, hi - 1 + self.width
-        acc = 0
         lo, hi = first, last + 1
         level, dense = 0, self.dense_from
         while lo < hi:
@@ -272,7 +305,7 @@ class _OrTree:
                 if lo & 1:
                     got = within_low.get(lo)
                     if isinstance(got, int):
-                        acc |= got
+                        parts.append(got)
                     elif got:
                         low.extend(got)
                     lo += 1
@@ -280,21 +313,20 @@ class _OrTree:
                     hi -= 1
                     got = within_low.get(hi)
                     if isinstance(got, int):
-                        acc |= got
+                        parts.append(got)
                     elif got:
                         low.extend(got)
             else:
-                # (ORing a zero still copies the accumulated bitset: skipped)
                 if lo & 1:
                     got = within[lo]
                     if got:
-                        acc |= got
+                        parts.append(got)
                     lo += 1
                 if hi & 1:
                     hi -= 1
                     got = within[hi]
                     if got:
-                        acc |= got
+                        parts.append(got)
             lo >>= 1
             hi >>= 1
             level += 1
@@ -305,7 +337,7 @@ class _OrTree:
             for i in (a,) if a == b else (a, b):
                 got = cover_low.get(i)
                 if isinstance(got, int):
-                    acc |= got
+                    parts.append(got)
                 elif got:
                     low.extend(got)
             a >>= 1
@@ -314,22 +346,27 @@ class _OrTree:
         while a:
             got = cover[a]
             if got:
-                acc |= got
+                parts.append(got)
             if b != a:
                 got = cover[b]
                 if got:
-                    acc |= got
+                    parts.append(got)
             a >>= 1
             b >>= 1
-        return acc
 
     def query(self, lo: int, hi: int) -> int:
         """The bitset of the numbers put on at least one unit of ``[lo, hi)``."""
+        parts: list[int] = []
         low: list[int] = []
-        return self.collect(lo, hi, low) | bits_of(low)
+        self.gather(lo, hi, parts, low)
+        acc = bits_of(low)
+        for x in parts:
+            acc |= x
+        return acc
 
 
-def _put(lists: dict[int, list[int] | int], node: int, k: int) -> None:
+def _put(lists: dict[int, list[int] | int], node: int, k: int) -> bool:
+    """Add ``k`` to a low node; False when it was there already."""
     # Each number once per node: an allocation holding a run of short values would otherwise
     # repeat in every node above them. A node that gathers many numbers (the last time, where
     # every live-out value ends) becomes a bitset (Note [Sparse low levels]).
@@ -337,12 +374,16 @@ def _put(lists: dict[int, list[int] | int], node: int, k: int) -> None:
     if got is None:
         lists[node] = [k]
     elif isinstance(got, int):
+        if got >> k & 1:
+            return False
         lists[node] = got | (1 << k)
-    elif k not in got:
-        if len(got) < LIST_LIMIT:
-            got.append(k)
-        else:
-            lists[node] = bits_of(got) | (1 << k)
+    elif k in got:
+        return False
+    elif len(got) < LIST_LIMIT:
+        got.append(k)
+    else:
+        lists[node] = bits_of(got) | (1 << k)
+    return True
 
 
 def bits_of(numbers: list[int]) -> int:
@@ -361,12 +402,13 @@ class _ReuseIndex:
     which of them certainly interfere with a live range. See Note [Finding interference fast].
 
     ``accepting[color]`` and ``exact[(color, size)]`` are the allocations a buffer of that colour
-    (and, when live-out, that size) may join. ``closed`` and ``open`` mark each assigned value's
-    live range on doubled time (Note [Doubled time]). ``expected`` is how many allocations may
-    be registered at most; it sets where the trees turn dense (Note [Sparse low levels]).
+    (and, when live-out, that size) may join. ``closed`` marks each assigned value's live range
+    on doubled time and ``touching[t]`` names the allocations with a value starting or ending at
+    ``t`` (Note [Doubled time]). ``expected`` is how many allocations may be registered at most;
+    it sets where the tree turns dense (Note [Sparse low levels]).
     """
 
-    __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "open")
+    __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "touching")
 
     def __init__(self, end_time: int, expected: int = 0) -> None:
         self.allocations: list[AllocationDraft] = []
@@ -375,7 +417,7 @@ class _ReuseIndex:
         self.exact: dict[tuple[int, int], int] = {}
         dense_from = (expected // DENSE_BITS_PER_UNIT).bit_length()
         self.closed = _OrTree(2 * end_time + 2, dense_from)
-        self.open = _OrTree(2 * end_time + 2, dense_from)
+        self.touching: dict[int, list[int]] = {}
 
     def register(self, a: AllocationDraft) -> None:
         bit = 1 << len(self.allocations)
@@ -392,13 +434,84 @@ class _ReuseIndex:
         """Record that ``a`` holds a value live over ``[start, end]``."""
         k = self.bit_of[a.index]
         self.closed.add(2 * start, 2 * end + 1, k)
-        self.open.add(2 * start + 1, 2 * end, k)
+        touching = self.touching
+        got = touching.get(start)
+        if got is None:
+            touching[start] = [k]
+        else:
+            got.append(k)
+        if end != start:
+            got = touching.get(end)
+            if got is None:
+                touching[end] = [k]
+            else:
+                got.append(k)
 
     def interfering(self, start: int, end: int) -> int:
         """Bitset of the allocations holding a value that surely interferes with ``[start, end]``."""
+        parts: list[int] = []
         low: list[int] = []
-        acc = self.closed.collect(2 * start + 1, 2 * end, low) | self.open.collect(2 * start, 2 * end + 1, low)
-        return acc | bits_of(low) if low else acc
+        self._gather(start, end, parts, low)
+        acc = bits_of(low)
+        for x in parts:
+            acc |= x
+        return acc
+
+    def _gather(self, start: int, end: int, parts: list[int], low: list[int]) -> None:
+        # Note [Doubled time]: a range of more than one time meets the closed units of every value
+        # surely interfering with it on its own open units; a single time t is surely interfered
+        # with only by a value strictly around it: of the values on unit 2t, those starting or
+        # ending at t are told apart by their allocation's occupancy.
+        if start < end:
+            self.closed.gather(2 * start + 1, 2 * end, parts, low)
+            return
+        on: list[int] = []
+        on_low: list[int] = []
+        self.closed.gather(2 * start, 2 * start + 1, on, on_low)
+        busy = bits_of(on_low)
+        for x in on:
+            busy |= x
+        for k in set(self.touching.get(start, ())):
+            if busy >> k & 1 and not self.allocations[k].occupancy.holds_around(start):
+                busy ^= 1 << k
+        if busy:
+            parts.append(busy)
+
+    def free(self, candidates: int, ranges: list[tuple[int, int]]) -> Iterator[int]:
+        """The allocations of ``candidates`` (a bitset) holding no value that surely interferes
+        with any of ``ranges``, highest number first. See Note [Reading from the top]."""
+        if not candidates:
+            return
+        parts: list[int] = []
+        low: list[int] = []
+        for start, end in ranges:
+            self._gather(start, end, parts, low)
+        low.sort(reverse=True)
+        next_low = 0
+        hi = candidates.bit_length()
+        width = FIRST_WINDOW
+        while hi > 0:
+            lo = max(0, hi - width)
+            free = (candidates >> lo) & ((1 << (hi - lo)) - 1)
+            if free:
+                for x in parts:
+                    if x.bit_length() > lo:
+                        free &= ~(x >> lo)
+                j = next_low
+                while j < len(low) and low[j] >= lo:
+                    j += 1
+                if j > next_low:
+                    free &= ~bits_of([k - lo for k in low[next_low:j]])
+                next_low = j
+                while free:
+                    top = free.bit_length() - 1
+                    free ^= 1 << top
+                    yield lo + top
+            else:
+                while next_low < len(low) and low[next_low] >= lo:
+                    next_low += 1
+            hi = lo
+            width *= 4
 
 
 @dataclass
@@ -680,19 +793,14 @@ def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _Reu
     # a live range fits no allocation that holds anything (``_maybe_assign``).
     size, color, exact = buf.size, buf.color, buf.live_out
     candidates = reusable.exact.get((color, size), 0) if exact else reusable.accepting.get(color, 0)
+    ranges = []
     for v in buf.values:
         r = live.ranges.get(v.id)
         if r is None:
             return False
-        candidates &= ~reusable.interfering(*r)
-    for index in seen:
-        k = reusable.bit_of.get(index)
-        if k is not None:
-            candidates &= ~(1 << k)
+        ranges.append(r)
     allocations = reusable.allocations
-    while candidates:
-        bit = candidates.bit_length() - 1
-        candidates ^= 1 << bit
+    for bit in reusable.free(candidates, ranges):
         a = allocations[bit]
         if a.size < size or a.color != color or (exact and a.size != size) or a.index in seen:
             continue
