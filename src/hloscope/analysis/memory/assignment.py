@@ -169,11 +169,10 @@ FIRST_WINDOW = 2048
 class _Occupancy:
     """The live ranges one allocation holds, sorted by (start, end), for fast interference checks.
 
-    See Note [Finding interference fast]. ``positions`` holds every instruction where one of the
-    allocation's values appears (a copy may not land in the allocation of its own operand).
+    See Note [Finding interference fast].
     """
 
-    __slots__ = ("keys", "starts", "ends", "values", "ordered", "positions", "unranged")
+    __slots__ = ("keys", "starts", "ends", "values", "ordered", "unranged")
 
     def __init__(self) -> None:
         self.keys: list[tuple[int, int, int]] = []
@@ -181,12 +180,9 @@ class _Occupancy:
         self.ends: list[int] = []
         self.values: list[Value] = []
         self.ordered = True  # ends are non-decreasing in key order
-        self.positions: set[Instruction] = set()
         self.unranged = False  # holds a value without a live range: nothing else may join
 
     def add(self, v: Value, ranges: dict[int, tuple[int, int]]) -> None:
-        for p, _ in v.positions:
-            self.positions.add(p)
         r = ranges.get(v.id)
         if r is None:
             self.unranged = True
@@ -225,7 +221,9 @@ class _OrTree:
     the ``O(log n)`` nodes of the range and the paths above its two end units.
 
     Memory stays linear (Note [Sparse low levels]): nodes below level ``dense_from`` keep lists
-    of numbers, nodes from it up keep Python-int bitsets.
+    of numbers, nodes from it up keep bitsets. A bitset is a ``bytearray`` (number ``k`` is bit
+    ``k & 7`` of byte ``k >> 3``): marking a number costs the same whatever the number, where
+    ORing it into a Python int copies the whole int (Note [Reading from the top]).
     """
 
     __slots__ = ("width", "dense_from", "cover", "within", "cover_low", "within_low")
@@ -236,34 +234,30 @@ class _OrTree:
         # Nodes at level L have indices [width >> L, 2 * width >> L): the dense levels are the
         # first ``2 * width >> dense_from`` indices, the sparse ones are kept in dicts.
         top = (2 * self.width) >> self.dense_from
-        self.cover = [0] * top
-        self.within = [0] * top
-        self.cover_low: dict[int, list[int] | int] = {}
-        self.within_low: dict[int, list[int] | int] = {}
+        self.cover: list[bytearray | None] = [None] * top
+        self.within: list[bytearray | None] = [None] * top
+        self.cover_low: dict[int, int | list[int] | bytearray] = {}
+        self.within_low: dict[int, int | list[int] | bytearray] = {}
 
     def add(self, lo: int, hi: int, k: int) -> None:
         """Put number ``k`` on the units ``[lo, hi)``."""
         if lo >= hi:
             return
-        bit = 1 << k
+        byte, bit = k >> 3, 1 << (k & 7)
         cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
         first, last = lo + self.width, hi - 1 + self.width
         dense = self.dense_from
         # The paths above the two end units first, while ``within`` is upward closed (a node
         # holding k has every ancestor holding it): each walk stops at the first node that
-        # already holds k, the second one at the latest where it joins the first. Without the
-        # stop, every short value ORed k into the wide bitsets of all the upper levels.
+        # already holds k, the second one at the latest where it joins the first.
         for node in (first >> 1, last >> 1):
             level = 1
             while node:
                 if level < dense:
                     if not _put(within_low, node, k):
                         break
-                else:
-                    got = within[node]
-                    if got >> k & 1:
-                        break
-                    within[node] = got | bit
+                elif not _mark(within, node, byte, bit):
+                    break
                 node >>= 1
                 level += 1
         lo, hi = first, last + 1
@@ -280,20 +274,20 @@ class _OrTree:
                     _put(within_low, hi, k)
             else:
                 if lo & 1:
-                    cover[lo] |= bit
-                    within[lo] |= bit
+                    _mark(cover, lo, byte, bit)
+                    _mark(within, lo, byte, bit)
                     lo += 1
                 if hi & 1:
                     hi -= 1
-                    cover[hi] |= bit
-                    within[hi] |= bit
+                    _mark(cover, hi, byte, bit)
+                    _mark(within, hi, byte, bit)
             lo >>= 1
             hi >>= 1
             level += 1
 
-    def gather(self, lo: int, hi: int, parts: list[int], low: list[int]) -> None:
-        """What was put on ``[lo, hi)``: the non-empty bitsets of the nodes read are appended to
-        ``parts``, the numbers of the list nodes to ``low`` (see ``query``)."""
+    def gather(self, lo: int, hi: int, parts: list[bytearray], low: list[int]) -> None:
+        """What was put on ``[lo, hi)``: the bitsets of the nodes read are appended to ``parts``,
+        the numbers of the list nodes to ``low`` (see ``query``)."""
         if lo >= hi:
             return
         cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
@@ -304,28 +298,34 @@ class _OrTree:
             if level < dense:
                 if lo & 1:
                     got = within_low.get(lo)
-                    if isinstance(got, int):
-                        parts.append(got)
-                    elif got:
-                        low.extend(got)
+                    if got is not None:
+                        if isinstance(got, int):
+                            low.append(got)
+                        elif isinstance(got, list):
+                            low.extend(got)
+                        else:
+                            parts.append(got)
                     lo += 1
                 if hi & 1:
                     hi -= 1
                     got = within_low.get(hi)
-                    if isinstance(got, int):
-                        parts.append(got)
-                    elif got:
-                        low.extend(got)
+                    if got is not None:
+                        if isinstance(got, int):
+                            low.append(got)
+                        elif isinstance(got, list):
+                            low.extend(got)
+                        else:
+                            parts.append(got)
             else:
                 if lo & 1:
                     got = within[lo]
-                    if got:
+                    if got is not None:
                         parts.append(got)
                     lo += 1
                 if hi & 1:
                     hi -= 1
                     got = within[hi]
-                    if got:
+                    if got is not None:
                         parts.append(got)
             lo >>= 1
             hi >>= 1
@@ -336,54 +336,93 @@ class _OrTree:
         while a and level < dense:
             for i in (a,) if a == b else (a, b):
                 got = cover_low.get(i)
-                if isinstance(got, int):
-                    parts.append(got)
-                elif got:
-                    low.extend(got)
+                if got is not None:
+                    if isinstance(got, int):
+                        low.append(got)
+                    elif isinstance(got, list):
+                        low.extend(got)
+                    else:
+                        parts.append(got)
             a >>= 1
             b >>= 1
             level += 1
         while a:
             got = cover[a]
-            if got:
+            if got is not None:
                 parts.append(got)
             if b != a:
                 got = cover[b]
-                if got:
+                if got is not None:
                     parts.append(got)
             a >>= 1
             b >>= 1
 
     def query(self, lo: int, hi: int) -> int:
-        """The bitset of the numbers put on at least one unit of ``[lo, hi)``."""
-        parts: list[int] = []
+        """The bitset of the numbers put on at least one unit of ``[lo, hi)``, as an int."""
+        parts: list[bytearray] = []
         low: list[int] = []
         self.gather(lo, hi, parts, low)
         acc = bits_of(low)
         for x in parts:
-            acc |= x
+            acc |= int.from_bytes(x, "little")
         return acc
 
 
-def _put(lists: dict[int, list[int] | int], node: int, k: int) -> bool:
+def _mark(bitsets: list[bytearray | None], node: int, byte: int, bit: int) -> bool:
+    """Set ``bit`` of byte ``byte`` in a node's bitset; False when it was set already."""
+    got = bitsets[node]
+    if got is None:
+        got = bitsets[node] = bytearray(byte + 1)
+    elif len(got) <= byte:
+        got.extend(bytes(byte + 1 - len(got)))
+    elif got[byte] & bit:
+        return False
+    got[byte] |= bit
+    return True
+
+
+def _put(lists: dict[int, int | list[int] | bytearray], node: int, k: int) -> bool:
     """Add ``k`` to a low node; False when it was there already."""
     # Each number once per node: an allocation holding a run of short values would otherwise
-    # repeat in every node above them. A node that gathers many numbers (the last time, where
-    # every live-out value ends) becomes a bitset (Note [Sparse low levels]).
+    # repeat in every node above them. Most low nodes hold one number, kept bare (a list per
+    # node was most of the tree's memory); a node that gathers many numbers (the last time,
+    # where every live-out value ends) becomes a bitset (Note [Sparse low levels]).
     got = lists.get(node)
     if got is None:
-        lists[node] = [k]
-    elif isinstance(got, int):
-        if got >> k & 1:
+        lists[node] = k
+        return True
+    if isinstance(got, int):
+        if got == k:
             return False
-        lists[node] = got | (1 << k)
-    elif k in got:
+        lists[node] = [got, k]
+        return True
+    if isinstance(got, list):
+        if k in got:
+            return False
+        if len(got) < LIST_LIMIT:
+            got.append(k)
+            return True
+        got = lists[node] = bytes_of(got)
+    return _set(got, k)
+
+
+def _set(bits: bytearray, k: int) -> bool:
+    """Set bit ``k`` of a bitset; False when it was set already."""
+    byte, bit = k >> 3, 1 << (k & 7)
+    if len(bits) <= byte:
+        bits.extend(bytes(byte + 1 - len(bits)))
+    elif bits[byte] & bit:
         return False
-    elif len(got) < LIST_LIMIT:
-        got.append(k)
-    else:
-        lists[node] = bits_of(got) | (1 << k)
+    bits[byte] |= bit
     return True
+
+
+def bytes_of(numbers: list[int]) -> bytearray:
+    """The bitset with bit ``k`` set for each ``k`` in ``numbers``, as a ``bytearray``."""
+    bits = bytearray((max(numbers) >> 3) + 1 if numbers else 0)
+    for k in numbers:
+        bits[k >> 3] |= 1 << (k & 7)
+    return bits
 
 
 def bits_of(numbers: list[int]) -> int:
@@ -391,10 +430,7 @@ def bits_of(numbers: list[int]) -> int:
     ``1 << k`` into a growing int would copy it once per number)."""
     if not numbers:
         return 0
-    bits = bytearray((max(numbers) >> 3) + 1)
-    for k in numbers:
-        bits[k >> 3] |= 1 << (k & 7)
-    return int.from_bytes(bits, "little")
+    return int.from_bytes(bytes_of(numbers), "little")
 
 
 class _ReuseIndex:
@@ -402,10 +438,10 @@ class _ReuseIndex:
     which of them certainly interfere with a live range. See Note [Finding interference fast].
 
     ``accepting[color]`` and ``exact[(color, size)]`` are the allocations a buffer of that colour
-    (and, when live-out, that size) may join. ``closed`` marks each assigned value's live range
-    on doubled time and ``touching[t]`` names the allocations with a value starting or ending at
-    ``t`` (Note [Doubled time]). ``expected`` is how many allocations may be registered at most;
-    it sets where the tree turns dense (Note [Sparse low levels]).
+    (and, when live-out, that size) may join, as bitsets. ``closed`` marks each assigned value's
+    live range on doubled time and ``touching[t]`` names the allocations with a value starting
+    or ending at ``t`` (Note [Doubled time]). ``expected`` is how many allocations may be
+    registered at most; it sets where the tree turns dense (Note [Sparse low levels]).
     """
 
     __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "touching")
@@ -413,20 +449,19 @@ class _ReuseIndex:
     def __init__(self, end_time: int, expected: int = 0) -> None:
         self.allocations: list[AllocationDraft] = []
         self.bit_of: dict[int, int] = {}
-        self.accepting: dict[int, int] = {}
-        self.exact: dict[tuple[int, int], int] = {}
+        self.accepting: dict[int, bytearray] = {}
+        self.exact: dict[tuple[int, int], bytearray] = {}
         dense_from = (expected // DENSE_BITS_PER_UNIT).bit_length()
         self.closed = _OrTree(2 * end_time + 2, dense_from)
         self.touching: dict[int, list[int]] = {}
 
     def register(self, a: AllocationDraft) -> None:
-        bit = 1 << len(self.allocations)
-        self.bit_of[a.index] = len(self.allocations)
+        k = len(self.allocations)
+        self.bit_of[a.index] = k
         self.allocations.append(a)
         if a.accepts_reuse:
-            self.accepting[a.color] = self.accepting.get(a.color, 0) | bit
-            key = (a.color, a.size)
-            self.exact[key] = self.exact.get(key, 0) | bit
+            _set(self.accepting.setdefault(a.color, bytearray()), k)
+            _set(self.exact.setdefault((a.color, a.size), bytearray()), k)
         for start, end in zip(a.occupancy.starts, a.occupancy.ends):
             self.cover(a, start, end)
 
@@ -449,15 +484,15 @@ class _ReuseIndex:
 
     def interfering(self, start: int, end: int) -> int:
         """Bitset of the allocations holding a value that surely interferes with ``[start, end]``."""
-        parts: list[int] = []
+        parts: list[bytearray] = []
         low: list[int] = []
         self._gather(start, end, parts, low)
         acc = bits_of(low)
         for x in parts:
-            acc |= x
+            acc |= int.from_bytes(x, "little")
         return acc
 
-    def _gather(self, start: int, end: int, parts: list[int], low: list[int]) -> None:
+    def _gather(self, start: int, end: int, parts: list[bytearray], low: list[int]) -> None:
         # Note [Doubled time]: a range of more than one time meets the closed units of every value
         # surely interfering with it on its own open units; a single time t is surely interfered
         # with only by a value strictly around it: of the values on unit 2t, those starting or
@@ -465,51 +500,46 @@ class _ReuseIndex:
         if start < end:
             self.closed.gather(2 * start + 1, 2 * end, parts, low)
             return
-        on: list[int] = []
-        on_low: list[int] = []
-        self.closed.gather(2 * start, 2 * start + 1, on, on_low)
-        busy = bits_of(on_low)
-        for x in on:
-            busy |= x
+        busy = self.closed.query(2 * start, 2 * start + 1)
         for k in set(self.touching.get(start, ())):
             if busy >> k & 1 and not self.allocations[k].occupancy.holds_around(start):
                 busy ^= 1 << k
         if busy:
-            parts.append(busy)
+            parts.append(bytearray(busy.to_bytes((busy.bit_length() + 7) >> 3, "little")))
 
-    def free(self, candidates: int, ranges: list[tuple[int, int]]) -> Iterator[int]:
+    def free(self, candidates: bytes | bytearray | None, ranges: list[tuple[int, int]]) -> Iterator[int]:
         """The allocations of ``candidates`` (a bitset) holding no value that surely interferes
         with any of ``ranges``, highest number first. See Note [Reading from the top]."""
         if not candidates:
             return
-        parts: list[int] = []
+        parts: list[bytearray] = []
         low: list[int] = []
         for start, end in ranges:
             self._gather(start, end, parts, low)
         low.sort(reverse=True)
         next_low = 0
-        hi = candidates.bit_length()
-        width = FIRST_WINDOW
+        hi = len(candidates)  # in bytes
+        width = max(1, FIRST_WINDOW >> 3)
         while hi > 0:
             lo = max(0, hi - width)
-            free = (candidates >> lo) & ((1 << (hi - lo)) - 1)
+            free = int.from_bytes(candidates[lo:hi], "little")
+            base = lo << 3
+            j = next_low
+            while j < len(low) and low[j] >= base:
+                j += 1
             if free:
                 for x in parts:
-                    if x.bit_length() > lo:
-                        free &= ~(x >> lo)
-                j = next_low
-                while j < len(low) and low[j] >= lo:
-                    j += 1
+                    if len(x) > lo:
+                        busy = int.from_bytes(x[lo:hi], "little")
+                        if busy:
+                            free &= ~busy
                 if j > next_low:
-                    free &= ~bits_of([k - lo for k in low[next_low:j]])
-                next_low = j
+                    free &= ~bits_of([k - base for k in low[next_low:j]])
                 while free:
                     top = free.bit_length() - 1
                     free ^= 1 << top
-                    yield lo + top
-            else:
-                while next_low < len(low) and low[next_low] >= lo:
-                    next_low += 1
+                    yield base + top
+            next_low = j
             hi = lo
             width *= 4
 
@@ -553,7 +583,9 @@ def _touch_share(user_value: Value, operand_value: Value, live: Liveness) -> boo
     # through a get-tuple-element is that instruction's whole output (index {}).
     end_inst, end_index = live.end_position[operand_value.id]
     user = user_value.instruction
-    if user.opcode is Opcode.COPY or end_inst not in live.operands_of(user):
+    operands = user.operands
+    # A short operand list is scanned: a cached set per user cost more memory than the search
+    if user.opcode is Opcode.COPY or end_inst not in (operands if len(operands) <= 16 else live.operands_of(user)):
         return False
     return can_share_operand(end_inst, end_index, user, user_value.index)
 
@@ -785,14 +817,14 @@ def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _Reu
                 if a is None or a.index in seen:
                     continue
                 seen.add(a.index)
-                if _maybe_assign(a, buf, live):
+                if _maybe_assign(a, buf, live, df, alloc_of):
                     _commit(a, buf, alloc_of, live, reusable)
                     return True
     # Only allocations that may take the buffer and hold no value surely interfering with one
     # of its values are tried (Note [Finding interference fast]); a buffer with a value without
     # a live range fits no allocation that holds anything (``_maybe_assign``).
     size, color, exact = buf.size, buf.color, buf.live_out
-    candidates = reusable.exact.get((color, size), 0) if exact else reusable.accepting.get(color, 0)
+    candidates = reusable.exact.get((color, size)) if exact else reusable.accepting.get(color)
     ranges = []
     for v in buf.values:
         r = live.ranges.get(v.id)
@@ -804,7 +836,7 @@ def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _Reu
         a = allocations[bit]
         if a.size < size or a.color != color or (exact and a.size != size) or a.index in seen:
             continue
-        if _maybe_assign(a, buf, live):
+        if _maybe_assign(a, buf, live, df, alloc_of):
             _commit(a, buf, alloc_of, live, reusable)
             return True
     return False
@@ -821,7 +853,8 @@ def _commit(a: AllocationDraft, buf: Buffer, alloc_of: dict[int, AllocationDraft
                 reusable.cover(a, *r)
 
 
-def _maybe_assign(a: AllocationDraft, buf: Buffer, live: Liveness) -> bool:
+def _maybe_assign(a: AllocationDraft, buf: Buffer, live: Liveness, df: Dataflow,
+                  alloc_of: dict[int, AllocationDraft]) -> bool:
     """XLA's ``MaybeAssignBuffer``: may ``buf`` join ``a`` without interfering with its values?"""
     if a.color != buf.color or buf.size > a.size or not a.accepts_reuse:
         return False
@@ -837,9 +870,21 @@ def _maybe_assign(a: AllocationDraft, buf: Buffer, live: Liveness) -> bool:
         if r is None:
             return False
         inst = v.instruction
-        if inst.opcode is Opcode.COPY and any(p in occ.positions for p in inst.operands):
+        if inst.opcode is Opcode.COPY and _at_an_operand(a, inst, df, alloc_of):
             return False
         for assigned in occ.meeting(*r):
             if _interferes(v, assigned, live):
                 return False
     return True
+
+
+def _at_an_operand(a: AllocationDraft, copy: Instruction, df: Dataflow, alloc_of: dict[int, AllocationDraft]) -> bool:
+    """Whether a value of ``a`` appears at one of ``copy``'s operands: a copy may not land in the
+    allocation of its own operand. (Asked of the few copies instead of keeping every
+    allocation's positions.)"""
+    for operand in copy.operands:
+        for values in df.sets.get(operand, {}).values():
+            for v in values:
+                if alloc_of.get(df.buffer_of[v.id].id) is a:
+                    return True
+    return False
