@@ -304,14 +304,14 @@ def test_or_tree_matches_a_scan(monkeypatch, list_limit):
     # fill up (Note [Sparse low levels]), answer alike.
     import random
 
-    from hloscope.analysis.memory import assignment
-    from hloscope.analysis.memory.assignment import _OrTree
+    from hloscope.analysis.memory import interference
+    from hloscope.analysis.memory.interference import OrTree
 
-    monkeypatch.setattr(assignment, "LIST_LIMIT", list_limit)
+    monkeypatch.setattr(interference, "LIST_LIMIT", list_limit)
     rng = random.Random(7)
     for _ in range(300):
         n = rng.randint(1, 70)
-        tree, marks = _OrTree(n, rng.randint(0, 8)), []
+        tree, marks = OrTree(n, rng.randint(0, 8)), []
         for _ in range(rng.randint(0, 30)):
             lo = rng.randint(0, n)
             hi = rng.randint(lo, n)
@@ -328,7 +328,7 @@ def test_or_tree_matches_a_scan(monkeypatch, list_limit):
 
 
 def test_bits_of():
-    from hloscope.analysis.memory.assignment import bits_of
+    from hloscope.analysis.memory.interference import bits_of
 
     assert bits_of([]) == 0
     assert bits_of([0, 9, 9, 700]) == (1 << 0) | (1 << 9) | (1 << 700)
@@ -346,11 +346,12 @@ def _hold(index, a, start: int, end: int) -> None:
 def test_doubled_time_names_only_sure_interference():
     # Note [Doubled time]: an allocation is skipped only when one of its ranges overlaps the
     # buffer's in more than one time, or one range is a single time strictly inside the other.
-    from hloscope.analysis.memory.assignment import AllocationDraft, _ReuseIndex
+    from hloscope.analysis.memory.assignment import AllocationDraft
+    from hloscope.analysis.memory.interference import ReuseIndex
 
     ranges = [(s, e) for s in range(6) for e in range(s, 6)]
     for held in ranges:
-        index = _ReuseIndex(6)
+        index = ReuseIndex(6)
         a = AllocationDraft(0, 64, "maybe-live-out")
         index.register(a)
         _hold(index, a, *held)
@@ -410,15 +411,16 @@ def test_free_candidates_read_from_the_top_match_a_scan(monkeypatch, first_windo
     # with list nodes and bitset nodes both in play (Note [Sparse low levels]).
     import random
 
-    from hloscope.analysis.memory import assignment
-    from hloscope.analysis.memory.assignment import AllocationDraft, _ReuseIndex
+    from hloscope.analysis.memory import interference
+    from hloscope.analysis.memory.assignment import AllocationDraft
+    from hloscope.analysis.memory.interference import ReuseIndex
 
-    monkeypatch.setattr(assignment, "FIRST_WINDOW", first_window)
-    monkeypatch.setattr(assignment, "LIST_LIMIT", 3)
+    monkeypatch.setattr(interference, "FIRST_WINDOW", first_window)
+    monkeypatch.setattr(interference, "LIST_LIMIT", 3)
     rng = random.Random(11)
     for _ in range(200):
         end = rng.randint(1, 40)
-        index = _ReuseIndex(end, expected=rng.choice([0, 300, 3000]))
+        index = ReuseIndex(end, expected=rng.choice([0, 300, 3000]))
         held: dict[int, list[tuple[int, int]]] = {}
         for k in range(rng.randint(0, 60)):
             a = AllocationDraft(k, 64, "maybe-live-out")

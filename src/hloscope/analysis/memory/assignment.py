@@ -51,98 +51,19 @@ Creation order therefore matters: sequential computations' buffers first (size, 
 then ``ComparePosition``: computations callers first, instructions in post order), then the
 heap allocation of each memory space, then the thread-local computations' buffers.
 
-Note [Finding interference fast]
---------------------------------
-XLA tries each buffer against every reusable allocation, smallest first, and each try compares
-the buffer's values with every value the allocation already holds. Done literally that is
-quadratic twice over (seed 003 at ten times its size took 21 s). Both factors are cut without
-changing which allocation wins:
-
-* Which allocations to try. ``_ReuseIndex`` keeps, as bitsets over the allocations in creation
-  order, those a buffer may join at all (same colour, accepting reuse; for a live-out buffer
-  also the same size) and two segment trees over time (Note [Doubled time]) that name the
-  allocations holding a value that surely interferes with a live range. What is left is tried
-  from the highest bit down, which is XLA's order (allocations are created largest first, so
-  the last created is the smallest), and each try still runs the exact ``_maybe_assign``; a
-  try fails only on a value meeting the buffer at one end of its range, so there are few.
-* Each try. An allocation's values never overlap except at touch points, so sorted by
-  (start, end) their ends are non-decreasing too, and the values meeting ``[s, e]`` are one
-  slice, found by two bisections::
-
-    starts  0   4   9   9  15          values meeting [8, 12]:
-    ends    3   9   9  14  20          ends >= 8 from index 1, starts <= 12 up to index 3
-                ^^^^^^^^^^              -> indices 1..3, then the exact touch-point rules
-
-  ``_Occupancy`` checks the ordering on every insert and falls back to a scan if it ever breaks.
-
-Note [Doubled time]
--------------------
-Live ranges are closed, ``[s, e]``, and two of them that meet at one time may still share
-memory (Note [Sharing at a touch point]). To tell "surely interferes" from "touches" with unit
-ranges, time ``t`` becomes unit ``2t`` and the gap after it unit ``2t + 1``::
-
-    time            3       4       5       6
-    unit        5   6   7   8   9  10  11  12  13
-    [4, 6]                  [===============]       closed units 8..12, open units 9..11
-    [6, 6]                                 []       closed unit 12, no open units
-
-Two ranges that overlap in more than one time, or where one holds a single time strictly
-inside the other, surely interfere. That is exactly when the closed units of one meet the open
-units of the other. For a buffer's range of more than one time, its open units already meet the
-closed units of every value surely interfering with it (a single held time inside it is one
-closed unit among its open ones), so one tree, ``closed``, marking each held value's closed
-units, answers it. A single time ``t`` has no open units: what surely interferes with it is a
-value strictly around it, which covers unit ``2t`` and neither starts nor ends at ``t``. So the
-tree is asked for unit ``2t``, and the few allocations with a value starting or ending at ``t``
-(``touching``) are looked up in their occupancy. A range that only touches one end of the
-buffer's range is not named and goes to the exact test.
-
-One tree instead of a second one for open units halves the cost of recording each assigned
-value, and single-time buffers are few (96 of Llama 3.1 8B's 19,043 queries).
-
-Note [Sparse low levels]
-------------------------
-A node of the trees in ``_ReuseIndex`` that holds allocation ``k`` as a Python-int bitset costs
-``k / 8`` bytes whatever else it holds; with bitsets in every node, memory grows as time x
-allocations (Llama 3.1 8B at ten times its size: 2 GB). The low levels have many nodes holding
-one or two allocations each, the high levels few nodes holding many, so the levels below
-``dense_from`` keep plain lists of allocation numbers (in dicts: most low nodes stay empty)
-and only the levels from it up keep bitsets::
-
-    level  dense_from+2   [bitset]                          few nodes, many bits each
-    level  dense_from     [bitset] [bitset]  [bitset]
-    below                 [3] [] [3,17] [] [5] [] [] [8]    many nodes, short lists
-
-``dense_from`` is the smallest level where there are at most ``2 * DENSE_BITS_PER_UNIT / n``
-dense nodes per time unit for ``n`` allocations, so each of the four bitset arrays takes at
-most about ``DENSE_BITS_PER_UNIT / 4`` bytes per time unit, and a query reads only the short lists of
-the ``2 * dense_from`` low nodes on its two sides.
-
-Note [Reading from the top]
----------------------------
-Only the highest free candidate is wanted, and it is usually near the top: at 100 times the
-size of Llama 3.1 8B (88,100 reusable allocations) half the winners lie within the newest
-2,307. ORing every node's whole bitset made each query cost the number of allocations, so
-``_ReuseIndex.free`` gathers the nodes first and reads them a window at a time from the top,
-each window four times wider than the last::
-
-    candidates  [..............................|.......|..]   bit K-1 at the right
-                  third window (4 x 4 x 2,048)   second  first (2,048)
-
-A window's bits of each node are one shift away (``x >> lo``), which costs the bits above
-``lo`` only, so a query costs about as much as the depth of its answer. A buffer that fits
-nowhere still reads everything, as before.
+The index that finds which allocations a buffer may join fast is in ``interference.py``
+(Note [Finding interference fast] there).
 """
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from hloscope.analysis.memory.dataflow import Buffer, Dataflow, Value, instruction_post_order
 from hloscope.analysis.memory.heap import CPU_ALIGNMENT, HeapResult, simulate_heap
+from hloscope.analysis.memory.interference import Occupancy, ReuseIndex
 from hloscope.analysis.memory.liveness import Liveness
 from hloscope.analysis.memory.sharing import can_share_operand
 from hloscope.ir import Opcode
@@ -153,395 +74,6 @@ if TYPE_CHECKING:
 # The heap and sharing names are re-exported: callers imported them from here first.
 __all__ = ["AllocationDraft", "HeapResult", "simulate_heap", "assign_buffers", "can_share_operand",
            "CPU_ALIGNMENT"]
-
-# Where the interference trees switch from lists to bitsets (Note [Sparse low levels]): with 256
-# the bitsets of Llama 3.1 8B at ten times its size take under 140 MB and queries at its own
-# size read few lists (64 read more lists and saved no memory that showed in the peak RSS).
-DENSE_BITS_PER_UNIT = 256
-# A list node with more numbers than this becomes a bitset: such nodes are few (at most one per
-# LIST_LIMIT numbers put), so their bitsets stay small in all, and no query reads long lists.
-LIST_LIMIT = 32
-# The first window of candidates read from the top (Note [Reading from the top]); each next one
-# is four times wider.
-FIRST_WINDOW = 2048
-
-
-class _Occupancy:
-    """The live ranges one allocation holds, sorted by (start, end), for fast interference checks.
-
-    See Note [Finding interference fast].
-    """
-
-    __slots__ = ("keys", "starts", "ends", "values", "ordered", "unranged")
-
-    def __init__(self) -> None:
-        self.keys: list[tuple[int, int, int]] = []
-        self.starts: list[int] = []
-        self.ends: list[int] = []
-        self.values: list[Value] = []
-        self.ordered = True  # ends are non-decreasing in key order
-        self.unranged = False  # holds a value without a live range: nothing else may join
-
-    def add(self, v: Value, ranges: dict[int, tuple[int, int]]) -> None:
-        r = ranges.get(v.id)
-        if r is None:
-            self.unranged = True
-            return
-        key = (r[0], r[1], v.id)
-        i = bisect.bisect_right(self.keys, key)
-        if (i and self.ends[i - 1] > r[1]) or (i < len(self.ends) and self.ends[i] < r[1]):
-            self.ordered = False
-        self.keys.insert(i, key)
-        self.starts.insert(i, r[0])
-        self.ends.insert(i, r[1])
-        self.values.insert(i, v)
-
-    def holds_around(self, t: int) -> bool:
-        """Whether a value's range holds ``t`` strictly inside."""
-        if self.ordered:
-            # ends > t from ``lo`` on, starts < t up to ``hi``
-            return bisect.bisect_right(self.ends, t) < bisect.bisect_left(self.starts, t)
-        return any(s < t < e for s, e in zip(self.starts, self.ends))
-
-    def meeting(self, start: int, end: int) -> list[Value]:
-        """The values whose closed range shares at least one time with ``[start, end]``."""
-        if self.ordered:
-            lo = bisect.bisect_left(self.ends, start)
-            hi = bisect.bisect_right(self.starts, end)
-            return self.values[lo:hi]
-        return [v for v, s, e in zip(self.values, self.starts, self.ends) if s <= end and e >= start]
-
-
-class _OrTree:
-    """Sets of allocation numbers over time units: ``add`` puts ``k`` on a unit range, ``query``
-    names every ``k`` put on at least one unit of a range, as a bitset.
-
-    A segment tree over units ``[0, n)``: ``cover[node]`` holds what was added over the node's
-    whole span, ``within[node]`` what was added anywhere in its subtree. Both operations visit
-    the ``O(log n)`` nodes of the range and the paths above its two end units.
-
-    Memory stays linear (Note [Sparse low levels]): nodes below level ``dense_from`` keep lists
-    of numbers, nodes from it up keep bitsets. A bitset is a ``bytearray`` (number ``k`` is bit
-    ``k & 7`` of byte ``k >> 3``): marking a number costs the same whatever the number, where
-    ORing it into a Python int copies the whole int (Note [Reading from the top]).
-    """
-
-    __slots__ = ("width", "dense_from", "cover", "within", "cover_low", "within_low")
-
-    def __init__(self, n: int, dense_from: int = 0) -> None:
-        self.width = 1 << max(1, n).bit_length()
-        self.dense_from = min(dense_from, self.width.bit_length() - 1)
-        # Nodes at level L have indices [width >> L, 2 * width >> L): the dense levels are the
-        # first ``2 * width >> dense_from`` indices, the sparse ones are kept in dicts.
-        top = (2 * self.width) >> self.dense_from
-        self.cover: list[bytearray | None] = [None] * top
-        self.within: list[bytearray | None] = [None] * top
-        self.cover_low: dict[int, int | list[int] | bytearray] = {}
-        self.within_low: dict[int, int | list[int] | bytearray] = {}
-
-    def add(self, lo: int, hi: int, k: int) -> None:
-        """Put number ``k`` on the units ``[lo, hi)``."""
-        if lo >= hi:
-            return
-        byte, bit = k >> 3, 1 << (k & 7)
-        cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
-        first, last = lo + self.width, hi - 1 + self.width
-        dense = self.dense_from
-        # The paths above the two end units first, while ``within`` is upward closed (a node
-        # holding k has every ancestor holding it): each walk stops at the first node that
-        # already holds k, the second one at the latest where it joins the first.
-        for node in (first >> 1, last >> 1):
-            level = 1
-            while node:
-                if level < dense:
-                    if not _put(within_low, node, k):
-                        break
-                elif not _mark(within, node, byte, bit):
-                    break
-                node >>= 1
-                level += 1
-        lo, hi = first, last + 1
-        level = 0
-        while lo < hi:
-            if level < dense:
-                if lo & 1:
-                    _put(cover_low, lo, k)
-                    _put(within_low, lo, k)
-                    lo += 1
-                if hi & 1:
-                    hi -= 1
-                    _put(cover_low, hi, k)
-                    _put(within_low, hi, k)
-            else:
-                if lo & 1:
-                    _mark(cover, lo, byte, bit)
-                    _mark(within, lo, byte, bit)
-                    lo += 1
-                if hi & 1:
-                    hi -= 1
-                    _mark(cover, hi, byte, bit)
-                    _mark(within, hi, byte, bit)
-            lo >>= 1
-            hi >>= 1
-            level += 1
-
-    def gather(self, lo: int, hi: int, parts: list[bytearray], low: list[int]) -> None:
-        """What was put on ``[lo, hi)``: the bitsets of the nodes read are appended to ``parts``,
-        the numbers of the list nodes to ``low`` (see ``query``)."""
-        if lo >= hi:
-            return
-        cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
-        first, last = lo + self.width, hi - 1 + self.width
-        lo, hi = first, last + 1
-        level, dense = 0, self.dense_from
-        while lo < hi:
-            if level < dense:
-                if lo & 1:
-                    got = within_low.get(lo)
-                    if got is not None:
-                        if isinstance(got, int):
-                            low.append(got)
-                        elif isinstance(got, list):
-                            low.extend(got)
-                        else:
-                            parts.append(got)
-                    lo += 1
-                if hi & 1:
-                    hi -= 1
-                    got = within_low.get(hi)
-                    if got is not None:
-                        if isinstance(got, int):
-                            low.append(got)
-                        elif isinstance(got, list):
-                            low.extend(got)
-                        else:
-                            parts.append(got)
-            else:
-                if lo & 1:
-                    got = within[lo]
-                    if got is not None:
-                        parts.append(got)
-                    lo += 1
-                if hi & 1:
-                    hi -= 1
-                    got = within[hi]
-                    if got is not None:
-                        parts.append(got)
-            lo >>= 1
-            hi >>= 1
-            level += 1
-        # The paths above the two end units, each node once (they join below the root).
-        a, b = first >> 1, last >> 1
-        level = 1
-        while a and level < dense:
-            for i in (a,) if a == b else (a, b):
-                got = cover_low.get(i)
-                if got is not None:
-                    if isinstance(got, int):
-                        low.append(got)
-                    elif isinstance(got, list):
-                        low.extend(got)
-                    else:
-                        parts.append(got)
-            a >>= 1
-            b >>= 1
-            level += 1
-        while a:
-            got = cover[a]
-            if got is not None:
-                parts.append(got)
-            if b != a:
-                got = cover[b]
-                if got is not None:
-                    parts.append(got)
-            a >>= 1
-            b >>= 1
-
-    def query(self, lo: int, hi: int) -> int:
-        """The bitset of the numbers put on at least one unit of ``[lo, hi)``, as an int."""
-        parts: list[bytearray] = []
-        low: list[int] = []
-        self.gather(lo, hi, parts, low)
-        acc = bits_of(low)
-        for x in parts:
-            acc |= int.from_bytes(x, "little")
-        return acc
-
-
-def _mark(bitsets: list[bytearray | None], node: int, byte: int, bit: int) -> bool:
-    """Set ``bit`` of byte ``byte`` in a node's bitset; False when it was set already."""
-    got = bitsets[node]
-    if got is None:
-        got = bitsets[node] = bytearray(byte + 1)
-    elif len(got) <= byte:
-        got.extend(bytes(byte + 1 - len(got)))
-    elif got[byte] & bit:
-        return False
-    got[byte] |= bit
-    return True
-
-
-def _put(lists: dict[int, int | list[int] | bytearray], node: int, k: int) -> bool:
-    """Add ``k`` to a low node; False when it was there already."""
-    # Each number once per node: an allocation holding a run of short values would otherwise
-    # repeat in every node above them. Most low nodes hold one number, kept bare (a list per
-    # node was most of the tree's memory); a node that gathers many numbers (the last time,
-    # where every live-out value ends) becomes a bitset (Note [Sparse low levels]).
-    got = lists.get(node)
-    if got is None:
-        lists[node] = k
-        return True
-    if isinstance(got, int):
-        if got == k:
-            return False
-        lists[node] = [got, k]
-        return True
-    if isinstance(got, list):
-        if k in got:
-            return False
-        if len(got) < LIST_LIMIT:
-            got.append(k)
-            return True
-        got = lists[node] = bytes_of(got)
-    return _set(got, k)
-
-
-def _set(bits: bytearray, k: int) -> bool:
-    """Set bit ``k`` of a bitset; False when it was set already."""
-    byte, bit = k >> 3, 1 << (k & 7)
-    if len(bits) <= byte:
-        bits.extend(bytes(byte + 1 - len(bits)))
-    elif bits[byte] & bit:
-        return False
-    bits[byte] |= bit
-    return True
-
-
-def bytes_of(numbers: list[int]) -> bytearray:
-    """The bitset with bit ``k`` set for each ``k`` in ``numbers``, as a ``bytearray``."""
-    bits = bytearray((max(numbers) >> 3) + 1 if numbers else 0)
-    for k in numbers:
-        bits[k >> 3] |= 1 << (k & 7)
-    return bits
-
-
-def bits_of(numbers: list[int]) -> int:
-    """The bitset with bit ``k`` set for each ``k`` in ``numbers``, built in one pass (ORing
-    ``1 << k`` into a growing int would copy it once per number)."""
-    if not numbers:
-        return 0
-    return int.from_bytes(bytes_of(numbers), "little")
-
-
-class _ReuseIndex:
-    """The reusable allocations, in creation order (bit ``k`` = the ``k``-th registered), and
-    which of them certainly interfere with a live range. See Note [Finding interference fast].
-
-    ``accepting[color]`` and ``exact[(color, size)]`` are the allocations a buffer of that colour
-    (and, when live-out, that size) may join, as bitsets. ``closed`` marks each assigned value's
-    live range on doubled time and ``touching[t]`` names the allocations with a value starting
-    or ending at ``t`` (Note [Doubled time]). ``expected`` is how many allocations may be
-    registered at most; it sets where the tree turns dense (Note [Sparse low levels]).
-    """
-
-    __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "touching")
-
-    def __init__(self, end_time: int, expected: int = 0) -> None:
-        self.allocations: list[AllocationDraft] = []
-        self.bit_of: dict[int, int] = {}
-        self.accepting: dict[int, bytearray] = {}
-        self.exact: dict[tuple[int, int], bytearray] = {}
-        dense_from = (expected // DENSE_BITS_PER_UNIT).bit_length()
-        self.closed = _OrTree(2 * end_time + 2, dense_from)
-        self.touching: dict[int, list[int]] = {}
-
-    def register(self, a: AllocationDraft) -> None:
-        k = len(self.allocations)
-        self.bit_of[a.index] = k
-        self.allocations.append(a)
-        if a.accepts_reuse:
-            _set(self.accepting.setdefault(a.color, bytearray()), k)
-            _set(self.exact.setdefault((a.color, a.size), bytearray()), k)
-        for start, end in zip(a.occupancy.starts, a.occupancy.ends):
-            self.cover(a, start, end)
-
-    def cover(self, a: AllocationDraft, start: int, end: int) -> None:
-        """Record that ``a`` holds a value live over ``[start, end]``."""
-        k = self.bit_of[a.index]
-        self.closed.add(2 * start, 2 * end + 1, k)
-        touching = self.touching
-        got = touching.get(start)
-        if got is None:
-            touching[start] = [k]
-        else:
-            got.append(k)
-        if end != start:
-            got = touching.get(end)
-            if got is None:
-                touching[end] = [k]
-            else:
-                got.append(k)
-
-    def interfering(self, start: int, end: int) -> int:
-        """Bitset of the allocations holding a value that surely interferes with ``[start, end]``."""
-        parts: list[bytearray] = []
-        low: list[int] = []
-        self._gather(start, end, parts, low)
-        acc = bits_of(low)
-        for x in parts:
-            acc |= int.from_bytes(x, "little")
-        return acc
-
-    def _gather(self, start: int, end: int, parts: list[bytearray], low: list[int]) -> None:
-        # Note [Doubled time]: a range of more than one time meets the closed units of every value
-        # surely interfering with it on its own open units; a single time t is surely interfered
-        # with only by a value strictly around it: of the values on unit 2t, those starting or
-        # ending at t are told apart by their allocation's occupancy.
-        if start < end:
-            self.closed.gather(2 * start + 1, 2 * end, parts, low)
-            return
-        busy = self.closed.query(2 * start, 2 * start + 1)
-        for k in set(self.touching.get(start, ())):
-            if busy >> k & 1 and not self.allocations[k].occupancy.holds_around(start):
-                busy ^= 1 << k
-        if busy:
-            parts.append(bytearray(busy.to_bytes((busy.bit_length() + 7) >> 3, "little")))
-
-    def free(self, candidates: bytes | bytearray | None, ranges: list[tuple[int, int]]) -> Iterator[int]:
-        """The allocations of ``candidates`` (a bitset) holding no value that surely interferes
-        with any of ``ranges``, highest number first. See Note [Reading from the top]."""
-        if not candidates:
-            return
-        parts: list[bytearray] = []
-        low: list[int] = []
-        for start, end in ranges:
-            self._gather(start, end, parts, low)
-        low.sort(reverse=True)
-        next_low = 0
-        hi = len(candidates)  # in bytes
-        width = max(1, FIRST_WINDOW >> 3)
-        while hi > 0:
-            lo = max(0, hi - width)
-            free = int.from_bytes(candidates[lo:hi], "little")
-            base = lo << 3
-            j = next_low
-            while j < len(low) and low[j] >= base:
-                j += 1
-            if free:
-                for x in parts:
-                    if len(x) > lo:
-                        busy = int.from_bytes(x[lo:hi], "little")
-                        if busy:
-                            free &= ~busy
-                if j > next_low:
-                    free &= ~bits_of([k - base for k in low[next_low:j]])
-                while free:
-                    top = free.bit_length() - 1
-                    free ^= 1 << top
-                    yield base + top
-            next_low = j
-            hi = lo
-            width *= 4
 
 
 @dataclass
@@ -557,7 +89,7 @@ class AllocationDraft:
     readonly: bool = False
     is_tuple: bool = False
     assigned: list[tuple[Value, int, int]] = field(default_factory=list)
-    occupancy: _Occupancy = field(default_factory=_Occupancy, repr=False, compare=False)
+    occupancy: Occupancy = field(default_factory=Occupancy, repr=False, compare=False)
 
     @property
     def accepts_reuse(self) -> bool:
@@ -603,7 +135,7 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
     alloc_of: dict[int, AllocationDraft] = {}  # buffer id -> allocation
     # At most every live-out buffer and aliased parameter gets a reusable allocation.
     expected = sum(1 for b in buffers if b.live_out) + len(aliased)
-    reusable = _ReuseIndex(live.schedule_end_time, expected)
+    reusable: ReuseIndex[AllocationDraft] = ReuseIndex(live.schedule_end_time, expected)
     temps: list[Buffer] = []
 
     def new(buf: Buffer, kind: str, *, parameter_number: int | None = None, parameter_index: ShapeIndex = (),
@@ -804,7 +336,7 @@ def _add(a: AllocationDraft, buf: Buffer, live: Liveness) -> None:
         a.occupancy.add(v, live.ranges)
 
 
-def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _ReuseIndex,
+def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: ReuseIndex[AllocationDraft],
                df: Dataflow, live: Liveness) -> bool:
     """XLA's ``AssignSingleHloBuffer`` reuse step: operands' allocations, then smallest first."""
     seen: set[int] = set()
@@ -843,7 +375,7 @@ def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: _Reu
 
 
 def _commit(a: AllocationDraft, buf: Buffer, alloc_of: dict[int, AllocationDraft], live: Liveness,
-            reusable: _ReuseIndex) -> None:
+            reusable: ReuseIndex[AllocationDraft]) -> None:
     _add(a, buf, live)
     alloc_of[buf.id] = a
     if a.index in reusable.bit_of:
