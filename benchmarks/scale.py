@@ -53,6 +53,15 @@ temporaries join later copies' outputs, so the work itself grows faster than the
 tries 4.8 k / 253 k / 3.1 M at 1x / 10x / 100x), and each try costs more in a 14 GB working
 set (interference bitsets split into blocks of 4,096 allocations changed nothing measurable).
 
+2026-11-28, a slower day on this VM (the code of 2026-11-25 took memory 2.36 s and report
+5.87 s at 1x, run side by side): after the interference index went to one tree, bytearray
+bitsets read from the top and leaner memory, ``memory`` took 2.29 / 18.9 / 248 s CPU at 1x / 10x
+/ 100x and 139 MB / 1.02 GB / 10.0 GB (the first run that morning, with only the first of these
+changes, took 270 s and 14.2 GB at 100x): 13.1x from 10x to 100x in time, 9.8x in RSS. Of the
+100x time about 27 s is system time for page faults (``/usr/bin/time``: 0.8 s for 308 k faults
+at 10x, 26.7 s for 3.64 M at 100x: a fault costs about 3x more in a 10 GB process on this VM);
+the assignment's user time still grows about 17x where its operations grow 12.5x.
+
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
 ``--xla-dir /work/xla_bench --xla-modules hlo_llama31_8b_bf16_1x8.hlo --modules none``.

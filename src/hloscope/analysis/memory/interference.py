@@ -57,19 +57,20 @@ value, and single-time buffers are few (96 of Llama 3.1 8B's 19,043 queries).
 
 Note [Sparse low levels]
 ------------------------
-A node of the trees in ``ReuseIndex`` that holds allocation ``k`` as a Python-int bitset costs
-``k / 8`` bytes whatever else it holds; with bitsets in every node, memory grows as time x
+A node of the tree in ``ReuseIndex`` that holds allocation ``k`` in a bitset costs ``k / 8``
+bytes whatever else it holds; with bitsets in every node, memory grows as time x
 allocations (Llama 3.1 8B at ten times its size: 2 GB). The low levels have many nodes holding
 one or two allocations each, the high levels few nodes holding many, so the levels below
 ``dense_from`` keep plain lists of allocation numbers (in dicts: most low nodes stay empty)
-and only the levels from it up keep bitsets::
+and only the levels from it up keep bitsets. A low node holding one number keeps it bare (a
+list per node was most of the tree's memory)::
 
     level  dense_from+2   [bitset]                          few nodes, many bits each
     level  dense_from     [bitset] [bitset]  [bitset]
-    below                 [3] [] [3,17] [] [5] [] [] [8]    many nodes, short lists
+    below                 3 - [3,17] - 5 - - 8              many nodes, bare numbers, short lists
 
 ``dense_from`` is the smallest level where there are at most ``2 * DENSE_BITS_PER_UNIT / n``
-dense nodes per time unit for ``n`` allocations, so each of the four bitset arrays takes at
+dense nodes per time unit for ``n`` allocations, so each of the two bitset arrays takes at
 most about ``DENSE_BITS_PER_UNIT / 4`` bytes per time unit, and a query reads only the short lists of
 the ``2 * dense_from`` low nodes on its two sides.
 
@@ -84,9 +85,11 @@ each window four times wider than the last::
     candidates  [..............................|.......|..]   bit K-1 at the right
                   third window (4 x 4 x 2,048)   second  first (2,048)
 
-A window's bits of each node are one shift away (``x >> lo``), which costs the bits above
-``lo`` only, so a query costs about as much as the depth of its answer. A buffer that fits
-nowhere still reads everything, as before.
+Bitsets are ``bytearray``s, so a window of a node is a slice (its own bytes only) turned into
+an int for the bitwise work, and marking an allocation in a node sets one byte in place (ORing
+into a Python int copied the whole int: the cost of recording a value grew with the number of
+allocations). A query costs about as much as the depth of its answer; a buffer that fits
+nowhere still reads every window.
 """
 
 from __future__ import annotations
