@@ -15,7 +15,7 @@ changing which allocation wins:
 
 * Which allocations to try. ``ReuseIndex`` keeps, as bitsets over the allocations in creation
   order, those a buffer may join at all (same colour, accepting reuse; for a live-out buffer
-  also the same size) and two segment trees over time (Note [Doubled time]) that name the
+  also the same size) and a segment tree over time (Note [Doubled time]) that names the
   allocations holding a value that surely interferes with a live range. What is left is tried
   from the highest bit down, which is XLA's order (allocations are created largest first, so
   the last created is the smallest), and each try still runs the exact ``_maybe_assign``; a
@@ -103,7 +103,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Occupancy", "OrTree", "ReuseIndex", "Reusable", "bits_of", "bytes_of"]
 
-# Where the interference trees switch from lists to bitsets (Note [Sparse low levels]): with 256
+# Where the interference tree switches from lists to bitsets (Note [Sparse low levels]): with 256
 # the bitsets of Llama 3.1 8B at ten times its size take under 140 MB and queries at its own
 # size read few lists (64 read more lists and saved no memory that showed in the peak RSS).
 DENSE_BITS_PER_UNIT = 256
