@@ -174,8 +174,10 @@ class MemoryReport:
     # Built on first use (``buffer_assignment``): the figures above do not need it, and
     # building it is a tenth of the analysis on Llama 3.1 8B.
     build_assignment: Callable[[], BufferAssignment] | None = field(default=None, repr=False, compare=False)
-    timeline: tuple[TimelinePoint, ...] = field(default=(), repr=False, compare=False)
-    buffers: tuple[LiveBuffer, ...] = field(default=(), repr=False, compare=False)
+    # Also built on first use: one row per schedule step and one per value (six million objects
+    # at 3M instructions) that only the JSON and the page show.
+    build_timeline: Callable[[], tuple[TimelinePoint, ...]] | None = field(default=None, repr=False, compare=False)
+    build_buffers: Callable[[], tuple[LiveBuffer, ...]] | None = field(default=None, repr=False, compare=False)
     memory_spaces: dict[int, MemorySpace] = field(default_factory=dict, repr=False, compare=False)
     xla_peak_time: int = 0
     xla_peak_bytes: int = 0
@@ -183,15 +185,17 @@ class MemoryReport:
     @cached_property
     def buffer_assignment(self) -> BufferAssignment | None:
         """The allocations, their values and the live ranges, as XLA's dump lists them."""
-        if self.build_assignment is None:
-            return None
-        enabled = gc.isenabled()
-        gc.disable()  # Note [No garbage collection during the analysis]
-        try:
-            return self.build_assignment()
-        finally:
-            if enabled:
-                gc.enable()
+        return _built(self.build_assignment, None)
+
+    @cached_property
+    def timeline(self) -> tuple[TimelinePoint, ...]:
+        """One point per schedule step: the bytes live then (their maximum is ``peak_bytes``)."""
+        return _built(self.build_timeline, ())
+
+    @cached_property
+    def buffers(self) -> tuple[LiveBuffer, ...]:
+        """Every value's live range, by start: a step's live set is the buffers spanning it."""
+        return _built(self.build_buffers, ())
 
     @property
     def fragmentation_bytes(self) -> int:
@@ -279,6 +283,18 @@ class MemoryReport:
             lines.append(f"The min-memory schedule changes the live-range peak by "
                          f"{-self.bytes_saved_by_schedule} bytes against the module's order.")
         return "\n".join(lines)
+
+
+def _built(build: Callable[[], Any] | None, default: Any) -> Any:
+    if build is None:
+        return default
+    enabled = gc.isenabled()
+    gc.disable()  # Note [No garbage collection during the analysis]
+    try:
+        return build()
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _order(module: Module, schedule: str) -> dict[Computation, list[Instruction]]:
@@ -381,14 +397,21 @@ def _analyze(module: Module, schedule: str) -> MemoryReport:
                                   v.instruction.opcode.text, op_name, source, v.color))
         return tuple(out)
 
-    buffers = []
-    for v in df.values:
-        r = live.ranges.get(v.id)
-        if r is not None:
-            op_name, source = source_of(v.instruction)
-            buffers.append(LiveBuffer(v.name, v.index, shape_text(v), v.size, r[0], r[1], op_name, source,
-                                      df.buffer_of[v.id].id, v.color))
-    buffers.sort(key=lambda b: (b.start, b.end, b.name, b.index))
+    def build_buffers() -> tuple[LiveBuffer, ...]:
+        buffers = []
+        for v in df.values:
+            r = live.ranges.get(v.id)
+            if r is not None:
+                op_name, source = source_of(v.instruction)
+                buffers.append(LiveBuffer(v.name, v.index, shape_text(v), v.size, r[0], r[1], op_name, source,
+                                          df.buffer_of[v.id].id, v.color))
+        buffers.sort(key=lambda b: (b.start, b.end, b.name, b.index))
+        return tuple(buffers)
+
+    def build_timeline() -> tuple[TimelinePoint, ...]:
+        return tuple(TimelinePoint(t, nbytes, inst.name)
+                     for t, (nbytes, inst) in enumerate(zip(default.timeline, live.sequence)))
+
     by_kind: dict[str, int] = {}
     other: dict[int, int] = {}
     for a in allocs:
@@ -421,9 +444,8 @@ def _analyze(module: Module, schedule: str) -> MemoryReport:
         heap_algorithm=default_heap.algorithm if default_heap else "none",
         schedule_end_time=live.schedule_end_time, allocation_count=len(allocs),
         other_memory_spaces=other, bytes_saved_by_schedule=saved, build_assignment=build_assignment,
-        timeline=tuple(TimelinePoint(t, nbytes, inst.name)
-                       for t, (nbytes, inst) in enumerate(zip(default.timeline, live.sequence))),
-        buffers=tuple(buffers), memory_spaces=spaces, xla_peak_time=xla_peak_time,
+        build_timeline=build_timeline, build_buffers=build_buffers, memory_spaces=spaces,
+        xla_peak_time=xla_peak_time,
         xla_peak_bytes=sum(v.size for v in xla_at_peak))
 
 
