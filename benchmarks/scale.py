@@ -60,7 +60,9 @@ bitsets read from the top and leaner memory, ``memory`` took 2.29 / 18.9 / 248 s
 changes, took 270 s and 14.2 GB at 100x): 13.1x from 10x to 100x in time, 9.8x in RSS. Of the
 100x time about 27 s is system time for page faults (``/usr/bin/time``: 0.8 s for 308 k faults
 at 10x, 26.7 s for 3.64 M at 100x: a fault costs about 3x more in a 10 GB process on this VM);
-the assignment's user time still grows about 17x where its operations grow 12.5x.
+the assignment's user time still grows about 17x where its operations grow 12.5x. Run again
+after the report's per-value rows went lazy: 2.73 / 20.0 / 251 s, 12.5x (this VM's runs differ
+by up to 20% at 1x, so growth figures come from one run each).
 
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
