@@ -115,9 +115,7 @@ def _touch_share(user_value: Value, operand_value: Value, live: Liveness) -> boo
     # through a get-tuple-element is that instruction's whole output (index {}).
     end_inst, end_index = live.end_position[operand_value.id]
     user = user_value.instruction
-    operands = user.operands
-    # A short operand list is scanned: a cached set per user cost more memory than the search
-    if user.opcode is Opcode.COPY or end_inst not in (operands if len(operands) <= 16 else live.operands_of(user)):
+    if user.opcode is Opcode.COPY or not live.reads(user, end_inst):
         return False
     return can_share_operand(end_inst, end_index, user, user_value.index)
 

@@ -140,7 +140,7 @@ def _share_candidate(v: Value, df: Dataflow, live: Liveness, taken: set[int], id
             if (ov.id not in ids or ov.id in taken or len(df.buffer_of[ov.id].values) > 1
                     or live.ranges[ov.id][1] != t):
                 continue
-            if ov.instruction in live.operands_of(inst) and can_share_operand(ov.instruction, ov.index, inst, v.index):
+            if live.reads(inst, ov.instruction) and can_share_operand(ov.instruction, ov.index, inst, v.index):
                 return ov.id
     return None
 

@@ -192,7 +192,6 @@ class OrTree:
         """Put number ``k`` on the units ``[lo, hi)``."""
         if lo >= hi:
             return
-        byte, bit = k >> 3, 1 << (k & 7)
         cover, within, cover_low, within_low = self.cover, self.within, self.cover_low, self.within_low
         first, last = lo + self.width, hi - 1 + self.width
         dense = self.dense_from
@@ -205,7 +204,7 @@ class OrTree:
                 if level < dense:
                     if not _put(within_low, node, k):
                         break
-                elif not _mark(within, node, byte, bit):
+                elif not _mark(within, node, k):
                     break
                 node >>= 1
                 level += 1
@@ -223,13 +222,13 @@ class OrTree:
                     _put(within_low, hi, k)
             else:
                 if lo & 1:
-                    _mark(cover, lo, byte, bit)
-                    _mark(within, lo, byte, bit)
+                    _mark(cover, lo, k)
+                    _mark(within, lo, k)
                     lo += 1
                 if hi & 1:
                     hi -= 1
-                    _mark(cover, hi, byte, bit)
-                    _mark(within, hi, byte, bit)
+                    _mark(cover, hi, k)
+                    _mark(within, hi, k)
             lo >>= 1
             hi >>= 1
             level += 1
@@ -311,23 +310,23 @@ class OrTree:
         parts: list[bytearray] = []
         low: list[int] = []
         self.gather(lo, hi, parts, low)
-        acc = bits_of(low)
-        for x in parts:
-            acc |= int.from_bytes(x, "little")
-        return acc
+        return _union(parts, low)
 
 
-def _mark(bitsets: list[bytearray | None], node: int, byte: int, bit: int) -> bool:
-    """Set ``bit`` of byte ``byte`` in a node's bitset; False when it was set already."""
+def _union(parts: list[bytearray], low: list[int]) -> int:
+    """What ``gather`` found, as one int bitset."""
+    acc = bits_of(low)
+    for x in parts:
+        acc |= int.from_bytes(x, "little")
+    return acc
+
+
+def _mark(bitsets: list[bytearray | None], node: int, k: int) -> bool:
+    """Set bit ``k`` in a dense node's bitset; False when it was set already."""
     got = bitsets[node]
     if got is None:
-        got = bitsets[node] = bytearray(byte + 1)
-    elif len(got) <= byte:
-        got.extend(bytes(byte + 1 - len(got)))
-    elif got[byte] & bit:
-        return False
-    got[byte] |= bit
-    return True
+        got = bitsets[node] = bytearray()
+    return _set(got, k)
 
 
 def _put(lists: dict[int, int | list[int] | bytearray], node: int, k: int) -> bool:
@@ -433,28 +432,16 @@ class ReuseIndex(Generic[A]):
         """Record that ``a`` holds a value live over ``[start, end]``."""
         k = self.bit_of[a.index]
         self.closed.add(2 * start, 2 * end + 1, k)
-        touching = self.touching
-        got = touching.get(start)
-        if got is None:
-            touching[start] = [k]
-        else:
-            got.append(k)
+        self.touching.setdefault(start, []).append(k)
         if end != start:
-            got = touching.get(end)
-            if got is None:
-                touching[end] = [k]
-            else:
-                got.append(k)
+            self.touching.setdefault(end, []).append(k)
 
     def interfering(self, start: int, end: int) -> int:
         """Bitset of the allocations holding a value that surely interferes with ``[start, end]``."""
         parts: list[bytearray] = []
         low: list[int] = []
         self._gather(start, end, parts, low)
-        acc = bits_of(low)
-        for x in parts:
-            acc |= int.from_bytes(x, "little")
-        return acc
+        return _union(parts, low)
 
     def _gather(self, start: int, end: int, parts: list[bytearray], low: list[int]) -> None:
         # Note [Doubled time]: a range of more than one time meets the closed units of every value

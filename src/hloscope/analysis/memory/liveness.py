@@ -60,16 +60,20 @@ class Liveness:
     # value id -> its last position (instruction, shape index), XLA's TimeBound::end_position;
     # a value meeting another at one time may share its memory through it (assignment.py).
     end_position: dict[int, tuple[Instruction, ShapeIndex]]
-    # instruction -> the set of its operands, built on first ask (a wide concatenate or tuple
-    # asked once per operand would cost O(n) per ask as a list).
+    # instruction -> the set of its operands, built on first ask for a wide one (``reads``: a
+    # concatenate or tuple asked once per operand would cost O(n) per ask as a list).
     operand_sets: dict[Instruction, frozenset[Instruction]] = field(default_factory=dict, repr=False, compare=False)
 
-    def operands_of(self, inst: Instruction) -> frozenset[Instruction]:
-        """``inst``'s operands as a set (cached)."""
-        found = self.operand_sets.get(inst)
+    def reads(self, user: Instruction, operand: Instruction) -> bool:
+        """Whether ``operand`` is one of ``user``'s operands. A short operand list is scanned;
+        a wide one is made a set once (a set per user cost more memory than the search)."""
+        operands = user.operands
+        if len(operands) <= 16:
+            return operand in operands
+        found = self.operand_sets.get(user)
         if found is None:
-            found = self.operand_sets[inst] = frozenset(inst.operands)
-        return found
+            found = self.operand_sets[user] = frozenset(operands)
+        return operand in found
 
     @property
     def schedule_end_time(self) -> int:
