@@ -157,6 +157,20 @@ def test_page_faults_add_to_a_compute_bound_thunk() -> None:
         roofline_seconds(compute, memory) + 4 * n / r.fresh_page_bandwidth + hw.kernel_launch_overhead)
 
 
+def test_a_given_memory_report_gives_the_same_estimate() -> None:
+    """``estimate_time(..., memory_report=...)`` (what the report passes, so the memory analysis
+    runs once) charges the same faults as the estimate that runs the analysis itself."""
+    from hloscope.analysis.memory.report import analyze_memory
+
+    module = hloscope.parse(CHAIN)
+    hw = _cpu(cached_bandwidth=0.0)
+    memory = analyze_memory(module)
+    assert fresh_page_bytes(module, memory) == fresh_page_bytes(module) != {}
+    given, own = estimate_time(module, hw, memory_report=memory), estimate_time(module, hw)
+    assert given.total_seconds == own.total_seconds > 0
+    assert given.per_instruction == own.per_instruction
+
+
 def test_library_graph_writes_and_reads_back_inner_dot_results() -> None:
     """Note [Library graphs with dots]: the scores between attention's two dots are written and
     read back, and a 32 MiB one lives in a buffer the library maps on every call."""

@@ -96,6 +96,26 @@ def test_missing_analysis_is_unavailable(modules, monkeypatch):
     assert data["timing"]["data"]["hardware"] == "tpu-v5p" and "TPU" in data["timing"]["data"]["implied"]
 
 
+def test_the_memory_analysis_runs_once(modules, monkeypatch):
+    # The time estimate on a CPU needs the buffer assignment (page faults): it takes the memory
+    # section's, not a second analysis (half the report's time on an LLM step).
+    import hloscope.analysis.cpu_model as cpu_model
+    import hloscope.analysis.memory.report as memory_report
+
+    calls = []
+    real = memory_report.analyze_memory
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory_report, "analyze_memory", counted)
+    monkeypatch.setattr(cpu_model, "analyze_memory", counted)
+    data = collect_report_data(modules["001"], hardware="cpu")
+    assert data["memory"]["status"] == data["timing"]["status"] == "ok"
+    assert len(calls) == 1
+
+
 def test_refuses_to_overwrite_the_input(tmp_path):
     src = tmp_path / "m.txt"
     shutil.copy(SEED_FILES["004"], src)

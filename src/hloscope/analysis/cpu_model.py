@@ -20,7 +20,7 @@ from hloscope.analysis.hardware import (
     CpuRates,
     HardwareSpec,
 )
-from hloscope.analysis.memory.report import analyze_memory
+from hloscope.analysis.memory.report import MemoryReport, analyze_memory
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 
 __all__ = ["LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_page_bytes", "is_library_fusion", "math_dtype"]
@@ -120,8 +120,10 @@ def is_library_fusion(inst: Instruction) -> bool:
     return isinstance(fusion_config, dict) and fusion_config.get("kind") in LIBRARY_FUSION_KINDS
 
 
-def fresh_page_bytes(module: Module) -> dict[Instruction, int]:
+def fresh_page_bytes(module: Module, memory: MemoryReport | None = None) -> dict[Instruction, int]:
     """Bytes each top-level instruction writes to freshly mapped pages on every run.
+
+    ``memory`` reuses an ``analyze_memory(module)`` result (the report's memory section).
 
     Note [Fresh pages per allocation]
         XLA:CPU allocates each of the buffer assignment's output and temporary allocations anew
@@ -134,7 +136,7 @@ def fresh_page_bytes(module: Module) -> dict[Instruction, int]:
         and constants are not allocated by the run; an allocation first written inside a loop
         body is charged to no one (its later trips reuse it).
     """
-    report = analyze_memory(module)
+    report = memory if memory is not None else analyze_memory(module)
     assignment = report.buffer_assignment
     if assignment is None:
         return {}

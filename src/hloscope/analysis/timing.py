@@ -83,6 +83,7 @@ from hloscope.analysis.cost import (
 )
 from hloscope.analysis.cpu_model import cpu_seconds, fresh_page_bytes, math_dtype
 from hloscope.analysis.hardware import HardwareSpec
+from hloscope.analysis.memory.report import MemoryReport
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import Computation, Instruction, Module, Opcode
 
@@ -210,7 +211,8 @@ def roofline_seconds(compute: float, memory: float) -> float:
 class _Simulator:
     """Walks computations in schedule order, keeping one clock per stream."""
 
-    def __init__(self, module: Module, hw: HardwareSpec, cost: CostReport) -> None:
+    def __init__(self, module: Module, hw: HardwareSpec, cost: CostReport,
+                 memory: MemoryReport | None = None) -> None:
         self.hw = hw
         self.cost = cost
         self.module = module
@@ -222,7 +224,7 @@ class _Simulator:
         self._bound = "compute"  # the last kernel's dominant term (kernel_seconds sets it)
         rates = hw.cpu_rates
         # Note [Fresh pages per allocation] in cpu_model.py (needs the buffer assignment).
-        self.fresh = (fresh_page_bytes(module) if hw.kind == "cpu" and rates is not None
+        self.fresh = (fresh_page_bytes(module, memory) if hw.kind == "cpu" and rates is not None
                       and rates.fresh_page_bandwidth > 0 else {})
         # instruction -> [seconds over all executions, executions, bound]
         self.charged: dict[Instruction, list[Any]] = {}
@@ -354,13 +356,16 @@ class _Simulator:
                                            inst.computation.name if inst.computation else ""))
 
 
-def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostReport | None = None) -> TimeEstimate:
+def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostReport | None = None,
+                  memory_report: MemoryReport | None = None) -> TimeEstimate:
     """Estimated seconds of one execution of ``module`` on ``hardware`` (see the module docstring).
 
-    ``cost_report`` reuses an ``analyze_cost(module)`` result. Loops count their trip counts.
+    ``cost_report`` reuses an ``analyze_cost(module)`` result and ``memory_report`` an
+    ``analyze_memory(module)`` one (a CPU's page faults need the buffer assignment). Loops count
+    their trip counts.
     """
     cost = cost_report if cost_report is not None else analyze_cost(module)
-    sim = _Simulator(module, hardware, cost)
+    sim = _Simulator(module, hardware, cost, memory_report)
     total = sim.run(module.entry, 0.0, 1.0, True)
     per_instruction = {
         inst.name: InstructionTime(inst.name, inst.computation.name if inst.computation else "",
