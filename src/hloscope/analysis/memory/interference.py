@@ -479,13 +479,11 @@ class ReuseIndex(Generic[A]):
             while j < len(low) and low[j] >= base:
                 j += 1
             if free:
+                busy = bits_of([k - base for k in low[next_low:j]]) if j > next_low else 0
                 for x in parts:
                     if len(x) > lo:
-                        busy = int.from_bytes(x[lo:hi], "little")
-                        if busy:
-                            free &= ~busy
-                if j > next_low:
-                    free &= ~bits_of([k - base for k in low[next_low:j]])
+                        busy |= int.from_bytes(x[lo:hi], "little")
+                free &= ~busy
                 while free:
                     top = free.bit_length() - 1
                     free ^= 1 << top
