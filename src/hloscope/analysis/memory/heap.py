@@ -238,49 +238,39 @@ class _PlacedChunks:
 
     def add(self, lo_t: int, hi_t: int, lo: int, hi: int) -> None:
         """Record offsets ``[lo, hi)`` as busy over the times ``[lo_t, hi_t]``."""
-        # The nodes to update: every ancestor of lo_t's leaf in ``by_start``, the canonical
-        # nodes of [lo_t, hi_t] in ``covering``.
-        nodes: list[tuple[list[list[int] | None], int]] = []
+        shift, mask = self.shift, self.mask
+        key, lo_key, hi_key = lo << shift | hi, lo << shift, hi << shift | mask
+        # Every ancestor of lo_t's leaf in ``by_start``, from the leaf up. A node's union holds
+        # its children's, so once one already holds [lo, hi) every node above it does too.
         by_start = self.by_start
         i = lo_t + self.width
         while i:
-            nodes.append((by_start, i))
+            node = by_start[i]
+            if node is None:
+                by_start[i] = [key]
+            elif not _insert(node, key, lo_key, hi_key, lo, hi, shift, mask):
+                break
             i >>= 1
+        # The canonical nodes of [lo_t, hi_t] in ``covering``.
         covering = self.covering
         a, b = lo_t + self.width, hi_t + self.width + 1
         while a < b:
             if a & 1:
-                nodes.append((covering, a))
+                node = covering[a]
+                if node is None:
+                    covering[a] = [key]
+                else:
+                    _insert(node, key, lo_key, hi_key, lo, hi, shift, mask)
                 a += 1
             if b & 1:
                 b -= 1
-                nodes.append((covering, b))
+                node = covering[b]
+                if node is None:
+                    covering[b] = [key]
+                else:
+                    _insert(node, key, lo_key, hi_key, lo, hi, shift, mask)
             a >>= 1
             b >>= 1
-        # Insert [lo, hi) into each node's union, merging the pieces it overlaps or touches.
-        shift, mask = self.shift, self.mask
-        key, lo_key, hi_key = lo << shift | hi, lo << shift, hi << shift | mask
-        for tree, i in nodes:
-            node = tree[i]
-            if node is None:
-                tree[i] = [key]
-                continue
-            k = bisect_left(node, lo_key)  # the first piece starting at or after lo ...
-            if k and node[k - 1] & mask >= lo:  # ... or the one before, when it reaches lo
-                k -= 1
-            j = bisect_right(node, hi_key, k)  # the first piece starting after hi
-            if k == j:
-                node.insert(k, key)
-                continue
-            first, last = node[k] >> shift, node[j - 1] & mask
-            if first >= lo and last <= hi:
-                merged = key
-            else:
-                merged = (first if first < lo else lo) << shift | (last if last > hi else hi)
-            if j == k + 1:
-                node[k] = merged
-            else:
-                node[k:j] = (merged,)
 
     def overlapping(self, lo_t: int, hi_t: int, out: list[int]) -> None:
         """Append to ``out`` pieces whose union is every offset busy in ``[lo_t, hi_t]``."""
@@ -308,6 +298,31 @@ class _PlacedChunks:
                     out.extend(node)
             a >>= 1
             b >>= 1
+
+
+def _insert(node: list[int], key: int, lo_key: int, hi_key: int, lo: int, hi: int, shift: int,
+            mask: int) -> bool:
+    """Put the piece ``key`` = ``[lo, hi)`` into a node's union, merging the pieces it overlaps
+    or touches; False when the union held it already."""
+    k = bisect_left(node, lo_key)  # the first piece starting at or after lo ...
+    if k and node[k - 1] & mask >= lo:  # ... or the one before, when it reaches lo
+        k -= 1
+    j = bisect_right(node, hi_key, k)  # the first piece starting after hi
+    if k == j:
+        node.insert(k, key)
+        return True
+    first, last = node[k] >> shift, node[j - 1] & mask
+    if j == k + 1 and first <= lo and last >= hi:
+        return False
+    if first >= lo and last <= hi:
+        merged = key
+    else:
+        merged = (first if first < lo else lo) << shift | (last if last > hi else hi)
+    if j == k + 1:
+        node[k] = merged
+    else:
+        node[k:j] = (merged,)
+    return True
 
 
 def _lower_bound(start: dict[int, int], end: dict[int, int], canonical: dict[int, int],
