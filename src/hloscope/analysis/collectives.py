@@ -30,8 +30,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hloscope.analysis.async_ops import async_wrapped_instruction
-from hloscope.analysis.gc_pause import without_cyclic_gc
 from hloscope.analysis.trip_count import execution_counts
+from hloscope.gc_pause import without_cyclic_gc
 from hloscope.ir import Instruction, Module, Opcode
 from hloscope.ir.replica_groups import CollectiveOpGroupMode, group_mode, participant_groups
 from hloscope.ir.shape import Shape, TupleShape

@@ -37,8 +37,8 @@ from hloscope.analysis.cost_rules import (
     shape_bytes,
     transpose_is_bitcast,
 )
-from hloscope.analysis.gc_pause import without_cyclic_gc
 from hloscope.analysis.trip_count import infer_trip_count
+from hloscope.gc_pause import without_cyclic_gc
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 from hloscope.ir.shape import Shape
 

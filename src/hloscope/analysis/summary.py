@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from hloscope.analysis.gc_pause import without_cyclic_gc
+from hloscope.gc_pause import without_cyclic_gc
 from hloscope.ir.module import Module
 from hloscope.ir.opcode import Family
 from hloscope.ir.shape import Shape

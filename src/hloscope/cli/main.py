@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hloscope.analysis.gc_pause import cyclic_gc_paused
 from hloscope.cli.common import (
     COMMANDS,
     EXIT_INPUT,
@@ -19,6 +18,7 @@ from hloscope.cli.common import (
     EXIT_USAGE,
 )
 from hloscope.errors import HloscopeError
+from hloscope.gc_pause import cyclic_gc_paused
 
 __all__ = ["main", "build_parser"]
 
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in _EXECUTING_COMMANDS:
             return run(args)
         # A command reads a module, answers and exits: the cyclic collector would only walk the
-        # module again and again (Note [No cyclic GC during analyses] in analysis/gc_pause.py).
+        # module again and again (Note [No cyclic GC during analyses] in gc_pause.py).
         with cyclic_gc_paused():
             return run(args)
     except HloscopeError as e:

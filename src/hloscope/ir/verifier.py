@@ -22,12 +22,12 @@ declared shape XLA's parser replaces), the finding is a warning, not an error.
 """
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.errors import VerifyError
+from hloscope.gc_pause import cyclic_gc_paused
 from hloscope.ir.buffer_verifier import buffer_problems
 from hloscope.ir.collective_shapes import group_size_problems
 from hloscope.ir.computation import Computation
@@ -92,16 +92,11 @@ def verify(module: Module, *, replicas: int | None = None, partitions: int | Non
     count as 1, lets them pass."""
     # The cyclic collector would walk the whole module again and again while the verifier
     # allocates its small per-instruction objects (Note [No cyclic GC during analyses] in
-    # analysis/gc_pause.py); it waits until the verifier returns.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # gc_pause.py); it waits until the verifier returns.
+    with cyclic_gc_paused():
         v = _Verifier(module)
         v.run()
         v.group_sizes(replicas, partitions)
-    finally:
-        if enabled:
-            gc.enable()
     return v.diagnostics
 
 

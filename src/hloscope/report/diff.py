@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hloscope.analysis.gc_pause import without_cyclic_gc
+from hloscope.gc_pause import without_cyclic_gc
 from hloscope.ir.instruction import Instruction
 from hloscope.ir.module import Module
 from hloscope.ir.opcode import Opcode

@@ -5,8 +5,7 @@ Text in the line form XLA writes is read by the line parser (Note [Fast line pat
 """
 from __future__ import annotations
 
-import gc
-
+from hloscope.gc_pause import cyclic_gc_paused
 from hloscope.ir.module import Module
 from hloscope.ir.shape import Shape
 from hloscope.source import Source
@@ -26,16 +25,11 @@ def parse_module(text: str, name: str = "<string>") -> Module:
     source = Source(text, name)
     # Parsing allocates tens of thousands of objects that all stay alive; the cyclic collector
     # would scan them repeatedly for nothing (~10% of the time on seed 003).
-    gc_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with cyclic_gc_paused():
         module = LineParser(source).parse()
         if module is not None:
             return module
         return TokenParser(lex(source)).parse_module()
-    finally:
-        if gc_enabled:
-            gc.enable()
 
 
 def parse_shape(text: str) -> Shape:

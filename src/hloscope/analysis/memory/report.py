@@ -12,13 +12,13 @@ almost none until it returns. CPython's cyclic collector runs a full collection 
 long-lived generation grows by a quarter, and each one walks every object alive, the parsed
 module included, so on big modules it cost more than the analysis itself and grew faster than
 the module (seed 003 at ten times its size: 3.2 s with it, 2.1 s without). ``analyze_memory``
-switches it off while it runs and restores the caller's setting after; reference counting still
-frees everything that is not in a cycle, and cycles wait for the next collection.
+switches it off while it runs and restores the caller's setting after (``gc_pause.py``, whose
+Note [Resuming the collector] keeps the first collection after it short); reference counting
+still frees everything that is not in a cycle, and cycles wait for the next collection.
 """
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -34,6 +34,7 @@ from hloscope.analysis.memory.liveness import (
     peak_moment,
 )
 from hloscope.analysis.memory.peak import PEAK_DEFINITION, SpaceUsage, space_usage
+from hloscope.gc_pause import cyclic_gc_paused
 from hloscope.ir.buffer_assignment import (
     Allocation,
     Assigned,
@@ -208,13 +209,8 @@ class MemoryReport:
         ``buffers_omitted`` says how many were left out; otherwise it is 0.
         """
         # Tens of thousands of small dicts: see Note [No garbage collection during the analysis].
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with cyclic_gc_paused():
             return self._to_json(max_buffers)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _to_json(self, max_buffers: int) -> dict[str, Any]:
         buffers = self.buffers
@@ -288,13 +284,8 @@ class MemoryReport:
 def _built(build: Callable[[], Any] | None, default: Any) -> Any:
     if build is None:
         return default
-    enabled = gc.isenabled()
-    gc.disable()  # Note [No garbage collection during the analysis]
-    try:
+    with cyclic_gc_paused():  # Note [No garbage collection during the analysis]
         return build()
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _order(module: Module, schedule: str) -> dict[Computation, list[Instruction]]:
@@ -335,13 +326,8 @@ def analyze_memory(module: Module, *, schedule: str = "module") -> MemoryReport:
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
     # See Note [No garbage collection during the analysis].
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with cyclic_gc_paused():
         return _analyze(module, schedule)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def live_range_peaks(module: Module, *, schedule: str = "module") -> dict[int, SpaceUsage]:
@@ -353,14 +339,9 @@ def live_range_peaks(module: Module, *, schedule: str = "module") -> dict[int, S
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
-    enabled = gc.isenabled()
-    gc.disable()  # Note [No garbage collection during the analysis]
-    try:
+    with cyclic_gc_paused():  # Note [No garbage collection during the analysis]
         df = analyze_dataflow(module)
         return space_usage(df, compute_liveness(df, _order(module, schedule)))
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _analyze(module: Module, schedule: str) -> MemoryReport:
