@@ -80,10 +80,14 @@ Only the highest free candidate is wanted, and it is usually near the top: at 10
 size of Llama 3.1 8B (88,100 reusable allocations) half the winners lie within the newest
 2,307. ORing every node's whole bitset made each query cost the number of allocations, so
 ``ReuseIndex.free`` gathers the nodes first and reads them a window at a time from the top,
-each window four times wider than the last::
+each window half as wide again as the last::
 
-    candidates  [..............................|.......|..]   bit K-1 at the right
-                  third window (4 x 4 x 2,048)   second  first (2,048)
+    candidates  [.......................|.....|...|..]   bit K-1 at the right
+                  fourth (6,912)        third second first (2,048)
+
+Growing the windows slowly reads little past the answer: at 100 times the size, finding the
+first candidate took 35.3 s of CPU with windows growing fourfold, 28.4 s twofold and 27.1 s by
+half, measured in one process on the same queries (the same 1.3 s each at ten times the size).
 
 Bitsets are ``bytearray``s, so a window of a node is a slice (its own bytes only) turned into
 an int for the bitwise work, and marking an allocation in a node sets one byte in place (ORing
@@ -111,7 +115,7 @@ DENSE_BITS_PER_UNIT = 256
 # LIST_LIMIT numbers put), so their bitsets stay small in all, and no query reads long lists.
 LIST_LIMIT = 32
 # The first window of candidates read from the top (Note [Reading from the top]); each next one
-# is four times wider.
+# is half as wide again.
 FIRST_WINDOW = 2048
 
 
@@ -490,4 +494,4 @@ class ReuseIndex(Generic[A]):
                     yield base + top
             next_low = j
             hi = lo
-            width *= 4
+            width += (width + 1) >> 1
