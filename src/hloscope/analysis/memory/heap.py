@@ -168,27 +168,38 @@ def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], colo
     offsets: dict[int, int] = {}
     heap = 0
     for r in order:
-        members = [r, *coloc.get(r, [])]
-        size = max(sizes[m] for m in members)
-        intervals = _merged([(start[m], end.get(m, start[m])) for m in members])
+        shared = coloc.get(r)
+        if shared is None:
+            members: list[int] = [r]
+            size = sizes[r]
+            intervals = [(start[r], end.get(r, start[r]))]
+        else:
+            members = [r, *shared]
+            size = max(sizes[m] for m in members)
+            intervals = _merged([(start[m], end.get(m, start[m])) for m in members])
         busy: list[int] = []
         for lo_t, hi_t in intervals:
             placed.overlapping(lo_t, hi_t, busy)
-        # Chunks occupy whole alignment units, so every busy edge and the cursor are aligned;
-        # only the heap's end uses the exact size. Best fit: the smallest gap that holds
-        # ``size``, the lowest on a tie; above every chunk the heap is unbounded.
+        # Chunks occupy whole alignment units, so every busy edge, the cursor and every gap are
+        # aligned; only the heap's end uses the exact size. Best fit: the smallest gap that
+        # holds ``size`` (a gap of at least ``need``), the lowest on a tie, so the first gap of
+        # exactly ``need`` ends the scan; above every chunk the heap is unbounded.
+        aligned = -(-size // alignment) * alignment
+        need = aligned if aligned > alignment else alignment
         busy.sort()
         best_off, best_len, cursor = -1, 1 << 62, 0
         for key in busy:
             hi = key & mask
             if hi > cursor:
-                lo = key >> shift
-                if lo > cursor and lo - cursor >= size and lo - cursor < best_len:
-                    best_off, best_len = cursor, lo - cursor
+                gap = (key >> shift) - cursor
+                if need <= gap < best_len:
+                    best_off, best_len = cursor, gap
+                    if gap == need:
+                        break
                 cursor = hi
         if best_off < 0:
             best_off = cursor
-        chunk_end = best_off + -(-size // alignment) * alignment
+        chunk_end = best_off + aligned
         for lo_t, hi_t in intervals:
             placed.add(lo_t, hi_t, best_off, chunk_end)
         for m in members:
