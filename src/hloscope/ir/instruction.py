@@ -27,6 +27,7 @@ CALLED_COMPUTATION_ATTRS = (
     "called_computations",
     "comparator",
 )
+_CALLED_KEYS = frozenset(CALLED_COMPUTATION_ATTRS)
 
 
 class Instruction:
@@ -63,8 +64,10 @@ class Instruction:
     @property
     def called_computations(self) -> list[Computation]:
         """Computations this instruction calls, in attribute order."""
-        out: list[Computation] = []
         attrs = self.attrs
+        if _CALLED_KEYS.isdisjoint(attrs):  # most instructions: a few keys checked, not eleven
+            return []
+        out: list[Computation] = []
         for key in CALLED_COMPUTATION_ATTRS:
             v = attrs.get(key)
             if v is None:
