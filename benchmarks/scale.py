@@ -64,6 +64,15 @@ the assignment's user time still grows about 17x where its operations grow 12.5x
 after the report's per-value rows went lazy: 2.73 / 20.0 / 251 s, 12.5x (this VM's runs differ
 by up to 20% at 1x, so growth figures come from one run each).
 
+Later on 2026-11-28, after resuming the collector without walking everything the analysis had
+allocated (``gc_pause.py``), a leaner heap simulation and interference windows growing by half
+instead of fourfold: ``memory`` 1.81 / 14.7 / 179 s CPU and 135 MB / 998 MB / 9.97 GB at 1x /
+10x / 100x; from 10x to 100x 11.3x, 11.5x and 12.2x in three runs (the 100x time held at
+175-179 s, the 10x one moved between 14.7 and 15.9 s). At 1x: load 0.14 (XLA 0.15), summary
+0.24, verify 0.49, cost 0.42, collectives 0.26, estimate 0.64, graph 0.17, diff 2.07, print
+0.28, report 3.20 (it no longer runs the memory analysis twice); from 1x to 10x every command
+grew 7.5-10.0x in time and 5.0-8.2x in RSS.
+
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
 ``--xla-dir /work/xla_bench --xla-modules hlo_llama31_8b_bf16_1x8.hlo --modules none``.

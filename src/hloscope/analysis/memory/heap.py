@@ -42,7 +42,9 @@ offsets are the scan's, chunk for chunk (``tests/analysis/test_heap.py`` compare
 Cost: placing a value updates ``O(log T)`` nodes (a bisection each) and reads ``O(log T)``
 nodes plus their pieces; the pieces are the busy stretches of the heap then, not the chunks,
 so it is ``O(n log n)`` while packing stays tight and ``O(n * gaps)`` at worst, the bound XLA's
-own tree has. Llama 3.1 8B: both orders now take 0.9 s CPU; `hloscope memory` took 27.9 s CPU, now 2.9.
+own tree has. A node's union holds its children's, so a chunk goes up ``by_start`` only until
+an ancestor already holds its offsets (packed heaps reuse offsets: most walks stop low).
+Llama 3.1 8B: both orders take 0.77 s CPU; `hloscope memory` took 27.9 s CPU, now 1.8.
 """
 
 from __future__ import annotations
