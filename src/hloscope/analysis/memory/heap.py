@@ -257,31 +257,18 @@ class _PlacedChunks:
         # its children's, so once one already holds [lo, hi) every node above it does too.
         by_start = self.by_start
         i = lo_t + self.width
-        while i:
-            node = by_start[i]
-            if node is None:
-                by_start[i] = [key]
-            elif not _insert(node, key, lo_key, hi_key, lo, hi, shift, mask):
-                break
+        while i and _insert(by_start, i, key, lo_key, hi_key, lo, hi, shift, mask):
             i >>= 1
         # The canonical nodes of [lo_t, hi_t] in ``covering``.
         covering = self.covering
         a, b = lo_t + self.width, hi_t + self.width + 1
         while a < b:
             if a & 1:
-                node = covering[a]
-                if node is None:
-                    covering[a] = [key]
-                else:
-                    _insert(node, key, lo_key, hi_key, lo, hi, shift, mask)
+                _insert(covering, a, key, lo_key, hi_key, lo, hi, shift, mask)
                 a += 1
             if b & 1:
                 b -= 1
-                node = covering[b]
-                if node is None:
-                    covering[b] = [key]
-                else:
-                    _insert(node, key, lo_key, hi_key, lo, hi, shift, mask)
+                _insert(covering, b, key, lo_key, hi_key, lo, hi, shift, mask)
             a >>= 1
             b >>= 1
 
@@ -313,10 +300,14 @@ class _PlacedChunks:
             b >>= 1
 
 
-def _insert(node: list[int], key: int, lo_key: int, hi_key: int, lo: int, hi: int, shift: int,
-            mask: int) -> bool:
-    """Put the piece ``key`` = ``[lo, hi)`` into a node's union, merging the pieces it overlaps
-    or touches; False when the union held it already."""
+def _insert(tree: list[list[int] | None], i: int, key: int, lo_key: int, hi_key: int, lo: int, hi: int,
+            shift: int, mask: int) -> bool:
+    """Put the piece ``key`` = ``[lo, hi)`` into node ``i``'s union, merging the pieces it
+    overlaps or touches; False when the union held it already."""
+    node = tree[i]
+    if node is None:
+        tree[i] = [key]
+        return True
     k = bisect_left(node, lo_key)  # the first piece starting at or after lo ...
     if k and node[k - 1] & mask >= lo:  # ... or the one before, when it reaches lo
         k -= 1

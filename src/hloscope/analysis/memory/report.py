@@ -4,17 +4,6 @@ Stages run in order, each a typed result (habit 12): ``analyze_dataflow`` (value
 -> ``compute_liveness`` (flattened schedule, live ranges) -> ``assign_buffers`` (allocations and
 the heap simulator). ``MemoryReport`` carries XLA's names for the figures and can be dumped in
 XLA's text form through ``buffer_assignment`` and ``format_buffer_assignment``.
-
-Note [No garbage collection during the analysis]
-------------------------------------------------
-The analysis allocates a few small objects per value (ranges, tuples, dict entries) and frees
-almost none until it returns. CPython's cyclic collector runs a full collection each time the
-long-lived generation grows by a quarter, and each one walks every object alive, the parsed
-module included, so on big modules it cost more than the analysis itself and grew faster than
-the module (seed 003 at ten times its size: 3.2 s with it, 2.1 s without). ``analyze_memory``
-switches it off while it runs and restores the caller's setting after (``gc_pause.py``, whose
-Note [Resuming the collector] keeps the first collection after it short); reference counting
-still frees everything that is not in a cycle, and cycles wait for the next collection.
 """
 
 from __future__ import annotations
@@ -208,7 +197,7 @@ class MemoryReport:
         When there are more live ranges, the biggest are kept (ties: earliest start) and
         ``buffers_omitted`` says how many were left out; otherwise it is 0.
         """
-        # Tens of thousands of small dicts: see Note [No garbage collection during the analysis].
+        # Tens of thousands of small dicts: see Note [No cyclic GC during analyses] in gc_pause.py.
         with cyclic_gc_paused():
             return self._to_json(max_buffers)
 
@@ -284,7 +273,7 @@ class MemoryReport:
 def _built(build: Callable[[], Any] | None, default: Any) -> Any:
     if build is None:
         return default
-    with cyclic_gc_paused():  # Note [No garbage collection during the analysis]
+    with cyclic_gc_paused():  # Note [No cyclic GC during analyses] in gc_pause.py
         return build()
 
 
@@ -325,7 +314,7 @@ def analyze_memory(module: Module, *, schedule: str = "module") -> MemoryReport:
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
-    # See Note [No garbage collection during the analysis].
+    # See Note [No cyclic GC during analyses] in gc_pause.py.
     with cyclic_gc_paused():
         return _analyze(module, schedule)
 
@@ -339,7 +328,7 @@ def live_range_peaks(module: Module, *, schedule: str = "module") -> dict[int, S
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
-    with cyclic_gc_paused():  # Note [No garbage collection during the analysis]
+    with cyclic_gc_paused():  # Note [No cyclic GC during analyses] in gc_pause.py
         df = analyze_dataflow(module)
         return space_usage(df, compute_liveness(df, _order(module, schedule)))
 
