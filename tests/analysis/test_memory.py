@@ -335,12 +335,13 @@ def test_bits_of():
 
 
 def _hold(index, a, start: int, end: int) -> None:
-    # What committing a value does: the allocation's occupancy, then the index.
+    # What committing a value does: the allocation's occupancy, then the index (if registered).
     from types import SimpleNamespace
 
     v = SimpleNamespace(id=len(a.occupancy.values) + 1000 * a.index, positions=[])
     a.occupancy.add(v, {v.id: (start, end)})
-    index.cover(a, start, end)
+    if index is not None:
+        index.cover(a, start, end)
 
 
 def test_doubled_time_names_only_sure_interference():
@@ -407,8 +408,9 @@ def test_async_sugar_values(name):
 
 @pytest.mark.parametrize("first_window", [8, 24, 2048])
 def test_free_candidates_read_from_the_top_match_a_scan(monkeypatch, first_window):
-    # Note [Reading from the top]: windows of any width name the same allocations, highest first,
-    # with list nodes and bitset nodes both in play (Note [Sparse low levels]).
+    # Notes [Reading from the top] and [Skipping what stays busy]: windows of any width, and the
+    # jumps past members busy till the end, name the same allocations, highest first, with list
+    # nodes and bitset nodes both in play (Note [Sparse low levels]).
     import random
 
     from hloscope.analysis.memory import interference
@@ -418,20 +420,30 @@ def test_free_candidates_read_from_the_top_match_a_scan(monkeypatch, first_windo
     monkeypatch.setattr(interference, "FIRST_WINDOW", first_window)
     monkeypatch.setattr(interference, "LIST_LIMIT", 3)
     rng = random.Random(11)
-    for _ in range(200):
+    for _ in range(300):
         end = rng.randint(1, 40)
         index = ReuseIndex(end, expected=rng.choice([0, 300, 3000]))
         held: dict[int, list[tuple[int, int]]] = {}
+        allocations = []
         for k in range(rng.randint(0, 60)):
-            a = AllocationDraft(k, 64, "maybe-live-out")
-            index.register(a)
-            held[k] = []
+            a = AllocationDraft(k, rng.choice([64, 128]), "maybe-live-out", color=rng.randint(0, 1),
+                                readonly=rng.random() < 0.1)
+            # Values held before registering and after, some reaching the end.
+            values = []
             for _ in range(rng.randint(0, 3)):
                 s = rng.randint(0, end)
-                e = rng.randint(s, end)
+                values.append((s, end if rng.random() < 0.3 else rng.randint(s, end)))
+            split = rng.randint(0, len(values))
+            for s, e in values[:split]:
+                _hold(None, a, s, e)
+            index.register(a)
+            for s, e in values[split:]:
                 _hold(index, a, s, e)
-                held[k].append((s, e))
-        candidates = sum(1 << k for k in held if rng.random() < 0.7)
+            held[k] = values
+            allocations.append(a)
+        color, size = rng.randint(0, 1), rng.choice([64, 128])
+        exact = rng.random() < 0.5
+        candidates = index.exact.get((color, size)) if exact else index.accepting.get(color)
         ranges = []
         for _ in range(rng.randint(1, 2)):
             s = rng.randint(0, end)
@@ -442,6 +454,33 @@ def test_free_candidates_read_from_the_top_match_a_scan(monkeypatch, first_windo
                 or (q[0] == q[1] and h[0] < q[0] < h[1])
 
         want = [k for k in sorted(held, reverse=True)
-                if candidates >> k & 1 and not any(sure(h, q) for h in held[k] for q in ranges)]
-        as_bytes = candidates.to_bytes((candidates.bit_length() + 7) // 8, "little")
-        assert list(index.free(as_bytes, ranges)) == want
+                if not allocations[k].readonly and allocations[k].color == color
+                and (not exact or allocations[k].size == size)
+                and not any(sure(h, q) for h in held[k] for q in ranges)]
+        assert list(index.free(candidates, ranges)) == want
+
+
+def test_members_find_the_highest_with_a_late_enough_suffix():
+    # Note [Skipping what stays busy]: the max tree answers like a scan while members are added
+    # (the tree doubling) and their suffixes move earlier.
+    import random
+
+    from hloscope.analysis.memory.interference import Members
+
+    rng = random.Random(5)
+    for _ in range(200):
+        members, numbers, suffix = Members(), [], {}
+        for _ in range(rng.randint(0, 70)):
+            if numbers and rng.random() < 0.4:
+                p = rng.randrange(len(numbers))
+                s = rng.randint(0, 30)
+                members.lower(p, s)
+                suffix[numbers[p]] = min(suffix[numbers[p]], s)
+            else:
+                k = (numbers[-1] if numbers else -1) + rng.randint(1, 5)
+                assert members.add(k, 31) == len(numbers)
+                numbers.append(k)
+                suffix[k] = 31
+            below, at_least = rng.randint(0, (numbers[-1] if numbers else 0) + 2), rng.randint(0, 31)
+            want = max((k for k in numbers if k < below and suffix[k] >= at_least), default=-1)
+            assert members.highest(below, at_least) == want

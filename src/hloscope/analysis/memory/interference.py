@@ -94,6 +94,27 @@ an int for the bitwise work, and marking an allocation in a node sets one byte i
 into a Python int copied the whole int: the cost of recording a value grew with the number of
 allocations). A query costs about as much as the depth of its answer; a buffer that fits
 nowhere still reads every window.
+
+Note [Skipping what stays busy]
+-------------------------------
+What lies above the answer is nearly all busy for one reason: a value that lives to the end of
+the schedule (a live-out result; a donated parameter's update). At ten times the size of Llama
+3.1 8B, 97% of the busy candidates read above the answers (1.41 M of 1.44 M, one query in 50
+sampled) held such a value, starting before the buffer's range ends. Once an allocation holds
+one, it is busy for every later range, so each set of candidates (``Members``) keeps a max tree,
+in number order, of where each member's value reaching the end starts (``suffix``; past the end
+when it holds none)::
+
+    member      k0    k1    k2    k3    k4    k5     query [40, 55]: busy when the suffix
+    suffix      99    12    99    30    70    48     starts before 55 -> highest is k4
+    (99: none, past the end of a 98-step schedule; the inner nodes hold their leaves' max)
+
+``free`` asks the tree for the highest member whose suffix starts late enough (``O(log n)``) and
+starts its window there, and asks again whenever a window runs out. The windows still read the
+whole interference tree, suffixes included, so nothing is named free that was not before; only
+runs of members the tree already knows to be busy are skipped. A query every member is busy for
+stops at once. At a hundred times the size this took the assignment without the heap from
+93-103 s to 76 s of CPU; at ten times it stays 5.3 s.
 """
 
 from __future__ import annotations
@@ -105,7 +126,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 if TYPE_CHECKING:
     from hloscope.analysis.memory.dataflow import Value
 
-__all__ = ["Occupancy", "OrTree", "ReuseIndex", "Reusable", "bits_of", "bytes_of"]
+__all__ = ["Members", "Occupancy", "OrTree", "ReuseIndex", "Reusable", "bits_of", "bytes_of"]
 
 # Where the interference tree switches from lists to bitsets (Note [Sparse low levels]): with 256
 # the bitsets of Llama 3.1 8B at ten times its size take under 140 MB and queries at its own
@@ -400,35 +421,112 @@ class Reusable(Protocol):
 A = TypeVar("A", bound=Reusable)
 
 
+class Members:
+    """One set of allocations a buffer may join (``ReuseIndex.accepting`` or ``.exact``): a bitset
+    over allocation numbers, and a max tree over the members, in number order, of where each
+    member's value reaching the schedule's end starts. See Note [Skipping what stays busy]."""
+
+    __slots__ = ("bits", "numbers", "tree", "leaves")
+
+    def __init__(self) -> None:
+        self.bits = bytearray()
+        self.numbers: list[int] = []  # ascending: allocations are numbered as they are registered
+        self.leaves = 1
+        self.tree = [-1, -1]  # node i holds the max of its leaves; -1 on leaves not yet used
+
+    def add(self, k: int, suffix: int) -> int:
+        """Add number ``k`` (above every member) whose suffix starts at ``suffix``; its position."""
+        p = len(self.numbers)
+        self.numbers.append(k)
+        _set(self.bits, k)
+        if p == self.leaves:
+            # Twice the leaves, the old ones first, and the nodes above them made anew.
+            old = self.tree[p:]
+            self.leaves *= 2
+            tree = self.tree = [-1] * (2 * self.leaves)
+            tree[self.leaves:self.leaves + p] = old
+            for i in range(self.leaves - 1, 0, -1):
+                tree[i] = max(tree[2 * i], tree[2 * i + 1])
+        self.lower(p, suffix)
+        return p
+
+    def lower(self, p: int, suffix: int) -> None:
+        """The member at position ``p`` now has its suffix starting at ``suffix`` (or earlier)."""
+        tree = self.tree
+        i = p + self.leaves
+        if tree[i] != -1 and tree[i] <= suffix:
+            return
+        tree[i] = suffix
+        i >>= 1
+        while i:
+            top = max(tree[2 * i], tree[2 * i + 1])
+            if tree[i] == top:
+                break
+            tree[i] = top
+            i >>= 1
+
+    def highest(self, below: int, at_least: int) -> int:
+        """The highest member numbered below ``below`` whose suffix starts at ``at_least`` or
+        later, or -1: the last qualifying leaf left of the bound, found in ``O(log n)``."""
+        hi = bisect.bisect_left(self.numbers, below)
+        if not hi:
+            return -1
+        tree, leaves = self.tree, self.leaves
+        i = hi - 1 + leaves
+        # Nodes ending just left of the last one tried, each covering more, until one qualifies.
+        while tree[i] < at_least:
+            while not i & 1:
+                i >>= 1
+            if i == 1:
+                return -1
+            i -= 1
+        while i < leaves:
+            i = 2 * i + 1
+            if tree[i] < at_least:
+                i -= 1
+        return self.numbers[i - leaves]
+
+
 class ReuseIndex(Generic[A]):
     """The reusable allocations, in creation order (bit ``k`` = the ``k``-th registered), and
     which of them certainly interfere with a live range. See Note [Finding interference fast].
 
     ``accepting[color]`` and ``exact[(color, size)]`` are the allocations a buffer of that colour
-    (and, when live-out, that size) may join, as bitsets. ``closed`` marks each assigned value's
-    live range on doubled time and ``touching[t]`` names the allocations with a value starting
-    or ending at ``t`` (Note [Doubled time]). ``expected`` is how many allocations may be
-    registered at most; it sets where the tree turns dense (Note [Sparse low levels]).
+    (and, when live-out, that size) may join (``Members``). ``closed`` marks each assigned
+    value's live range on doubled time and ``touching[t]`` names the allocations with a value
+    starting or ending at ``t`` (Note [Doubled time]); ``suffix[k]`` is where allocation ``k``'s
+    value reaching the end starts (Note [Skipping what stays busy]). ``expected`` is how many
+    allocations may be registered at most; it sets where the tree turns dense (Note [Sparse low
+    levels]).
     """
 
-    __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "touching")
+    __slots__ = ("allocations", "bit_of", "accepting", "exact", "closed", "touching", "end_time", "suffix",
+                 "positions")
 
     def __init__(self, end_time: int, expected: int = 0) -> None:
         self.allocations: list[A] = []
         self.bit_of: dict[int, int] = {}
-        self.accepting: dict[int, bytearray] = {}
-        self.exact: dict[tuple[int, int], bytearray] = {}
+        self.accepting: dict[int, Members] = {}
+        self.exact: dict[tuple[int, int], Members] = {}
         dense_from = (expected // DENSE_BITS_PER_UNIT).bit_length()
         self.closed = OrTree(2 * end_time + 2, dense_from)
         self.touching: dict[int, list[int]] = {}
+        self.end_time = end_time
+        # No value reaching the end: past every time, so no query is ever blocked by it.
+        self.suffix: list[int] = []
+        self.positions: list[tuple[tuple[Members, int], ...]] = []  # per allocation: (set, position)
 
     def register(self, a: A) -> None:
         k = len(self.allocations)
         self.bit_of[a.index] = k
         self.allocations.append(a)
+        none = self.end_time + 1
+        self.suffix.append(none)
         if a.accepts_reuse:
-            _set(self.accepting.setdefault(a.color, bytearray()), k)
-            _set(self.exact.setdefault((a.color, a.size), bytearray()), k)
+            sets = (self.accepting.setdefault(a.color, Members()), self.exact.setdefault((a.color, a.size), Members()))
+            self.positions.append(tuple((m, m.add(k, none)) for m in sets))
+        else:
+            self.positions.append(())
         for start, end in zip(a.occupancy.starts, a.occupancy.ends):
             self.cover(a, start, end)
 
@@ -439,6 +537,10 @@ class ReuseIndex(Generic[A]):
         self.touching.setdefault(start, []).append(k)
         if end != start:
             self.touching.setdefault(end, []).append(k)
+        if end == self.end_time and start < self.suffix[k]:
+            self.suffix[k] = start
+            for members, p in self.positions[k]:
+                members.lower(p, start)
 
     def interfering(self, start: int, end: int) -> int:
         """Bitset of the allocations holding a value that surely interferes with ``[start, end]``."""
@@ -462,24 +564,42 @@ class ReuseIndex(Generic[A]):
         if busy:
             parts.append(bytearray(busy.to_bytes((busy.bit_length() + 7) >> 3, "little")))
 
-    def free(self, candidates: bytes | bytearray | None, ranges: list[tuple[int, int]]) -> Iterator[int]:
-        """The allocations of ``candidates`` (a bitset) holding no value that surely interferes
-        with any of ``ranges``, highest number first. See Note [Reading from the top]."""
-        if not candidates:
+    def free(self, candidates: Members | None, ranges: list[tuple[int, int]]) -> Iterator[int]:
+        """The allocations of ``candidates`` holding no value that surely interferes with any of
+        ``ranges``, highest number first. See Notes [Reading from the top] and [Skipping what
+        stays busy]."""
+        if candidates is None or not candidates.numbers:
             return
         parts: list[bytearray] = []
         low: list[int] = []
+        # A value from ``s`` to the end surely interferes with a range ``[a, b]``, a < b, when
+        # s < b, and with a single time t when s < t < end (Note [Doubled time]): the members
+        # whose suffix starts before ``at_least`` are busy whatever else they hold.
+        at_least = 0
         for start, end in ranges:
             self._gather(start, end, parts, low)
+            if start < end:
+                at_least = max(at_least, end)
+            elif start < self.end_time:
+                at_least = max(at_least, start)
         low.sort(reverse=True)
+        bits = candidates.bits
         next_low = 0
-        hi = len(candidates)  # in bytes
+        hi = len(bits)  # in bytes
         width = max(1, FIRST_WINDOW >> 3)
         while hi > 0:
+            # Past every member above the highest one not busy till the end.
+            top = candidates.highest(hi << 3, at_least)
+            if top < 0:
+                return
+            hi = (top >> 3) + 1
             lo = max(0, hi - width)
-            free = int.from_bytes(candidates[lo:hi], "little")
-            base = lo << 3
+            free = int.from_bytes(bits[lo:hi], "little")
+            base, ceiling = lo << 3, hi << 3
             j = next_low
+            while j < len(low) and low[j] >= ceiling:
+                j += 1
+            next_low = j
             while j < len(low) and low[j] >= base:
                 j += 1
             if free:
