@@ -450,7 +450,7 @@ def analyze_dataflow(module: Module) -> Dataflow:
     # optimized module's computations).
     homes = {v.instruction.computation for v in live}
     post_order = {comp: instruction_post_order(comp) for comp in module.computations if comp in homes}
-    live.sort(key=_xla_value_order(module, live, post_order))  # Note [Value numbering]
+    live.sort(key=_xla_value_order(module, post_order))  # Note [Value numbering]
     for i, v in enumerate(live):
         v.id = i
     # Positions and uses, in one pass over every instruction (defining position first).
@@ -514,22 +514,22 @@ def analyze_dataflow(module: Module) -> Dataflow:
     return Dataflow(module, live, buffers, buffer_of, sets, b.embedded, b.sequential, post_order)
 
 
-def _xla_value_order(module: Module, values: list[Value],
+def _xla_value_order(module: Module,
                      post_order: dict[Computation, list[Instruction]]) -> Callable[[Value], tuple[object, ...]]:
-    """Sort key giving ``values`` XLA's numbering (Note [Value numbering])."""
+    """Sort key giving values, still numbered as created, XLA's numbering (Note [Value numbering])."""
     # An instruction outside every computation ranks first (-1), as XLA never meets one.
     comp_rank: dict[Computation | None, int] = {c: k for k, c in enumerate(module.computations)}
     pos: dict[Instruction, int] = {}
     for order in post_order.values():
         for k, inst in enumerate(order):
             pos[inst] = k
-    created = {id(v): k for k, v in enumerate(values)}
 
+    # A value's id is still its creation number here (``_Builder.new``): the last tie-break.
     def key(v: Value) -> tuple[object, ...]:
         if v.is_phi:
-            return (1, created[id(v)])
+            return (1, v.id)
         inst = v.instruction
-        return (0, comp_rank.get(inst.computation, -1), pos.get(inst, -1), v.index, created[id(v)])
+        return (0, comp_rank.get(inst.computation, -1), pos.get(inst, -1), v.index, v.id)
 
     return key
 
