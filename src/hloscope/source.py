@@ -39,6 +39,10 @@ class Source:
         line = bisect.bisect_right(starts, offset) - 1
         return line + 1, offset - starts[line] + 1
 
+    def line_offset(self, line: int) -> int:
+        """The offset where 1-based ``line`` starts."""
+        return self._starts()[line - 1]
+
     def line_text(self, line: int) -> str:
         """The text of 1-based ``line`` without its newline."""
         starts = self._starts()

@@ -57,6 +57,7 @@ class Computation:
         is_entry: bool = False,
         attrs: dict[str, Any] | None = None,
         span: SpanLike | None = None,
+        parameters: list[Instruction] | None = None,
     ) -> None:
         self.name = name
         self.instructions = instructions
@@ -65,12 +66,17 @@ class Computation:
         self.attrs: dict[str, Any] = attrs or {}  # e.g. execution_thread
         self.module: Module | None = None
         self.span = span
-        parameter = Opcode.PARAMETER  # (an enum member looked up per instruction costs 4% of a parse)
-        params = []
-        for inst in instructions:  # one pass: a module of thousands of small reducers pays per line
-            inst.computation = self
-            if inst.opcode is parameter:
-                params.append(inst)
+        if parameters is not None:
+            # A reader that pointed each instruction at this computation as it made them (made
+            # with ``Computation.__new__`` first) gives the parameters it met: no second pass.
+            params = parameters
+        else:
+            parameter = Opcode.PARAMETER  # (an enum member looked up per instruction costs 4% of a parse)
+            params = []
+            for inst in instructions:  # one pass: a module of thousands of small reducers pays per line
+                inst.computation = self
+                if inst.opcode is parameter:
+                    params.append(inst)
         if len(params) > 1:
             params.sort(key=lambda p: p.attrs["parameter_number"])
         self.parameters: list[Instruction] = params

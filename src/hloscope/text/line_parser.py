@@ -78,26 +78,33 @@ class _Bail(Exception):
     """The line parser met text outside its subset; the token parser decides."""
 
 
-class _OffsetSpan(tuple[Any, ...], LazySpan):
-    """A position kept as source offsets (source, start, end); line and column are computed
-    only when asked. A tuple, made with ``tuple.__new__`` (no Python call): one per instruction."""
+class _LineSpan(tuple[Any, ...], LazySpan):
+    """A position kept as (source, line index, start column, end column), the line counted from
+    0; the line's offset is looked up only when a message is rendered. A tuple, made with
+    ``tuple.__new__`` (no Python call)."""
 
     __slots__ = ()
 
-    @property
-    def source(self) -> Source:
-        return self[0]
+    def resolve(self) -> Span:
+        source, k, start, end = self
+        offset = source.line_offset(k + 1)
+        return Span(source, offset + start, offset + end)
 
-    @property
-    def start(self) -> int:
-        return self[1]
 
-    @property
-    def end(self) -> int:
-        return self[2]
+class _NameSpan(tuple[Any, ...], LazySpan):
+    """An instruction's name as (source, line index): where the name lies in its line is found
+    again, by the pattern that read the line, only when a message is rendered (keeping columns
+    for every instruction was a twentieth of the load time of XLA's LLM modules)."""
+
+    __slots__ = ()
 
     def resolve(self) -> Span:
-        return Span(self[0], self[1], self[2])
+        source, k = self
+        line = source.line_text(k + 1)
+        m = LINE_INSTRUCTION_RE.fullmatch(line)
+        start, end = m.span(2) if m is not None else (0, 0)
+        offset = source.line_offset(k + 1)
+        return Span(source, offset + start, offset + end)
 
 
 _new_tuple = tuple.__new__
@@ -269,12 +276,11 @@ class LineParser:
         while k < n:
             line = lines[k]
             if not line or line.isspace() or line.startswith("//"):
-                off += len(line) + 1
                 k += 1
                 continue
             if line[0].isspace():
                 raise _Bail
-            comp, k, off = self._computation(lines, k, off)  # (which checks the line is a head)
+            comp, k = self._computation(lines, k)  # (which checks the line is a head)
             if comp.name in by_name or (comp.is_entry and entry is not None):
                 raise _Bail
             by_name[comp.name] = comp
@@ -377,7 +383,7 @@ class LineParser:
             tuple(sections.get("FileLocations", ())), tuple(sections.get("StackFrames", ())),
         )
 
-    def _computation(self, lines: list[str], k: int, off: int) -> tuple[Computation, int, int]:
+    def _computation(self, lines: list[str], k: int) -> tuple[Computation, int]:
         source = self.source
         head = lines[k]
         h = LINE_COMPUTATION_HEAD_RE.fullmatch(head)
@@ -408,9 +414,11 @@ class LineParser:
         if (comp_name[:1] in _INT_START and is_int(comp_name)) or comp_name in STACK_SECTIONS \
                 or comp_name == "HloModule":
             raise _Bail
-        span = _new_tuple(_OffsetSpan, (source, off, off + first_token))
-        off += len(head) + 1
+        span = _new_tuple(_LineSpan, (source, k, 0, first_token))
         k += 1
+        # Made first, so each instruction points at it as it is made (Computation's ``parameters``).
+        comp = Computation.__new__(Computation)
+        param_at: list[int] = []  # where the parameters are in ``instructions``
         instructions: list[Instruction] = []
         names: dict[str, Instruction] = {}
         later: list[tuple[int, Any]] = []  # instructions written before an operand
@@ -440,17 +448,13 @@ class LineParser:
                                 raise _Bail
                             if rest.startswith(" // "):
                                 self.saw_end_comment = True
-                        off += len(line) + 1
                         k += 1
                         break
                     if line and not line.isspace() and not line.lstrip(" \t").startswith("//"):
                         raise _Bail  # (a line comment is whitespace to the token parser too)
-                    off += len(line) + 1
                     k += 1
                     continue
                 root_kw, name, shape_text, op_text, args, untyped, typed, attr_text = m.groups()
-                start = m.start(2)
-                end = start + len(name)
                 if name[0] == "%":
                     percent = True
                     name = name[1:]
@@ -463,10 +467,13 @@ class LineParser:
                 if opcode is _PARAMETER and args.isdigit():  # (a fifth of an LLM module's lines)
                     attrs: dict[str, Any] = {"parameter_number": int(args)}
                     operands: list[Instruction] = []
+                    param_at.append(len(instructions))
                 else:
                     attrs = {}
                     if opcode is None or opcode is _CONSTANT or opcode is _PARAMETER:
                         opcode, operand_names = self._unusual_operands(opcode, op_text, args, untyped, typed, attrs)
+                        if opcode is _PARAMETER:
+                            param_at.append(len(instructions))
                     elif not args:
                         operand_names = _NO_OPERANDS
                     elif untyped is None:
@@ -499,7 +506,7 @@ class LineParser:
                         except KeyError:
                             operands = []
                             later.append((len(instructions), operand_names))
-                inst_span = _new_tuple(_OffsetSpan, (source, off + start, off + end))
+                inst_span = _new_tuple(_NameSpan, (source, k))
                 if slot_by_slot:
                     inst = new_instruction(Instruction)
                     inst.name = name
@@ -507,10 +514,11 @@ class LineParser:
                     inst.shape = shape
                     inst.operands = operands
                     inst.attrs = attrs
-                    inst.computation = None
+                    inst.computation = comp
                     inst.span = inst_span
                 else:
                     inst = Instruction(name, opcode, shape, operands, attrs, span=inst_span)
+                    inst.computation = comp
                 if attr_text:
                     pred_names = self._attributes(inst, attrs, attr_text)
                     if pred_names is not None:
@@ -523,7 +531,6 @@ class LineParser:
                     if root is not None:
                         raise _Bail
                     root = inst
-                off += len(line) + 1
                 k += 1
         except Exception:
             self.gave_up_at = k  # (for benchmarks/parse.py --paths: the line it could not read)
@@ -543,8 +550,9 @@ class LineParser:
             inst.attrs["control-predecessors"] = [names[p] for p in pred_names]
         if root is None:
             root = instructions[-1]
-        comp = Computation(comp_name, instructions, root, is_entry=is_entry, span=span)
-        return comp, k, off
+        comp.__init__(comp_name, instructions, root, is_entry=is_entry, span=span,
+                      parameters=[instructions[i] for i in param_at])
+        return comp, k
 
     def _unusual_operands(self, opcode: Opcode | None, op_text: str, args: str, untyped: str | None,
                           typed: str | None, attrs: dict[str, Any]) -> tuple[Opcode, Any]:
