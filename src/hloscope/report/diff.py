@@ -160,6 +160,16 @@ def diff_modules(before: Module, after: Module, *, analyses: bool = True) -> Mod
     added from whichever of the cost, memory and collectives analyses are available.
     """
     diff = ModuleDiff(before.name, after.name)
+    # Each shape's text and layouts once: the parser shares one shape object among all the
+    # instructions written with the same shape text (they were half of the matching's time).
+    texts: dict[int, tuple[Shape, str, str]] = {}
+
+    def shape_texts(shape: Shape) -> tuple[Shape, str, str]:
+        got = texts.get(id(shape))
+        if got is None:
+            got = texts[id(shape)] = (shape, shape.to_text(layout=False), _layouts(shape))
+        return got
+
     by_name_b: dict[str, Instruction] = {}
     for inst in after.instructions():
         by_name_b.setdefault(inst.name, inst)
@@ -176,9 +186,9 @@ def diff_modules(before: Module, after: Module, *, analyses: bool = True) -> Mod
     pool: dict[tuple[str, str, str | None], deque[Instruction]] = defaultdict(deque)
     for inst in after.instructions():
         if id(inst) not in taken_b:
-            pool[(inst.opcode.text, inst.shape.to_text(layout=False), _op_name(inst))].append(inst)
+            pool[(inst.opcode.text, shape_texts(inst.shape)[1], _op_name(inst))].append(inst)
     for inst in left_a:
-        queue = pool.get((inst.opcode.text, inst.shape.to_text(layout=False), _op_name(inst)))
+        queue = pool.get((inst.opcode.text, shape_texts(inst.shape)[1], _op_name(inst)))
         if queue:
             other = queue.popleft()
             pairs.append((inst, other, "structure"))
@@ -197,10 +207,9 @@ def diff_modules(before: Module, after: Module, *, analyses: bool = True) -> Mod
         changes: dict[str, tuple[Any, Any]] = {}
         if a.opcode is not b.opcode:
             changes["opcode"] = (a.opcode.text, b.opcode.text)
-        sa, sb = a.shape.to_text(layout=False), b.shape.to_text(layout=False)
+        (_, sa, la), (_, sb, lb) = shape_texts(a.shape), shape_texts(b.shape)
         if sa != sb:
             changes["shape"] = (sa, sb)
-        la, lb = _layouts(a.shape), _layouts(b.shape)
         if la != lb:
             changes["layout"] = (la, lb)
         sha = str(a.sharding) if a.sharding is not None else None
