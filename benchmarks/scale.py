@@ -75,6 +75,17 @@ instead of fourfold: ``memory`` 1.81 / 14.7 / 179 s CPU and 135 MB / 998 MB / 9.
 0.28, report 3.20 (it no longer runs the memory analysis twice); from 1x to 10x every command
 grew 7.5-10.0x in time and 5.0-8.2x in RSS.
 
+Later on 2026-11-28 (session 9), with the reuse search skipping members busy till the end
+(Note [Skipping what stays busy]), spans kept by line in the parser and shape texts shared in
+``diff``; one run of everything, CPU s at 1x / 10x / 100x (sys s at 100x): load 0.14 / 1.30 /
+13.1 (XLA's parser 0.16 / 1.93 / 23.2), summary 0.23 / 1.71 / 16.9, verify 0.51 / 4.86 / 48.5,
+cost 0.40 / 3.71 / 37.1, collectives 0.25 / 2.04 / 19.7, estimate 0.64 / 5.44 / 55.3, memory
+1.79 / 14.6 / 162 (22.9), graph 0.16 / 1.33 / 13.0, diff 1.82 / 17.7 / 215 (40.7), print 0.28 /
+2.63 / 27.7, report 3.25 / 28.8 / 326 (44.9). From 10x to 100x: 9.7-11.3x, but diff 12.2x
+(11.8x in a second run, 11.9x before the shared shape texts): its user time grows 10.5x, its
+system time 40-fold (1.0 s at 10x; 15 GB of fresh memory at 100x). Earlier runs of memory that
+day: 11.5x twice.
+
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
 ``--xla-dir /work/xla_bench --xla-modules hlo_llama31_8b_bf16_1x8.hlo --modules none``.
