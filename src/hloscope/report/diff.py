@@ -162,7 +162,7 @@ def diff_modules(before: Module, after: Module, *, analyses: bool = True) -> Mod
     diff = ModuleDiff(before.name, after.name)
     # Each shape's text and layouts once: the parser shares one shape object among all the
     # instructions written with the same shape text (they were half of the matching's time).
-    texts: dict[int, tuple[Shape, str, str]] = {}
+    texts: dict[int, tuple[Shape, str, str]] = {}  # id -> (the shape, kept so its id stays its own; texts)
 
     def shape_texts(shape: Shape) -> tuple[Shape, str, str]:
         got = texts.get(id(shape))
