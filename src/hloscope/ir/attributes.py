@@ -426,12 +426,21 @@ class StackFrameIndex:
     stack_frames: tuple[tuple[int, str], ...] = ()  # id -> "{file_location_id=.. parent_frame_id=..}"
     _cache: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def _tables(self) -> tuple[dict[int, str], dict[int, str], dict[int, dict[str, int]], dict[int, dict[str, int]]]:
+        # Read once: the memory report asks for every value's frame, and reading the tables per
+        # ask made that quadratic (torax's 12k-frame table: 5 minutes for `memory --json`).
+        tables = self._cache.get("tables")
+        if tables is None:
+            def fields(text: str) -> dict[str, int]:
+                return {a: int(b) for a, b in re.findall(r"(\w+)=(-?\d+)", text)}
+            tables = self._cache["tables"] = (
+                dict(self.file_names), dict(self.function_names),
+                {k: fields(v) for k, v in self.file_locations}, {k: fields(v) for k, v in self.stack_frames})
+        return tables
+
     def frame(self, frame_id: int) -> list[tuple[str, str, int]]:
         """The call stack of ``frame_id``, innermost first, as (file, function, line)."""
-        files = dict(self.file_names)
-        funcs = dict(self.function_names)
-        locs = {k: dict((a, int(b)) for a, b in re.findall(r"(\w+)=(-?\d+)", v)) for k, v in self.file_locations}
-        frames = {k: dict((a, int(b)) for a, b in re.findall(r"(\w+)=(-?\d+)", v)) for k, v in self.stack_frames}
+        files, funcs, locs, frames = self._tables()
         out = []
         seen = set()
         while frame_id in frames and frame_id not in seen:
