@@ -166,7 +166,7 @@ def test_get_tuple_elements_of_a_wide_tuple_split_it_once(monkeypatch):
     for i in (0, n - 1):
         g = next(x for x in df.module.entry.instructions if x.name == f"g{i}")
         assert df.value_set(g) == df.value_set(p, (i,))
-        assert [u[0].name for u in df.value_set(p)[0].uses].count(f"g{i}") == 1
+        assert [u[0].name for u in df.uses(df.value_set(p)[0])].count(f"g{i}") == 1
 
 
 ASYNC_COLLECTIVES = """HloModule m, replica_count=2

@@ -113,7 +113,7 @@ def _touch_share(user_value: Value, operand_value: Value, live: Liveness) -> boo
     # See Note [Sharing at a touch point].
     # XLA asks about the operand's last position, not its definition: a tuple element read
     # through a get-tuple-element is that instruction's whole output (index {}).
-    end_inst, end_index = live.end_position[operand_value.id]
+    end_inst, end_index = live.end_position_of(operand_value)
     user = user_value.instruction
     if user.opcode is Opcode.COPY or not live.reads(user, end_inst):
         return False
@@ -413,7 +413,7 @@ def _at_an_operand(a: AllocationDraft, copy: Instruction, df: Dataflow, alloc_of
     allocation of its own operand. (Asked of the few copies instead of keeping every
     allocation's positions.)"""
     for operand in copy.operands:
-        for values in df.sets.get(operand, {}).values():
+        for values in df.value_sets(operand).values():
             for v in values:
                 if alloc_of.get(df.buffer_of[v.id].id) is a:
                     return True

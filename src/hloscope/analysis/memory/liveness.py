@@ -57,8 +57,9 @@ class Liveness:
     time_of: dict[Instruction, int]
     spans: dict[Computation, tuple[int, int]]
     ranges: dict[int, tuple[int, int]]
-    # value id -> its last position (instruction, shape index), XLA's TimeBound::end_position;
-    # a value meeting another at one time may share its memory through it (assignment.py).
+    # value id -> its last position (instruction, shape index), XLA's TimeBound::end_position,
+    # where that is not its definition (read it through ``end_position_of``); a value meeting
+    # another at one time may share its memory through it (assignment.py).
     end_position: dict[int, tuple[Instruction, ShapeIndex]]
     # instruction -> the set of its operands, built on first ask for a wide one (``reads``: a
     # concatenate or tuple asked once per operand would cost O(n) per ask as a list).
@@ -74,6 +75,10 @@ class Liveness:
         if found is None:
             found = self.operand_sets[user] = frozenset(operands)
         return operand in found
+
+    def end_position_of(self, value: Value) -> tuple[Instruction, ShapeIndex]:
+        """``value``'s last position in the schedule (XLA's ``TimeBound::end_position``)."""
+        return self.end_position.get(value.id) or (value.instruction, value.index)
 
     @property
     def schedule_end_time(self) -> int:
@@ -117,6 +122,7 @@ def compute_liveness(df: Dataflow, order: dict[Computation, list[Instruction]]) 
     aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in module.input_output_alias}
     ranges: dict[int, tuple[int, int]] = {}
     end_position: dict[int, tuple[Instruction, ShapeIndex]] = {}
+    last_reads = _last_reads(df, time_of, spans)
     for v in df.values:
         inst = v.instruction
         if inst not in time_of:
@@ -126,8 +132,9 @@ def compute_liveness(df: Dataflow, order: dict[Computation, list[Instruction]]) 
         t = time_of[inst]
         start = spans[comp][0] if inst.opcode is Opcode.PARAMETER else t
         end = spans[comp][1] if inst is comp.root else t
-        last = (inst, v.index)
-        for p, p_index in v.positions[1:]:
+        last = None  # the defining position
+        others = v.other_positions if v.defined_here else v.other_positions[1:]
+        for p, p_index in others:
             pc = p.computation
             assert pc is not None  # values appear only at instructions of computations
             if p is pc.root:
@@ -143,20 +150,51 @@ def compute_liveness(df: Dataflow, order: dict[Computation, list[Instruction]]) 
         if inst.opcode is Opcode.PARAMETER and comp is entry and (
                 inst.attrs["parameter_number"], v.index) not in aliased:
             end = end_time
-        else:
-            for user, _, _ in v.uses:
-                op = user.opcode
-                if op is Opcode.CALL and user.attrs["to_apply"] in spans:
-                    continue
-                if op is Opcode.WHILE and user.attrs["body"] in spans:
-                    user = user.attrs["body"].parameters[0]
-                ut = time_of.get(user)
-                if ut is not None and ut > end:
-                    end = ut
+        elif last_reads[v.id] > end:
+            end = last_reads[v.id]
         ranges[v.id] = (start, end)
-        end_position[v.id] = last
+        if last is not None:
+            end_position[v.id] = last
     _normalize_aliased(df, ranges)
     return Liveness(seq, time_of, spans, ranges, end_position)
+
+
+def _last_reads(df: Dataflow, time_of: dict[Instruction, int], spans: dict[Computation, tuple[int, int]]) -> list[int]:
+    """Per value id, the time of the last instruction that reads it (-1: none), by the use rules
+    of Note [Live range rules], in one pass over the instructions (``Dataflow.uses`` would make
+    every use a tuple; Note [Lean values] in dataflow.py)."""
+    last = [-1] * len(df.values)
+    sets = df.sets
+    for inst in sets:
+        op = inst.opcode
+        if op is Opcode.TUPLE or op is Opcode.BITCAST:
+            continue  # they forward values without reading them
+        if op is Opcode.CALL and inst.attrs["to_apply"] in spans:
+            continue  # the callee's own uses count
+        reader = inst
+        if op is Opcode.WHILE and inst.attrs["body"] in spans:
+            reader = inst.attrs["body"].parameters[0]
+        t = time_of.get(reader)
+        if t is None:
+            continue
+        if op is Opcode.GET_TUPLE_ELEMENT:  # it reads only the tuple's own value
+            for v in df.value_set(inst.operands[0]):
+                if t > last[v.id]:
+                    last[v.id] = t
+            continue
+        for operand in inst.operands:
+            entry = sets.get(operand)
+            if entry is None:
+                continue
+            if isinstance(entry, Value):
+                if t > last[entry.id]:
+                    last[entry.id] = t
+                continue
+            for vs in entry.values():
+                for v in vs:
+                    if t > last[v.id]:
+                        last[v.id] = t
+    return last
 
 
 def _normalize_aliased(df: Dataflow, ranges: dict[int, tuple[int, int]]) -> None:

@@ -57,14 +57,23 @@ def space_usage(df: Dataflow, live: Liveness) -> dict[int, SpaceUsage]:
     """Each memory space's curve and peak, from every value with a live range: ``O(n log n)``."""
     steps = live.schedule_end_time
     ranges = live.ranges
-    members: dict[int, list[Value]] = {}  # buffer id -> its values with a live range
-    for v in df.values:
-        if v.id in ranges:
-            members.setdefault(df.buffer_of[v.id].id, []).append(v)
-    charge: dict[int, int] = {}  # buffer id -> bytes
+    # Each buffer's values with a live range (a lone value's buffer lends its own list: no new
+    # list per buffer, Note [Lean values] in dataflow.py), and the bytes it is charged.
+    members: list[list[Value]] = []
+    for buf in df.buffers:
+        values = buf.values
+        if len(values) == 1:
+            if values[0].id in ranges:
+                members.append(values)
+        else:
+            values = [v for v in values if v.id in ranges]
+            if values:
+                members.append(values)
+    charge: list[int] = []
     deltas: dict[int, list[int]] = {}
-    for buf_id, values in members.items():
-        size = charge[buf_id] = max(v.size for v in values)
+    for values in members:
+        size = max(v.size for v in values)
+        charge.append(size)
         space = values[0].color
         d = deltas.get(space)
         if d is None:
@@ -92,16 +101,16 @@ def space_usage(df: Dataflow, live: Liveness) -> dict[int, SpaceUsage]:
             timeline.append(usage)
             if usage > peak:
                 peak, peak_time = usage, t
-        at: dict[int, Value] = {}
-        for buf_id, values in members.items():
+        at: dict[int, Value] = {}  # member number -> its value shown at the peak
+        for k, values in enumerate(members):
             if values[0].color != space:
                 continue
             for v in values:
                 s, e = ranges[v.id]
                 if s <= peak_time <= e:
-                    best = at.get(buf_id)
+                    best = at.get(k)
                     if best is None or (-v.size, v.name, v.index) < (-best.size, best.name, best.index):
-                        at[buf_id] = v
+                        at[k] = v
         peak_values = sorted(((v, charge[b]) for b, v in at.items()),
                              key=lambda p: (-p[1], p[0].name, p[0].index))
         out[space] = SpaceUsage(space, timeline, peak, peak_time, peak_values)

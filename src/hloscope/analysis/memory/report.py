@@ -426,7 +426,7 @@ def _to_buffer_assignment(module: Module, df: Dataflow, live: Liveness, allocs: 
     def bv(v: Value) -> BufferValue:
         if v.id not in values:
             values[v.id] = BufferValue(v.id, v.name, v.index, shape_text(v), df.buffer_of[v.id].size,
-                                       v.color, v.is_phi, v.hlo_positions(), v.hlo_uses())
+                                       v.color, v.is_phi, v.hlo_positions(), df.hlo_uses(v))
         return values[v.id]
 
     out = []
