@@ -37,37 +37,45 @@ def load(path: str | os.PathLike[str]) -> Module:
     if str(path) == "-":
         stream = getattr(sys.stdin, "buffer", None)  # a text-only stdin (e.g. in notebooks) has none
         data = stream.read() if stream is not None else sys.stdin.read().encode("utf-8")
-        return load_bytes(data, "<stdin>")
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory; give a module file (HLO text, StableHLO, .pb)") from None
-    except OSError as e:
-        raise InputError(f"{p}: cannot read: {e.strerror}") from None
-    return load_bytes(data, str(p))
+        name = "<stdin>"
+    else:
+        p = Path(path)
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"{p}: no such file") from None
+        except IsADirectoryError:
+            raise InputError(f"{p}: is a directory; give a module file (HLO text, StableHLO, .pb)") from None
+        except OSError as e:
+            raise InputError(f"{p}: cannot read: {e.strerror}") from None
+        name = str(p)
+    text = _hlo_text(data, name)
+    del data  # the bytes are not needed while parsing (a 300 MB module's: 300 MB of fresh pages)
+    return parse_module(text, name)
 
 
 def load_bytes(data: bytes, name: str = "<bytes>") -> Module:
     """A Module from the bytes of a module file in any format ``load`` reads (``name`` for messages)."""
+    return parse_module(_hlo_text(data, name), name)
+
+
+def _hlo_text(data: bytes, name: str) -> str:
+    """The HLO text of a module file's bytes: decoded, or converted from another format."""
     from hloscope.formats.detect import Format, detect_format
 
-    if not data.strip():
+    if not data or data.isspace():  # (not ``strip()``: that copies the whole file)
         raise InputError(f"{name}: the file is empty; expected an HLO module")
     detected = detect_format(data, name)
     if detected.format is Format.HLO_TEXT:
         try:
-            text = data.decode("utf-8")
+            return data.decode("utf-8")
         except UnicodeDecodeError as e:
             raise InputError(f"{name}: not UTF-8 text (byte {e.start})") from None
-        return parse_module(text, name)
     # Converted text is XLA's own printing, so a parse error in it is our bug, not the user's;
     # the name still says which file it came from.
     from hloscope.xla.convert import convert_to_hlo_text
 
-    return parse_module(convert_to_hlo_text(data, detected.format, name), name)
+    return convert_to_hlo_text(data, detected.format, name)
 
 
 def run(module: Module | str | os.PathLike[str], inputs: Any = (), **kwargs: Any) -> Any:

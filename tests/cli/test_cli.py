@@ -11,6 +11,7 @@ import pytest
 
 import hloscope as hs
 from hloscope.cli.main import main
+from hloscope.errors import InputError
 from tests.conftest import SEED_FILES
 
 S000, S001, S002, S004 = (str(SEED_FILES[k]) for k in ("000", "001", "002", "004"))
@@ -65,6 +66,16 @@ def test_missing_file_is_one_clear_line(capsys) -> None:
     assert main(["summary", "/nonexistent/m.hlo"]) == 1
     err = capsys.readouterr().err
     assert err == "/nonexistent/m.hlo: no such file\n"
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n\t\r\n\x0b\x0c"])
+def test_an_empty_or_blank_file_is_one_clear_line(tmp_path, capsys, content: bytes) -> None:
+    src = tmp_path / "m.hlo"
+    src.write_bytes(content)
+    assert main(["summary", str(src)]) == 1
+    assert capsys.readouterr().err == f"{src}: the file is empty; expected an HLO module\n"
+    with pytest.raises(InputError, match="the file is empty"):
+        hs.api.load_bytes(content)
 
 
 def test_verify_ok_and_failure_exit_codes(tmp_path, capsys) -> None:
