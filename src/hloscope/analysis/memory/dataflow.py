@@ -552,7 +552,7 @@ def analyze_dataflow(module: Module) -> Dataflow:
     # optimized module's computations).
     homes = {v.instruction.computation for v in live}
     post_order = {comp: instruction_post_order(comp) for comp in module.computations if comp in homes}
-    live.sort(key=_xla_value_order(module, post_order))  # Note [Value numbering]
+    _sort_as_xla_numbers(live, module, post_order)  # Note [Value numbering]
     for i, v in enumerate(live):
         v.id = i
     # Positions, in one pass over every instruction (Note [Lean values]).
@@ -625,24 +625,39 @@ def analyze_dataflow(module: Module) -> Dataflow:
     return Dataflow(module, live, buffers, buffer_of, sets, b.embedded, b.sequential, post_order)
 
 
-def _xla_value_order(module: Module,
-                     post_order: dict[Computation, list[Instruction]]) -> Callable[[Value], tuple[object, ...]]:
-    """Sort key giving values, still numbered as created, XLA's numbering (Note [Value numbering])."""
-    # An instruction outside every computation ranks first (-1), as XLA never meets one.
-    comp_rank: dict[Computation | None, int] = {c: k for k, c in enumerate(module.computations)}
-    pos: dict[Instruction, int] = {}
-    for order in post_order.values():
-        for k, inst in enumerate(order):
-            pos[inst] = k
+def _sort_as_xla_numbers(values: list[Value], module: Module,
+                         post_order: dict[Computation, list[Instruction]]) -> None:
+    """Sort ``values``, still in creation order, into XLA's numbering (Note [Value numbering]).
 
-    # A value's id is still its creation number here (``_Builder.new``): the last tie-break.
-    def key(v: Value) -> tuple[object, ...]:
+    The order is (computation's rank, post-order position, index, creation number), phis last
+    in creation order. Two stable sorts give it without a tuple per value: by index first (phis
+    all alike), then by one int per instruction, shared by its values (a 3 M-value module made
+    3 M five-element keys).
+    """
+    comps = module.computations
+    width = max((len(order) for order in post_order.values()), default=0) + 1
+    rank: dict[Instruction, int] = {}
+    for c, comp in enumerate(comps):
+        order = post_order.get(comp)
+        if order is not None:
+            base = c * width + 1
+            for k, inst in enumerate(order):
+                rank[inst] = base + k
+    comp_rank: dict[Computation | None, int] = {c: k for k, c in enumerate(comps)}
+    phi_key = len(comps) * width  # above every instruction's
+
+    def instruction_key(v: Value) -> int:
         if v.is_phi:
-            return (1, v.id)
+            return phi_key
         inst = v.instruction
-        return (0, comp_rank.get(inst.computation, -1), pos.get(inst, -1), v.index, v.id)
+        r = rank.get(inst)
+        # One outside every post order ranks first within its computation (outside every
+        # computation: first of all), as XLA never meets one.
+        return r if r is not None else comp_rank.get(inst.computation, -1) * width
 
-    return key
+    empty: ShapeIndex = ()
+    values.sort(key=lambda v: empty if v.is_phi else v.index)
+    values.sort(key=instruction_key)
 
 
 def instruction_post_order(comp: Computation) -> list[Instruction]:
