@@ -27,6 +27,40 @@ def test_renamed_instruction_matches_by_structure():
     assert d.is_empty or all("fusion" not in c.changes for c in d.changed)
 
 
+_FUSED = """HloModule m
+
+fused {
+  p = f32[4]{0} parameter(0)
+  ROOT n = f32[4]{0} negate(p)
+}
+
+other {
+  q = f32[4]{0} parameter(0)
+  ROOT e = f32[4]{0} exponential(q)
+}
+
+ENTRY main {
+  a = f32[4]{0} parameter(0)
+  f = f32[4]{0} fusion(a), kind=kLoop, calls=fused
+  ROOT g = f32[4]{0} fusion(f), kind=kLoop, calls=other
+}
+"""
+
+
+def test_a_renamed_fusion_keeps_its_body_unchanged_and_a_move_between_fusions_shows():
+    before = hloscope.parse(_FUSED)
+    renamed = diff_modules(before, hloscope.parse(_FUSED.replace(" f = ", " f.2 = ").replace("fusion(f)", "fusion(f.2)")),
+                           analyses=False)
+    assert renamed.matched_by_structure == 1
+    assert all("fusion" not in c.changes for c in renamed.changed)
+    # `n` now sits in the body of the fusion named g (the bodies swapped their roots).
+    moved = _FUSED.replace("negate(p)", "exponential(p)").replace("ROOT n =", "ROOT e =")
+    moved = moved.replace("exponential(q)", "negate(q)").replace("ROOT e = f32[4]{0} negate", "ROOT n = f32[4]{0} negate")
+    d = diff_modules(before, hloscope.parse(moved), analyses=False)
+    assert {c.before: c.changes["fusion"] for c in d.changed if "fusion" in c.changes} == {
+        "n": ("f", "g"), "e": ("g", "f")}
+
+
 @pytest.fixture(scope="module")
 def mlp_modules():
     jax = pytest.importorskip("jax")

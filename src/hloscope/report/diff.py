@@ -141,14 +141,14 @@ def _layouts(shape: Shape) -> str:
                     for _, leaf in shape.leaves())
 
 
-def _fusion_owner(module: Module) -> dict[int, str]:
-    """id(instruction) -> name of the fusion instruction whose body holds it."""
-    owner: dict[int, str] = {}
+def _fusion_owner(module: Module) -> dict[Instruction, str]:
+    """Instruction -> name of the fusion instruction whose body holds it."""
+    owner: dict[Instruction, str] = {}
     for inst in module.instructions():
         if inst.opcode is Opcode.FUSION:
             for comp in inst.called_computations:
                 for inner in comp.instructions:
-                    owner[id(inner)] = inst.name
+                    owner[inner] = inst.name
     return owner
 
 
@@ -174,31 +174,33 @@ def diff_modules(before: Module, after: Module, *, analyses: bool = True) -> Mod
     for inst in after.instructions():
         by_name_b.setdefault(inst.name, inst)
     pairs: list[tuple[Instruction, Instruction, str]] = []
-    taken_b: set[int] = set()
+    # Instructions compare by identity: no id() int per instruction (Note [Lean values] in
+    # analysis/memory/dataflow.py says why fresh memory matters at this scale).
+    taken_b: set[Instruction] = set()
     left_a: list[Instruction] = []
     for inst in before.instructions():
         other = by_name_b.get(inst.name)
-        if other is not None and id(other) not in taken_b:
+        if other is not None and other not in taken_b:
             pairs.append((inst, other, "name"))
-            taken_b.add(id(other))
+            taken_b.add(other)
         else:
             left_a.append(inst)
     pool: dict[tuple[str, str, str | None], deque[Instruction]] = defaultdict(deque)
     for inst in after.instructions():
-        if id(inst) not in taken_b:
+        if inst not in taken_b:
             pool[(inst.opcode.text, shape_texts(inst.shape)[1], _op_name(inst))].append(inst)
     for inst in left_a:
         queue = pool.get((inst.opcode.text, shape_texts(inst.shape)[1], _op_name(inst)))
         if queue:
             other = queue.popleft()
             pairs.append((inst, other, "structure"))
-            taken_b.add(id(other))
+            taken_b.add(other)
         else:
             diff.removed.append(_ref(inst))
-    diff.added = [_ref(i) for i in after.instructions() if id(i) not in taken_b]
+    diff.added = [_ref(i) for i in after.instructions() if i not in taken_b]
 
     owner_a, owner_b = _fusion_owner(before), _fusion_owner(after)
-    renamed = {a.name: b.name for a, b, _ in pairs}
+    renamed = {a.name: b.name for a, b, _ in pairs if a.opcode is Opcode.FUSION}  # (owners are fusions)
     for a, b, how in pairs:
         if how == "name":
             diff.matched_by_name += 1
@@ -216,7 +218,7 @@ def diff_modules(before: Module, after: Module, *, analyses: bool = True) -> Mod
         shb = str(b.sharding) if b.sharding is not None else None
         if sha != shb:
             changes["sharding"] = (sha, shb)
-        fa, fb = owner_a.get(id(a)), owner_b.get(id(b))
+        fa, fb = owner_a.get(a), owner_b.get(b)
         if (renamed.get(fa, fa) if fa else None) != fb:
             changes["fusion"] = (fa, fb)
         if changes:
