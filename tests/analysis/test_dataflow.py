@@ -1,9 +1,13 @@
 """Dataflow and liveness on small hand-written modules: aliasing through tuple, while, DUS."""
 from __future__ import annotations
 
+import pytest
+
 import hloscope
 from hloscope.analysis.memory.dataflow import analyze_dataflow
-from hloscope.analysis.memory.liveness import compute_liveness
+from hloscope.analysis.memory.liveness import compute_liveness, flatten_schedule, last_reads
+from hloscope.ir import Opcode
+from tests.conftest import SEED_FILES
 
 WHILE = """HloModule w, is_scheduled=true
 
@@ -208,3 +212,24 @@ def test_async_collectives_forward_operands_and_destinations():
     assert defined("cps", (0,)) == ("ags", (1,))
     assert defined("cpd") == ("cps", (1,))
     assert {(v.instruction.name, v.index) for v in df.values if v.instruction.name in ("ard", "agd", "cpd")} == set()
+
+
+@pytest.mark.parametrize("seed", ["000", "001", "003", "004"])  # (002 is a buffer assignment dump)
+def test_each_values_last_reader_is_its_latest_use(seed: str) -> None:
+    # Liveness finds last readers in one pass without the use lists (Note [Lean values]); the
+    # two must apply one rule: a call's use counts in its callee, a while's at its body's
+    # parameter, tuples and bitcasts forward without reading.
+    m = hloscope.load(SEED_FILES[seed])
+    df = analyze_dataflow(m)
+    seq, time_of, spans = flatten_schedule(m, _order(m))
+    last = last_reads(df, time_of, spans)
+    for v in df.values:
+        times = [-1]
+        for user, _, _ in df.uses(v):
+            if user.opcode is Opcode.CALL and user.attrs["to_apply"] in spans:
+                continue
+            if user.opcode is Opcode.WHILE and user.attrs["body"] in spans:
+                user = user.attrs["body"].parameters[0]
+            times.append(time_of.get(user, -1))
+        assert last[v.id] == max(times), v
+    assert any(t >= 0 for t in last)

@@ -221,6 +221,7 @@ class Dataflow:
 
 
 def _collect_uses(df: Dataflow) -> dict[int, list[tuple[Instruction, int, ShapeIndex]]]:
+    # (liveness.last_reads applies the same rule without making a tuple per use)
     uses: dict[int, list[tuple[Instruction, int, ShapeIndex]]] = {}
     for inst in df.sets:
         op = inst.opcode

@@ -43,7 +43,7 @@ from hloscope.ir import Opcode
 if TYPE_CHECKING:
     from hloscope.ir import Computation, Instruction, Module, ShapeIndex
 
-__all__ = ["Liveness", "flatten_schedule", "compute_liveness", "peak_moment", "SCHEDULES",
+__all__ = ["Liveness", "flatten_schedule", "compute_liveness", "last_reads", "peak_moment", "SCHEDULES",
            "min_memory_order"]
 
 SCHEDULES = ("module", "xla", "min-memory")
@@ -122,7 +122,7 @@ def compute_liveness(df: Dataflow, order: dict[Computation, list[Instruction]]) 
     aliased = {(a.parameter_number, tuple(a.parameter_index)) for a in module.input_output_alias}
     ranges: dict[int, tuple[int, int]] = {}
     end_position: dict[int, tuple[Instruction, ShapeIndex]] = {}
-    last_reads = _last_reads(df, time_of, spans)
+    last_read = last_reads(df, time_of, spans)
     for v in df.values:
         inst = v.instruction
         if inst not in time_of:
@@ -150,8 +150,8 @@ def compute_liveness(df: Dataflow, order: dict[Computation, list[Instruction]]) 
         if inst.opcode is Opcode.PARAMETER and comp is entry and (
                 inst.attrs["parameter_number"], v.index) not in aliased:
             end = end_time
-        elif last_reads[v.id] > end:
-            end = last_reads[v.id]
+        elif last_read[v.id] > end:
+            end = last_read[v.id]
         ranges[v.id] = (start, end)
         if last is not None:
             end_position[v.id] = last
@@ -159,10 +159,10 @@ def compute_liveness(df: Dataflow, order: dict[Computation, list[Instruction]]) 
     return Liveness(seq, time_of, spans, ranges, end_position)
 
 
-def _last_reads(df: Dataflow, time_of: dict[Instruction, int], spans: dict[Computation, tuple[int, int]]) -> list[int]:
+def last_reads(df: Dataflow, time_of: dict[Instruction, int], spans: dict[Computation, tuple[int, int]]) -> list[int]:
     """Per value id, the time of the last instruction that reads it (-1: none), by the use rules
-    of Note [Live range rules], in one pass over the instructions (``Dataflow.uses`` would make
-    every use a tuple; Note [Lean values] in dataflow.py)."""
+    of Note [Live range rules], in one pass over the instructions: who reads what as in
+    ``Dataflow.uses``, which would make every use a tuple (Note [Lean values] in dataflow.py)."""
     last = [-1] * len(df.values)
     sets = df.sets
     for inst in sets:
