@@ -86,6 +86,16 @@ cost 0.40 / 3.71 / 37.1, collectives 0.25 / 2.04 / 19.7, estimate 0.64 / 5.44 / 
 system time 40-fold (1.0 s at 10x; 15 GB of fresh memory at 100x). Earlier runs of memory that
 day: 11.5x twice.
 
+Later on 2026-11-28 (session 10), with lean dataflow values (Note [Lean values]: what the
+live-range analysis holds at 10x 458 -> 198 MB), no copy of the file's bytes while parsing, and
+the diff's matching keyed by instruction: one run of everything, CPU s at 1x / 10x / 100x (sys s
+at 100x): load 0.18 / 1.25 / 12.7 (XLA's parser 0.16 / 1.96 / 24.3), summary 0.22 / 1.68 /
+16.5, verify 0.49 / 4.97 / 47.7, cost 0.40 / 3.64 / 36.1, collectives 0.25 / 1.96 / 19.2,
+estimate 0.69 / 5.32 / 54.4, memory 1.67 / 12.9 / 144 (14.3; 7.2 GB), graph 0.16 / 1.26 /
+13.1, diff 1.61 / 15.2 / 180 (24.2; 9.6 GB, 15.1 GB before), print 0.27 / 2.75 / 26.4, report
+3.16 / 27.8 / 312 (39.3). From 10x to 100x 9.6-11.8x (diff 11.8x, memory and report 11.2x);
+a second run of diff and memory: 15.5 -> 177 s (11.4x) and 13.2 -> 141 s (10.7x).
+
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
 ``--xla-dir /work/xla_bench --xla-modules hlo_llama31_8b_bf16_1x8.hlo --modules none``.
