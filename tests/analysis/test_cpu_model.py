@@ -171,6 +171,28 @@ def test_a_given_memory_report_gives_the_same_estimate() -> None:
     assert given.per_instruction == own.per_instruction
 
 
+@pytest.mark.parametrize("seed", ["000", "001", "003", "004"])
+def test_allocation_summaries_are_the_dumps_allocations(seed: str) -> None:
+    """What the page-fault term reads (``MemoryReport.allocations``) is the buffer assignment's
+    allocations without the values' positions and uses: same order, sizes, kinds and values."""
+    from tests.conftest import SEED_FILES
+
+    report = hloscope.memory(hloscope.load(SEED_FILES[seed]))
+    assignment = report.buffer_assignment
+    assert assignment is not None and len(report.allocations) == len(assignment.allocations) > 0
+
+    def kind(a) -> str:
+        flags = {"parameter": a.is_entry_parameter, "constant": a.is_constant,
+                 "thread-local": a.is_thread_local, "preallocated-temp": a.is_preallocated_temp}
+        return next((k for k, on in flags.items() if on), "other")
+
+    for summary, full in zip(report.allocations, assignment.allocations, strict=True):
+        assert (summary.index, summary.size) == (full.index, full.size)
+        assert (summary.kind if summary.kind in ("parameter", "constant", "thread-local", "preallocated-temp")
+                else "other") == kind(full)
+        assert summary.instructions == tuple(a.value.instruction for a in full.assigned)
+
+
 def test_library_graph_writes_and_reads_back_inner_dot_results() -> None:
     """Note [Library graphs with dots]: the scores between attention's two dots are written and
     read back, and a 32 MiB one lives in a buffer the library maps on every call."""

@@ -137,17 +137,18 @@ def fresh_page_bytes(module: Module, memory: MemoryReport | None = None) -> dict
         body is charged to no one (its later trips reuse it).
     """
     report = memory if memory is not None else analyze_memory(module)
-    assignment = report.buffer_assignment
-    if assignment is None:
+    if report.build_allocations is None:
         return {}
     order = {inst.name: k for k, inst in enumerate(module.entry.instructions)}
     by_name = {inst.name: inst for inst in module.entry.instructions}
     fresh: dict[Instruction, int] = {}
-    for alloc in assignment.allocations:
-        if (alloc.size < FRESH_BUFFER_BYTES or alloc.is_entry_parameter or alloc.is_constant
-                or alloc.is_thread_local or not alloc.assigned):
+    # The allocations' sizes and kinds and who writes them: not ``buffer_assignment``, which
+    # would make every value's positions and uses (gigabytes at 3 M instructions).
+    for alloc in report.allocations:
+        if (alloc.size < FRESH_BUFFER_BYTES or alloc.kind in _NOT_ALLOCATED_BY_THE_RUN
+                or not alloc.instructions):
             continue
-        writers = [a.value.instruction for a in alloc.assigned if a.value.instruction in order]
+        writers = [name for name in alloc.instructions if name in order]
         first = min(writers, key=order.__getitem__, default=None)
         if first is not None and by_name[first].opcode not in _NOT_WRITERS:
             fresh[by_name[first]] = fresh.get(by_name[first], 0) + alloc.size
@@ -167,6 +168,7 @@ def _materialized_bytes(inst: Instruction) -> list[int]:
             if i.opcode is Opcode.DOT and i is not fused.root and isinstance(i.shape, ArrayShape)]
 
 
+_NOT_ALLOCATED_BY_THE_RUN = frozenset({"parameter", "constant", "thread-local"})
 # Instructions whose values are other buffers' (a tuple's index table is all they write).
 _NOT_WRITERS = frozenset({Opcode.PARAMETER, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.BITCAST})
 

@@ -38,7 +38,7 @@ from hloscope.ir.buffer_assignment import (
 if TYPE_CHECKING:
     from hloscope.ir import Computation, Instruction, Module
 
-__all__ = ["PeakBuffer", "LiveBuffer", "TimelinePoint", "MemorySpace", "MemoryReport", "analyze_memory",
+__all__ = ["PeakBuffer", "LiveBuffer", "TimelinePoint", "AllocationSummary", "MemorySpace", "MemoryReport", "analyze_memory",
            "live_range_peaks", "MAX_JSON_BUFFERS", "PEAK_DEFINITION"]
 
 MAX_JSON_BUFFERS = 20_000
@@ -125,6 +125,19 @@ class MemorySpace:
                 "peak_buffers": [b.to_json() for b in buffers], "timeline": list(self.timeline)}
 
 
+@dataclass(frozen=True, slots=True)
+class AllocationSummary:
+    """One allocation as the time estimate needs it: its size, its kind (``parameter``,
+    ``constant``, ``thread-local``, ``maybe-live-out``, ``temp`` or ``preallocated-temp``) and
+    the instructions whose values it holds. ``buffer_assignment`` has the same allocations with
+    every value's positions and uses too, which at 3 M instructions is gigabytes."""
+
+    index: int
+    size: int
+    kind: str
+    instructions: tuple[str, ...]  # (names, in value order; one per value held)
+
+
 @dataclass(frozen=True)
 class MemoryReport:
     """Memory figures of one module under one schedule, named as XLA names them.
@@ -168,6 +181,7 @@ class MemoryReport:
     # at 3M instructions) that only the JSON and the page show.
     build_timeline: Callable[[], tuple[TimelinePoint, ...]] | None = field(default=None, repr=False, compare=False)
     build_buffers: Callable[[], tuple[LiveBuffer, ...]] | None = field(default=None, repr=False, compare=False)
+    build_allocations: Callable[[], tuple[AllocationSummary, ...]] | None = field(default=None, repr=False, compare=False)
     memory_spaces: dict[int, MemorySpace] = field(default_factory=dict, repr=False, compare=False)
     xla_peak_time: int = 0
     xla_peak_bytes: int = 0
@@ -176,6 +190,12 @@ class MemoryReport:
     def buffer_assignment(self) -> BufferAssignment | None:
         """The allocations, their values and the live ranges, as XLA's dump lists them."""
         return _built(self.build_assignment, None)
+
+    @cached_property
+    def allocations(self) -> tuple[AllocationSummary, ...]:
+        """Every allocation's size, kind and the instructions it holds values of (the dump's
+        allocations without the values' positions and uses)."""
+        return _built(self.build_allocations, ())
 
     @cached_property
     def timeline(self) -> tuple[TimelinePoint, ...]:
@@ -392,6 +412,10 @@ def _analyze(module: Module, schedule: str) -> MemoryReport:
     alias_bytes = sum(a.size for a in allocs if a.kind == "parameter" and not a.readonly)
     default_heap = heaps.get(0)
 
+    def build_allocations() -> tuple[AllocationSummary, ...]:
+        return tuple(AllocationSummary(a.index, a.size, a.kind, tuple(v.name for v, _, _ in sorted(a.assigned, key=_by_id)))
+                     for a in allocs)
+
     def build_assignment() -> BufferAssignment:
         return _to_buffer_assignment(module, df, live, allocs, xla_peak_time, xla_at_peak, shape_text)
 
@@ -414,9 +438,14 @@ def _analyze(module: Module, schedule: str) -> MemoryReport:
         heap_algorithm=default_heap.algorithm if default_heap else "none",
         schedule_end_time=live.schedule_end_time, allocation_count=len(allocs),
         other_memory_spaces=other, bytes_saved_by_schedule=saved, build_assignment=build_assignment,
-        build_timeline=build_timeline, build_buffers=build_buffers, memory_spaces=spaces,
+        build_timeline=build_timeline, build_buffers=build_buffers, build_allocations=build_allocations,
+        memory_spaces=spaces,
         xla_peak_time=xla_peak_time,
         xla_peak_bytes=sum(v.size for v in xla_at_peak))
+
+
+def _by_id(assigned: tuple[Value, int, int]) -> int:
+    return assigned[0].id
 
 
 def _to_buffer_assignment(module: Module, df: Dataflow, live: Liveness, allocs: list[AllocationDraft],
@@ -435,7 +464,7 @@ def _to_buffer_assignment(module: Module, df: Dataflow, live: Liveness, allocs: 
     for a in allocs:
         if a.parameter_number is not None and a.parameter_number not in param_texts:
             param_texts[a.parameter_number] = module.entry.parameters[a.parameter_number].shape.to_text(layout=False)
-        assigned = tuple(Assigned(bv(v), off, size) for v, off, size in sorted(a.assigned, key=lambda t: t[0].id))
+        assigned = tuple(Assigned(bv(v), off, size) for v, off, size in sorted(a.assigned, key=_by_id))
         is_output = a.kind == "maybe-live-out" and any(
             v.instruction is module.entry.root and not v.index for v, _, _ in a.assigned)
         out.append(Allocation(
