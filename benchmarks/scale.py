@@ -94,7 +94,9 @@ at 100x): load 0.18 / 1.25 / 12.7 (XLA's parser 0.16 / 1.96 / 24.3), summary 0.2
 estimate 0.69 / 5.32 / 54.4, memory 1.67 / 12.9 / 144 (14.3; 7.2 GB), graph 0.16 / 1.26 /
 13.1, diff 1.61 / 15.2 / 180 (24.2; 9.6 GB, 15.1 GB before), print 0.27 / 2.75 / 26.4, report
 3.16 / 27.8 / 312 (39.3). From 10x to 100x 9.6-11.8x (diff 11.8x, memory and report 11.2x);
-a second run of diff and memory: 15.5 -> 177 s (11.4x) and 13.2 -> 141 s (10.7x).
+a second run of diff and memory: 15.5 -> 177 s (11.4x) and 13.2 -> 141 s (10.7x). Then, with
+the CPU time estimate reading allocation summaries instead of the whole buffer assignment,
+report 2.92 / 24.7 / 284 s (sys 36.9 at 100x; 11.7 GB): 11.5x.
 
 Run: ``python benchmarks/scale.py`` (everything: long), or pick, e.g.
 ``python benchmarks/scale.py --modules llama-pre --sizes 1,10 --commands summary,cost``;
