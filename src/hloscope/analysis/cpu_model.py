@@ -168,7 +168,10 @@ def _materialized_bytes(inst: Instruction) -> list[int]:
             if i.opcode is Opcode.DOT and i is not fused.root and isinstance(i.shape, ArrayShape)]
 
 
+# Allocation kinds (``AllocationSummary.kind``) a run does not map anew: its arguments, the
+# constants, and thread-local scratch.
 _NOT_ALLOCATED_BY_THE_RUN = frozenset({"parameter", "constant", "thread-local"})
+
 # Instructions whose values are other buffers' (a tuple's index table is all they write).
 _NOT_WRITERS = frozenset({Opcode.PARAMETER, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.BITCAST})
 

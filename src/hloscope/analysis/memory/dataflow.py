@@ -82,8 +82,12 @@ if TYPE_CHECKING:
     from hloscope.ir import Computation, Instruction, Module, Shape
 
 __all__ = ["Value", "Buffer", "Dataflow", "analyze_dataflow", "instruction_post_order",
-           "ELEMENTWISE_FAMILIES"]
+           "ELEMENTWISE_FAMILIES", "FORWARDING"]
 
+# Opcodes that pass their operands' values on without reading them: their users are the uses
+# (``Dataflow.uses``; liveness's ``last_reads``). A get-tuple-element reads only the tuple's own
+# value, its pointer table.
+FORWARDING = frozenset({Opcode.TUPLE, Opcode.BITCAST})
 ELEMENTWISE_FAMILIES = frozenset({Family.UNARY, Family.BINARY, Family.TERNARY, Family.COMPARE, Family.CONVERT})
 # Callers whose computations run as sequential code (XLA's CallContext::kControlFlow) or hold
 # no values (fusion); every other caller's computations are embedded: reduce's to_apply, sort's
@@ -225,10 +229,9 @@ def _collect_uses(df: Dataflow) -> dict[int, list[tuple[Instruction, int, ShapeI
     uses: dict[int, list[tuple[Instruction, int, ShapeIndex]]] = {}
     for inst in df.sets:
         op = inst.opcode
-        if op is Opcode.TUPLE or op is Opcode.BITCAST:
-            continue  # they forward values without reading them; their users are the uses
+        if op in FORWARDING:
+            continue
         if op is Opcode.GET_TUPLE_ELEMENT:
-            # It reads only the tuple's own value (its pointer table), never the elements.
             for v in df.value_set(inst.operands[0]):
                 uses.setdefault(v.id, []).append((inst, 0, ()))
             continue

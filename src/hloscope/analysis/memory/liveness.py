@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from hloscope.analysis.memory.dataflow import Dataflow, Value
+from hloscope.analysis.memory.dataflow import FORWARDING, Dataflow, Value
 from hloscope.ir import Opcode
 
 if TYPE_CHECKING:
@@ -167,8 +167,8 @@ def last_reads(df: Dataflow, time_of: dict[Instruction, int], spans: dict[Comput
     sets = df.sets
     for inst in sets:
         op = inst.opcode
-        if op is Opcode.TUPLE or op is Opcode.BITCAST:
-            continue  # they forward values without reading them
+        if op in FORWARDING:
+            continue
         if op is Opcode.CALL and inst.attrs["to_apply"] in spans:
             continue  # the callee's own uses count
         reader = inst
