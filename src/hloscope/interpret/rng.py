@@ -13,14 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from hloscope.interpret.dtype_bits import contiguous
+
 __all__ = ["threefry2x32", "philox4x32", "rng_bit_generator", "rng", "RNG_ALGORITHMS"]
 
 Array = np.ndarray[Any, Any]
 
-
-def _contiguous(x: Array) -> Array:
-    """``x`` in C order, keeping 0-d arrays 0-d (np.ascontiguousarray makes them 1-d)."""
-    return x if x.flags.c_contiguous else x.copy(order="C")
 
 RNG_ALGORITHMS = ("rng_default", "rng_three_fry", "rng_philox")
 
@@ -183,7 +181,7 @@ def rng_bit_generator(algorithm: str, state: Array, shape: tuple[int, ...], dtyp
     new_state = np.array(new_words, _U64)
     if u32_state:
         new_state = np.stack(_split_u64(new_state), axis=1).reshape(-1)
-    return new_state, _contiguous(bits)
+    return new_state, contiguous(bits)
 
 
 def rng(distribution: str, a: Array, b: Array, shape: tuple[int, ...], dtype: Any,

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InterpretError, UnsupportedCustomCallError
+from hloscope.interpret.dtype_bits import contiguous
 from hloscope.ir import Instruction, Module, Opcode, TupleShape
 from hloscope.ir.attributes import ShardingSpec
 from hloscope.ir.sharding import parse_sharding
@@ -176,8 +177,8 @@ def sdy_layouts(module: Module, text: str, shapes: Sequence[Sequence[int]], num_
 
 
 def cut(x: np.ndarray, layout: Layout) -> list[np.ndarray]:
-    """Each device's shard of the global array ``x``."""
-    return [np.ascontiguousarray(x[s]) for s in layout]
+    """Each device's shard of the global array ``x`` (a scalar's shard is 0-d, as jax's is)."""
+    return [contiguous(np.asarray(x[s])) for s in layout]
 
 
 def assemble(shards: Sequence[np.ndarray], layout: Layout, dims: Sequence[int], dtype: Any) -> np.ndarray:

@@ -566,7 +566,9 @@ class JaxArtifacts:
     (``num_devices > 1``) they are per device: ``inputs[k]`` is device k's list of entry
     parameters (pmap: the k-th slice; sharded jit: device k's shard), likewise ``outputs``.
     ``dump_files`` maps the dump's file names (XLA's ``module_XXXX.<name>.`` prefix removed) to
-    their text; only the text artifacts this project reads are kept.
+    their text; only the text artifacts this project reads are kept. ``global_inputs`` and
+    ``global_outputs`` are the program's flattened arguments and results as jax sees them
+    (whole arrays; pmap: stacked over devices), what the module before partitioning computes.
     """
 
     pre_optimization_text: str
@@ -578,6 +580,8 @@ class JaxArtifacts:
     num_replicas: int
     num_partitions: int
     dump_files: dict[str, str]
+    global_inputs: list[np.ndarray] = dataclasses.field(default_factory=list)
+    global_outputs: list[np.ndarray] = dataclasses.field(default_factory=list)
 
     @property
     def num_devices(self) -> int:
@@ -672,12 +676,23 @@ def lower_jax(
     jaxlib_api()
     if mode not in ("jit", "pmap"):
         raise InputError(f"mode must be 'jit' or 'pmap', got {mode!r}")
-    if mode == "jit":
+    # Note [Lowering the program as written]
+    #     An already-jitted function carries its own options (donation, shardings): wrapping it
+    #     in another jit would compile an outer program without them, so it is lowered as it is.
+    #     Options given besides would be silently lost the same way, so they are refused.
+    #     A donating run deletes its inputs, which are the caller's arrays and are read
+    #     afterwards (as the module's inputs): the run gets copies, taken only when donating.
+    jitted = mode == "jit" and hasattr(f, "lower") and hasattr(f, "trace")
+    if jitted and jit_kwargs:
+        raise InputError(f"{getattr(f, '__name__', 'the function')} is already jitted: pass the "
+                         f"plain function with the jit options ({', '.join(sorted(jit_kwargs))}), "
+                         "or the jitted function without them")
+    if mode == "jit" and not jitted:
         # jit drops unused parameters by default; keep them so HLO parameters = flat inputs.
         jit_kwargs.setdefault("keep_unused", True)
     transform = jax.pmap if mode == "pmap" else jax.jit
     with use_shardy(shardy), tempfile.TemporaryDirectory(prefix="hloscope-dump-") as d:
-        wrapped = transform(f, **jit_kwargs)
+        wrapped = f if jitted else transform(f, **jit_kwargs)
         lowered = wrapped.lower(*args)
         pre = _lowered_hlo_text(lowered)
         options = {"xla_dump_to": d, "xla_dump_hlo_as_text": True} if dump else {}
@@ -686,8 +701,18 @@ def lower_jax(
         if post is None:  # jax returns None when the backend cannot print the executable
             raise XlaCompileError("XLA compiled the function but gave no HLO text for it")
         dump_files = _read_dump(d) if dump else {}
-        outputs = compiled(*args) if mode == "jit" else wrapped(*args)
+        config = module_config(post)
+        replicas, partitions = config["replica_count"], config["num_partitions"]
+        n = replicas * partitions
+        in_leaves = [_host_array(a) for a in jax.tree_util.tree_leaves(args)]
+        in_shardings = ([] if n == 1 or mode == "pmap" else
+                        jax.tree_util.tree_leaves(compiled.input_shardings[0]))
+        header = post.split("\n", 1)[0]
+        donates = "input_output_alias=" in header or "buffer_donor=" in header
+        run_args = _copies(args) if donates else args
+        outputs = compiled(*run_args) if mode == "jit" else wrapped(*run_args)
         jax.block_until_ready(outputs)
+        del run_args
         try:
             cost = _normalize_cost(compiled.cost_analysis())
         except Exception:
@@ -696,26 +721,40 @@ def lower_jax(
             memory = _memory_dict(compiled.memory_analysis())
         except Exception:
             memory = {}
-        config = module_config(post)
-        replicas, partitions = config["replica_count"], config["num_partitions"]
-        n = replicas * partitions
-        in_leaves = jax.tree_util.tree_leaves(args)
         out_leaves = jax.tree_util.tree_leaves(outputs)
+        out_shardings = [a.sharding for a in out_leaves]
+        out_arrays = [_host_array(a) for a in out_leaves]
         if n == 1:
-            inputs: list[Any] = [np.asarray(a) for a in in_leaves]
-            outs: list[Any] = [np.asarray(a) for a in out_leaves]
+            inputs: list[Any] = in_leaves
+            outs: list[Any] = out_arrays
         elif mode == "pmap":
             # Device k holds slice k; its HLO shape may keep the mapped axis as size 1.
             params, results = _entry_leaf_shapes(post)
-            inputs = [[np.asarray(a)[k].reshape(s[1]) for a, s in zip(in_leaves, params)]
-                      for k in range(n)]
-            outs = [[np.asarray(a)[k].reshape(s[1]) for a, s in zip(out_leaves, results)]
-                    for k in range(n)]
+            inputs = [[a[k].reshape(s[1]) for a, s in zip(in_leaves, params)] for k in range(n)]
+            outs = [[a[k].reshape(s[1]) for a, s in zip(out_arrays, results)] for k in range(n)]
         else:
-            in_shardings = jax.tree_util.tree_leaves(compiled.input_shardings[0])
             inputs = _shards_by_device(in_leaves, in_shardings, n)
-            outs = _shards_by_device(out_leaves, [a.sharding for a in out_leaves], n)
-    return JaxArtifacts(pre, post, cost, memory, inputs, outs, replicas, partitions, dump_files)
+            outs = _shards_by_device(out_arrays, out_shardings, n)
+    return JaxArtifacts(pre, post, cost, memory, inputs, outs, replicas, partitions, dump_files,
+                        in_leaves, out_arrays)
+
+
+def _host_array(leaf: Any) -> np.ndarray:
+    """``leaf`` as a numpy array; a typed PRNG key (``jax.random.key``) as the uint32 data the
+    module's parameter holds (``u32[..., 2]`` for threefry)."""
+    import jax
+
+    dtype = getattr(leaf, "dtype", None)
+    if dtype is not None and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+        leaf = jax.random.key_data(leaf)
+    return np.asarray(leaf)
+
+
+def _copies(args: Any) -> Any:
+    """Fresh device copies of the jax arrays in ``args`` (same shardings), for a donating run."""
+    import jax
+
+    return jax.tree_util.tree_map(lambda a: a.copy() if isinstance(a, jax.Array) else a, args)
 
 
 def _entry_leaf_shapes(text: str) -> tuple[list[Any], list[Any]]:
@@ -726,8 +765,8 @@ def _entry_leaf_shapes(text: str) -> tuple[list[Any], list[Any]]:
     return params, _leaf_shapes(program_shape.result_shape())
 
 
-def _shards_by_device(leaves: list[Any], shardings: list[Any], n: int) -> list[list[Any]]:
-    """Device k's piece of each global value, by the value's sharding (Note [Device numbering]).
+def _shards_by_device(leaves: list[np.ndarray], shardings: list[Any], n: int) -> list[list[Any]]:
+    """Device k's piece of each global value (a host array), by the value's sharding (Note [Device numbering]).
 
     Device k is the k-th device of the compiled module's device assignment, which for the
     meshes built over ``jax.devices()`` in order is ``jax.devices()[k]``.
@@ -736,11 +775,13 @@ def _shards_by_device(leaves: list[Any], shardings: list[Any], n: int) -> list[l
 
     devices = jax.devices()[:n]
     result: list[list[Any]] = [[] for _ in range(n)]
-    for leaf, sharding in zip(leaves, shardings, strict=True):
-        arr = np.asarray(leaf)
+    for arr, sharding in zip(leaves, shardings, strict=True):
         index_map = sharding.devices_indices_map(arr.shape)
         for k in range(n):
-            result[k].append(np.ascontiguousarray(arr[index_map[devices[k]]]))
+            # np.asarray: indexing a 0-d array by () gives a numpy scalar, which
+            # np.ascontiguousarray would make 1-d; jax's shard of a scalar is 0-d.
+            result[k].append(np.ascontiguousarray(np.asarray(arr[index_map[devices[k]]]))
+                             if arr.ndim else arr.copy())
     return result
 
 

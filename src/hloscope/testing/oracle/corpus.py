@@ -14,6 +14,8 @@ Note [Corpus layout]
                          folded and as_text() elided ({...}) are printed in full
         inputs.npz       arg0, arg1, ... (flattened pytree leaves); per device: d<k>.arg0, ...
         outputs.npz      out, or out.0, out.1, ...; per device: d<k>.out.0, ...
+        global_inputs.npz, global_outputs.npz   several devices only: the same as jax sees
+                         them, whole arrays (pmap: stacked), what the pre module computes
         cost_pre.json    XLA's hlo_module_cost_analysis of pre.hlo (or {"__error__": msg})
         cost_post.json   {"hlo_module_cost_analysis": of post.hlo, "compiled": compiled.cost_analysis()}
         memory.json      compiled.memory_analysis() sizes in bytes
@@ -167,6 +169,9 @@ def build_case(prog: Case, cache_dir: Path) -> Path:
         (tmp / "post.hlo").write_text(post)
         save_npz(tmp / "inputs.npz", _device_keys(art.inputs, "arg", n))
         save_npz(tmp / "outputs.npz", _device_keys(art.outputs, "out", n))
+        if n > 1:
+            save_npz(tmp / "global_inputs.npz", _device_keys(art.global_inputs, "arg", 1))
+            save_npz(tmp / "global_outputs.npz", _device_keys(art.global_outputs, "out", 1))
         _write_json(tmp / "cost_pre.json", _cost_or_error(art.pre_optimization_text))
         _write_json(tmp / "cost_post.json", {
             "hlo_module_cost_analysis": _cost_or_error(art.post_optimization_text),
@@ -236,6 +241,22 @@ class OracleCase:
         from hloscope.interpret.npz_io import device_values
 
         return device_values(load_npz(self.path / "outputs.npz"), "out", self.num_devices)
+
+    def global_inputs(self) -> list[Any]:
+        """The entry parameters as whole arrays (one list; for one device, ``inputs()``)."""
+        from hloscope.interpret.npz_io import device_values
+
+        if self.num_devices == 1:
+            return self.inputs()
+        return device_values(load_npz(self.path / "global_inputs.npz"), "arg", 1)
+
+    def global_outputs(self) -> Any:
+        """The result as whole arrays (for one device, ``outputs()``)."""
+        from hloscope.interpret.npz_io import device_values
+
+        if self.num_devices == 1:
+            return self.outputs()
+        return device_values(load_npz(self.path / "global_outputs.npz"), "out", 1)
 
     def json(self, name: str) -> Any:
         return json.loads((self.path / name).read_text())

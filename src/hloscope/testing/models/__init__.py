@@ -1,0 +1,44 @@
+"""The models tier: real training steps (flax linen and nnx, optax) on one and several devices.
+
+``programs.py`` holds the programs (Note [Models tier]); ``build`` writes each into the oracle
+corpus's on-disk layout (Note [Corpus layout] in ``hloscope.testing.oracle.corpus``: HLO before
+and after XLA's optimizations, inputs, outputs, XLA's cost and memory analyses, XLA's dump)
+under ``.cache/models/<jax version>/``, once per source change. The tests read them through
+``tests/models/conftest.py``; ``benchmarks/models.py`` times every command on them.
+
+Importing this package does not import jax; ``build`` imports jax, flax and optax.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hloscope.testing.oracle.corpus import OracleCase
+
+__all__ = ["MODEL_NAMES", "build", "default_cache_dir"]
+
+# The programs of programs.py, by name (kept here so that collecting tests needs no jax).
+MODEL_NAMES = ("gpt_dp8", "gpt_tp4x2", "gpt_bf16_remat", "resnet_1", "resnet_dp8", "lstm_scan",
+               "moe_a2a8", "vit_pmap8")
+
+
+def default_cache_dir() -> Path:
+    """``$HLOSCOPE_MODELS_CACHE`` or ``<repo>/.cache/models/<jax version>[-<isa>]``."""
+    from hloscope.testing.oracle import corpus
+
+    root = os.environ.get("HLOSCOPE_MODELS_CACHE")
+    if root:
+        return Path(root) / corpus.default_cache_dir().name
+    return corpus.REPO_ROOT / ".cache" / "models" / corpus.default_cache_dir().name
+
+
+def build(name: str, cache_dir: Path | None = None) -> OracleCase:
+    """The model ``name`` built (or reused) under ``cache_dir`` (default ``default_cache_dir()``)."""
+    from hloscope.testing.oracle import corpus
+
+    from .programs import by_name
+
+    cache = cache_dir if cache_dir is not None else default_cache_dir()
+    return corpus.OracleCase(name, corpus.build_case(by_name(name), cache))
