@@ -32,6 +32,7 @@ Usage::
     python tools/xla_corpus.py check /tmp/xla_hlo [--results FILE] [--only KIND] [--show N]
     python tools/xla_corpus.py check /tmp/xla_hlo --previous results.jsonl --kinds parse-error
     python tools/xla_corpus.py summary /tmp/xla_hlo --results results.jsonl --only parse-error
+    python tools/xla_corpus.py bench /work/.mirror/ROCm+xla/repo .cache/xla_bench   # LLM modules
 
 The texts stay outside the repository: XLA is Apache-2.0, and tests copy no text from it.
 """
@@ -350,6 +351,39 @@ def summarize(rows: list[dict[str, str]], *, only: str | None = None, show: int 
             print(f"\n--- {r['file']}  {r['source']}\n{r.get('detail', '')}")
 
 
+_BENCH_DIR = "xla/tools/benchmarks/hlo"
+
+
+def bench(git_dir: str, out: Path) -> int:
+    """Copy XLA's benchmark modules (``xla/tools/benchmarks/hlo/*.hlo``) out of a git mirror into
+    ``out``: of each file, the largest version found on any branch (a mirror may lack the newest
+    commit's large files; an empty file is a missing one). Returns how many were written."""
+    refs = _git(git_dir, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/tags").decode().split()
+    best: dict[str, bytes] = {}
+    for ref in refs:
+        try:
+            names = _git(git_dir, "ls-tree", "-r", "--name-only", ref, "--", _BENCH_DIR).decode().split()
+        except subprocess.CalledProcessError:
+            continue
+        for path in names:
+            name = path.rsplit("/", 1)[-1]
+            if not name.endswith(".hlo") or name in best and len(best[name]) > 0:
+                continue
+            try:
+                best[name] = _git(git_dir, "show", f"{ref}:{path}")
+            except subprocess.CalledProcessError:
+                best.setdefault(name, b"")
+    out.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for name, data in sorted(best.items()):
+        if data:
+            (out / name).write_bytes(data)
+            written += 1
+    print(f"{written} of XLA's benchmark modules written to {out} "
+          f"({len(best) - written} found only empty)")
+    return written
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command", required=True)
@@ -364,6 +398,9 @@ def main() -> int:
     ck.add_argument("--previous", help="check only modules listed in this results file (in OUT)...")
     ck.add_argument("--kinds", help="... with these kinds (comma-separated)")
     ck.add_argument("--limit", type=int, help="check only the first N modules")
+    bn = sub.add_parser("bench", help="copy XLA's benchmark modules (xla/tools/benchmarks/hlo) out of a mirror")
+    bn.add_argument("git_dir", metavar="GIT_DIR")
+    bn.add_argument("out", type=Path, help="e.g. .cache/xla_bench (where the models tier looks)")
     sm = sub.add_parser("summary", help="tally a results file")
     sm.add_argument("out", type=Path)
     sm.add_argument("--results", default="results.jsonl")
@@ -378,6 +415,8 @@ def main() -> int:
                         limit=args.limit, previous=args.previous, kinds=args.kinds)
         summarize(_read_jsonl(args.out / args.results), only=args.only, show=args.show)
         del results
+    elif args.command == "bench":
+        bench(args.git_dir, args.out)
     elif args.command == "summary":
         summarize(_read_jsonl(args.out / args.results), only=args.only, show=args.show)
     return 0

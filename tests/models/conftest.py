@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from hloscope.testing.models import MODEL_NAMES, build
+from hloscope.testing.models import LLM_MODULES, MODEL_NAMES, build, xla_bench_dir
 
 pytest.importorskip("flax")
 pytest.importorskip("optax")
@@ -24,3 +24,12 @@ def model(request: pytest.FixtureRequest):
 @pytest.fixture(params=["pre", "post"])
 def stage(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+@pytest.fixture(params=LLM_MODULES)
+def llm_path(request: pytest.FixtureRequest):
+    """The path of one of XLA's LLM benchmark modules; skipped where no copy is at hand."""
+    root = xla_bench_dir()
+    if root is None or not (root / request.param).exists():
+        pytest.skip(f"XLA's benchmark module {request.param} is not here (set HLOSCOPE_XLA_BENCH)")
+    return root / request.param

@@ -17,11 +17,28 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hloscope.testing.oracle.corpus import OracleCase
 
-__all__ = ["MODEL_NAMES", "build", "default_cache_dir"]
+__all__ = ["LLM_MODULES", "MODEL_NAMES", "build", "default_cache_dir", "xla_bench_dir"]
 
 # The programs of programs.py, by name (kept here so that collecting tests needs no jax).
 MODEL_NAMES = ("gpt_dp8", "gpt_tp4x2", "gpt_bf16_remat", "resnet_1", "resnet_dp8", "lstm_scan",
                "moe_a2a8", "vit_pmap8")
+
+
+# XLA's LLM benchmark modules the tier reads when a copy is at hand (xla_bench_dir): GPU
+# training steps with Transformer Engine custom calls, 8 and 16 devices.
+LLM_MODULES = ("hlo_llama31_8b_bf16_1x8.hlo", "hlo_llama31_8b_bf16_2x8.hlo",
+               "hlo_mixtral_8x7b_bf16_1x8.hlo")
+
+
+def xla_bench_dir() -> Path | None:
+    """Where a copy of XLA's benchmark modules (``xla/tools/benchmarks/hlo``) is:
+    ``$HLOSCOPE_XLA_BENCH`` or ``<repo>/.cache/xla_bench``; None when there is none. They are
+    XLA's files, never committed here: ``tools/xla_corpus.py bench MIRROR DIR`` copies them out
+    of a git mirror of XLA."""
+    from hloscope.testing.oracle.corpus import REPO_ROOT
+
+    path = Path(os.environ.get("HLOSCOPE_XLA_BENCH") or REPO_ROOT / ".cache" / "xla_bench")
+    return path if path.is_dir() and any(path.glob("*.hlo")) else None
 
 
 def default_cache_dir() -> Path:
