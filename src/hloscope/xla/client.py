@@ -662,14 +662,20 @@ def lower_jax(
     mode: str = "jit",
     shardy: bool | None = None,
     dump: bool = True,
+    run: bool = True,
     **jit_kwargs: Any,
 ) -> JaxArtifacts:
     """Lower, compile and run ``f(*args)`` with jax on XLA:CPU and collect XLA's artifacts.
 
     ``mode`` is ``"jit"`` (``jax.jit(f, **jit_kwargs)``; shardings go in ``jit_kwargs``) or
-    ``"pmap"`` (``jax.pmap(f, **jit_kwargs)``; leading axis of each arg = devices). ``shardy``
-    sets ``jax_use_shardy_partitioner`` during the lowering (None: jax's default). With ``dump``
-    the compile writes XLA's dump into a temporary directory and the text files are returned.
+    ``"pmap"`` (``jax.pmap(f, **jit_kwargs)``; leading axis of each arg = devices); a function
+    already jitted or pmapped is lowered as it is (Note [Lowering the program as written]).
+    ``shardy`` sets ``jax_use_shardy_partitioner`` during the lowering (None: jax's default).
+    With ``dump`` the compile writes XLA's dump into a temporary directory and the text files
+    are returned. With ``run`` the program also runs once, for its inputs and outputs per
+    device, and jit keeps unused parameters (``keep_unused=True`` unless given) so that the
+    module's parameters are the flat inputs; without it nothing runs, ``inputs`` and
+    ``outputs`` are empty, and the program is compiled exactly as written.
     """
     import jax
 
@@ -682,12 +688,14 @@ def lower_jax(
     #     Options given besides would be silently lost the same way, so they are refused.
     #     A donating run deletes its inputs, which are the caller's arrays and are read
     #     afterwards (as the module's inputs): the run gets copies, taken only when donating.
-    jitted = mode == "jit" and hasattr(f, "lower") and hasattr(f, "trace")
+    #     Without a run (from_jax) nothing is deleted and nothing is copied, and jit's own
+    #     default of dropping unused parameters stands, as in the user's program.
+    jitted = hasattr(f, "lower")  # jax.jit(...) or jax.pmap(...): staged already
     if jitted and jit_kwargs:
         raise InputError(f"{getattr(f, '__name__', 'the function')} is already jitted: pass the "
                          f"plain function with the jit options ({', '.join(sorted(jit_kwargs))}), "
                          "or the jitted function without them")
-    if mode == "jit" and not jitted:
+    if run and mode == "jit" and not jitted:
         # jit drops unused parameters by default; keep them so HLO parameters = flat inputs.
         jit_kwargs.setdefault("keep_unused", True)
     transform = jax.pmap if mode == "pmap" else jax.jit
@@ -704,6 +712,9 @@ def lower_jax(
         config = module_config(post)
         replicas, partitions = config["replica_count"], config["num_partitions"]
         n = replicas * partitions
+        cost, memory = _analyses(compiled)
+        if not run:
+            return JaxArtifacts(pre, post, cost, memory, [], [], replicas, partitions, dump_files)
         in_leaves = [_host_array(a) for a in jax.tree_util.tree_leaves(args)]
         in_shardings = ([] if n == 1 or mode == "pmap" else
                         jax.tree_util.tree_leaves(compiled.input_shardings[0]))
@@ -713,14 +724,6 @@ def lower_jax(
         outputs = compiled(*run_args) if mode == "jit" else wrapped(*run_args)
         jax.block_until_ready(outputs)
         del run_args
-        try:
-            cost = _normalize_cost(compiled.cost_analysis())
-        except Exception:
-            cost = {}
-        try:
-            memory = _memory_dict(compiled.memory_analysis())
-        except Exception:
-            memory = {}
         out_leaves = jax.tree_util.tree_leaves(outputs)
         out_shardings = [a.sharding for a in out_leaves]
         out_arrays = [_host_array(a) for a in out_leaves]
@@ -737,6 +740,19 @@ def lower_jax(
             outs = _shards_by_device(out_arrays, out_shardings, n)
     return JaxArtifacts(pre, post, cost, memory, inputs, outs, replicas, partitions, dump_files,
                         in_leaves, out_arrays)
+
+
+def _analyses(compiled: Any) -> tuple[dict[str, float], dict[str, int]]:
+    """XLA's ``cost_analysis()`` and ``memory_analysis()`` of ``compiled`` ({} where it has none)."""
+    try:
+        cost = _normalize_cost(compiled.cost_analysis())
+    except Exception:
+        cost = {}
+    try:
+        memory = _memory_dict(compiled.memory_analysis())
+    except Exception:
+        memory = {}
+    return cost, memory
 
 
 def _host_array(leaf: Any) -> np.ndarray:
