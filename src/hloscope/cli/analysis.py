@@ -59,8 +59,9 @@ def _buffers(args: argparse.Namespace) -> int:
         t.add_row(kind, str(ba.count_by_kind.get(kind, 0)), f"{nbytes:,}")
     con.print(t)
     if ba.peak_time is not None and ba.peak_bytes is not None:
-        con.print(f"Peak: {ba.peak_bytes:,} bytes ({format_bytes(ba.peak_bytes)}) at time {ba.peak_time}, "
-                  f"{len(peak)} buffers live")
+        # The dump's live-range peak, not peak_memory_in_bytes (Note [peak_memory_in_bytes]).
+        con.print(f"XLA's HloLiveRange peak: {ba.peak_bytes:,} bytes ({format_bytes(ba.peak_bytes)}) at time "
+                  f"{ba.peak_time}, {len(peak)} buffers live")
         t = Table(title=f"Biggest buffers live at the peak (top {args.top})", title_justify="left")
         t.add_column("buffer")
         t.add_column("bytes", justify="right")

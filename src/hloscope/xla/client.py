@@ -692,7 +692,7 @@ def lower_jax(
     #     default of dropping unused parameters stands, as in the user's program.
     jitted = hasattr(f, "lower")  # jax.jit(...) or jax.pmap(...): staged already
     if jitted and jit_kwargs:
-        raise InputError(f"{getattr(f, '__name__', 'the function')} is already jitted: pass the "
+        raise InputError(f"{getattr(f, '__name__', 'the function')} is already jitted or pmapped: pass the "
                          f"plain function with the jit options ({', '.join(sorted(jit_kwargs))}), "
                          "or the jitted function without them")
     if run and mode == "jit" and not jitted:

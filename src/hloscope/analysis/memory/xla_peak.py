@@ -96,7 +96,8 @@ class XlaPeakMemory:
     @property
     def label(self) -> str:
         """What the figure is, in a few words (the CLI's row and the page's chip)."""
-        return f"XLA:{self.backend.upper()} peak_memory_in_bytes (as XLA computes it)"
+        name = f"XLA:{self.backend.upper()} peak_memory_in_bytes"
+        return name if self.bytes is None else name + " (as XLA computes it)"
 
     @property
     def counts(self) -> str:
