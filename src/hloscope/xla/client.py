@@ -20,6 +20,7 @@ Note [Device numbering]
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import glob
@@ -598,21 +599,23 @@ _DUMP_SUFFIXES = (
 )
 
 
-def _normalize_cost(cost: Any) -> dict[str, float]:
-    if isinstance(cost, list | tuple):
-        cost = cost[0] if cost else {}
-    return {str(k): float(v) for k, v in dict(cost or {}).items()}
+_MEMORY_KEYS = tuple(f"{host}{kind}_size_in_bytes" for host in ("", "host_")
+                     for kind in ("argument", "output", "alias", "temp", "generated_code"))
 
 
-def _memory_dict(stats: Any) -> dict[str, int]:
-    if stats is None:
-        return {}
-    keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-            "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
-            "host_argument_size_in_bytes", "host_output_size_in_bytes",
-            "host_alias_size_in_bytes", "host_temp_size_in_bytes",
-            "host_generated_code_size_in_bytes")
-    return {k: int(getattr(stats, k)) for k in keys if hasattr(stats, k)}
+def _analyses(compiled: Any) -> tuple[dict[str, float], dict[str, int]]:
+    """XLA's ``cost_analysis()`` and ``memory_analysis()`` of ``compiled`` ({} where it has none)."""
+    cost: dict[str, float] = {}
+    memory: dict[str, int] = {}
+    with contextlib.suppress(Exception):
+        got = compiled.cost_analysis()
+        got = (got[0] if got else {}) if isinstance(got, list | tuple) else got
+        cost = {str(k): float(v) for k, v in dict(got or {}).items()}
+    with contextlib.suppress(Exception):
+        stats = compiled.memory_analysis()
+        keys = (*_MEMORY_KEYS, "peak_memory_in_bytes")
+        memory = {k: int(getattr(stats, k)) for k in keys if stats is not None and hasattr(stats, k)}
+    return cost, memory
 
 
 def _read_dump(dirpath: str) -> dict[str, str]:
@@ -636,8 +639,6 @@ def _dump_key(base: str, suffix: str) -> str:
 
 def use_shardy(enabled: bool | None) -> Any:
     """Context manager setting ``jax_use_shardy_partitioner`` (None leaves it unchanged)."""
-    import contextlib
-
     import jax
 
     @contextlib.contextmanager
@@ -668,14 +669,12 @@ def lower_jax(
     """Lower, compile and run ``f(*args)`` with jax on XLA:CPU and collect XLA's artifacts.
 
     ``mode`` is ``"jit"`` (``jax.jit(f, **jit_kwargs)``; shardings go in ``jit_kwargs``) or
-    ``"pmap"`` (``jax.pmap(f, **jit_kwargs)``; leading axis of each arg = devices); a function
-    already jitted or pmapped is lowered as it is (Note [Lowering the program as written]).
-    ``shardy`` sets ``jax_use_shardy_partitioner`` during the lowering (None: jax's default).
-    With ``dump`` the compile writes XLA's dump into a temporary directory and the text files
-    are returned. With ``run`` the program also runs once, for its inputs and outputs per
-    device, and jit keeps unused parameters (``keep_unused=True`` unless given) so that the
-    module's parameters are the flat inputs; without it nothing runs, ``inputs`` and
-    ``outputs`` are empty, and the program is compiled exactly as written.
+    ``"pmap"`` (``jax.pmap(f, **jit_kwargs)``; leading axis of each arg = devices); a jitted or
+    pmapped ``f`` is lowered as it is (Note [Lowering the program as written]). ``shardy`` sets
+    ``jax_use_shardy_partitioner`` while lowering (None: jax's default). With ``dump`` XLA's dump
+    text files are returned. With ``run`` the program runs once for its inputs and outputs per
+    device, keeping unused parameters (``keep_unused=True``) so that they are the module's;
+    without, nothing runs (no inputs, no outputs) and the program is compiled as written.
     """
     import jax
 
@@ -688,8 +687,7 @@ def lower_jax(
     #     Options given besides would be silently lost the same way, so they are refused.
     #     A donating run deletes its inputs, which are the caller's arrays and are read
     #     afterwards (as the module's inputs): the run gets copies, taken only when donating.
-    #     Without a run (from_jax) nothing is deleted and nothing is copied, and jit's own
-    #     default of dropping unused parameters stands, as in the user's program.
+    #     Without a run (from_jax) nothing is deleted and jit drops unused parameters as usual.
     jitted = hasattr(f, "lower")  # jax.jit(...) or jax.pmap(...): staged already
     if jitted and jit_kwargs:
         raise InputError(f"{getattr(f, '__name__', 'the function')} is already jitted or pmapped: pass the "
@@ -740,19 +738,6 @@ def lower_jax(
             outs = _shards_by_device(out_arrays, out_shardings, n)
     return JaxArtifacts(pre, post, cost, memory, inputs, outs, replicas, partitions, dump_files,
                         in_leaves, out_arrays)
-
-
-def _analyses(compiled: Any) -> tuple[dict[str, float], dict[str, int]]:
-    """XLA's ``cost_analysis()`` and ``memory_analysis()`` of ``compiled`` ({} where it has none)."""
-    try:
-        cost = _normalize_cost(compiled.cost_analysis())
-    except Exception:
-        cost = {}
-    try:
-        memory = _memory_dict(compiled.memory_analysis())
-    except Exception:
-        memory = {}
-    return cost, memory
 
 
 def _host_array(leaf: Any) -> np.ndarray:
