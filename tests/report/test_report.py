@@ -51,9 +51,10 @@ def test_report_is_written_and_self_contained(seed, modules, tmp_path):
     data = data_block(page)
     assert data["module"]["name"] == modules[seed].name
     assert sum(len(c["instructions"]) for c in data["computations"]) == modules[seed].instruction_count
-    assert data["summary"]["status"] == "ok"
-    for name in ("cost", "memory", "collectives", "timing"):
-        assert data[name]["status"] in ("ok", "unavailable", "error")
+    # Every analysis runs on every seed: a failure is a failure, not an "error" section.
+    for name in ("summary", "cost", "memory", "collectives", "timing"):
+        assert data[name]["status"] == "ok", (name, data[name]["message"])
+        assert data[name]["data"] is not None
 
 
 def test_injected_op_name_stays_text():
@@ -90,7 +91,8 @@ def test_missing_analysis_is_unavailable(modules, monkeypatch):
 
     monkeypatch.setitem(sys.modules, "hloscope.analysis.collectives", None)  # import fails
     data = collect_report_data(modules["004"])
-    assert data["collectives"]["status"] in ("unavailable", "error")
+    assert data["collectives"]["status"] == "unavailable"
+    assert "hloscope.analysis.collectives" in data["collectives"]["message"]
     # No hardware given: the profile the module implies (TPU layouts here), named on the page.
     assert data["timing"]["status"] == "ok"
     assert data["timing"]["data"]["hardware"] == "tpu-v5p" and "TPU" in data["timing"]["data"]["implied"]

@@ -59,8 +59,9 @@ def _buffers(args: argparse.Namespace) -> int:
         t.add_row(kind, str(ba.count_by_kind.get(kind, 0)), f"{nbytes:,}")
     con.print(t)
     if ba.peak_time is not None and ba.peak_bytes is not None:
-        con.print(f"Peak: {ba.peak_bytes:,} bytes ({format_bytes(ba.peak_bytes)}) at time {ba.peak_time}, "
-                  f"{len(peak)} buffers live")
+        # The dump's live-range peak, not peak_memory_in_bytes (Note [peak_memory_in_bytes]).
+        con.print(f"XLA's HloLiveRange peak: {ba.peak_bytes:,} bytes ({format_bytes(ba.peak_bytes)}) at time "
+                  f"{ba.peak_time}, {len(peak)} buffers live")
         t = Table(title=f"Biggest buffers live at the peak (top {args.top})", title_justify="left")
         t.add_column("buffer")
         t.add_column("bytes", justify="right")
@@ -294,17 +295,20 @@ def _configure_memory(p: argparse.ArgumentParser) -> None:
                    help="module: the module's own order (default); min-memory: a memory-minimizing list scheduler")
     p.add_argument("--top", type=int, default=15, help="how many peak buffers to list")
     p.add_argument("--dump", metavar="OUT", help="write the assignment in XLA's BufferAssignment text form")
-    p.add_argument("--explain", action="store_true", help="explain how XLA's four memory figures arise")
+    p.add_argument("--backend", choices=("cpu", "gpu", "tpu"), default=None,
+                   help="the backend whose peak_memory_in_bytes to compute as XLA does (default: guessed "
+                        "from the module: GPU custom calls, TPU tiled layouts, else CPU)")
+    p.add_argument("--explain", action="store_true", help="explain how XLA's memory figures arise")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
 @command("memory", "buffer assignment, live ranges and the peak, with the buffers that make it")(_configure_memory)
 def _memory(args: argparse.Namespace) -> int:
-    from hloscope.analysis.memory.report import analyze_memory
+    from hloscope.analysis.memory.report import LIVE_RANGE_PEAK_LABEL, analyze_memory
 
     m = read_module(args.file, "memory")
     with working("hloscope memory: live ranges, buffer assignment and the heap"):
-        r = analyze_memory(m, schedule=args.schedule)
+        r = analyze_memory(m, schedule=args.schedule, backend=args.backend)
     if args.dump:
         from hloscope.fileio import atomic_write_text, check_not_input
         from hloscope.text.buffer_assignment_dump import format_buffer_assignment
@@ -336,9 +340,17 @@ def _memory(args: argparse.Namespace) -> int:
                          ("temporaries (heap)", r.temp_bytes), ("temporaries, lower bound", r.temp_lower_bound),
                          ("constants", r.constant_bytes), ("thread-local", r.thread_local_bytes),
                          ("total (XLA's 'Total bytes used')", r.total_bytes),
-                         (f"live-range peak of S(0), at time {r.peak_time} of {r.schedule_end_time}", r.peak_bytes)):
+                         (f"{LIVE_RANGE_PEAK_LABEL}, at step {r.peak_time} of {r.schedule_end_time}", r.peak_bytes),
+                         (f"XLA's HloLiveRange peak, at step {r.xla_peak_time}", r.xla_peak_bytes)):
         t.add_row(label, f"{value:,}", format_bytes(value))
+    xp = r.xla_peak_memory
+    t.add_row(xp.label, "-" if xp.bytes is None else f"{xp.bytes:,}",
+              "not derivable" if xp.bytes is None else format_bytes(xp.bytes))
     con.print(t)
+    # Note [peak_memory_in_bytes] in analysis/memory/xla_peak.py: say what XLA's figure counts.
+    con.print(f"{xp.label}: {xp.counts} (backend {xp.backend}: {xp.backend_reason}).", soft_wrap=True)
+    if r.peak_note():
+        con.print(r.peak_note(), soft_wrap=True)
     for space in sorted(k for k in r.memory_spaces.keys() | r.other_memory_spaces.keys() if k):
         s = r.memory_spaces.get(space)
         con.print(f"memory space S({space}): temporaries {r.other_memory_spaces.get(space, 0):,} bytes, "

@@ -20,6 +20,7 @@ Note [Device numbering]
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import glob
@@ -598,21 +599,23 @@ _DUMP_SUFFIXES = (
 )
 
 
-def _normalize_cost(cost: Any) -> dict[str, float]:
-    if isinstance(cost, list | tuple):
-        cost = cost[0] if cost else {}
-    return {str(k): float(v) for k, v in dict(cost or {}).items()}
+_MEMORY_KEYS = tuple(f"{host}{kind}_size_in_bytes" for host in ("", "host_")
+                     for kind in ("argument", "output", "alias", "temp", "generated_code"))
 
 
-def _memory_dict(stats: Any) -> dict[str, int]:
-    if stats is None:
-        return {}
-    keys = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-            "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
-            "host_argument_size_in_bytes", "host_output_size_in_bytes",
-            "host_alias_size_in_bytes", "host_temp_size_in_bytes",
-            "host_generated_code_size_in_bytes")
-    return {k: int(getattr(stats, k)) for k in keys if hasattr(stats, k)}
+def _analyses(compiled: Any) -> tuple[dict[str, float], dict[str, int]]:
+    """XLA's ``cost_analysis()`` and ``memory_analysis()`` of ``compiled`` ({} where it has none)."""
+    cost: dict[str, float] = {}
+    memory: dict[str, int] = {}
+    with contextlib.suppress(Exception):
+        got = compiled.cost_analysis()
+        got = (got[0] if got else {}) if isinstance(got, list | tuple) else got
+        cost = {str(k): float(v) for k, v in dict(got or {}).items()}
+    with contextlib.suppress(Exception):
+        stats = compiled.memory_analysis()
+        keys = (*_MEMORY_KEYS, "peak_memory_in_bytes")
+        memory = {k: int(getattr(stats, k)) for k in keys if stats is not None and hasattr(stats, k)}
+    return cost, memory
 
 
 def _read_dump(dirpath: str) -> dict[str, str]:
@@ -636,8 +639,6 @@ def _dump_key(base: str, suffix: str) -> str:
 
 def use_shardy(enabled: bool | None) -> Any:
     """Context manager setting ``jax_use_shardy_partitioner`` (None leaves it unchanged)."""
-    import contextlib
-
     import jax
 
     @contextlib.contextmanager
@@ -662,14 +663,18 @@ def lower_jax(
     mode: str = "jit",
     shardy: bool | None = None,
     dump: bool = True,
+    run: bool = True,
     **jit_kwargs: Any,
 ) -> JaxArtifacts:
     """Lower, compile and run ``f(*args)`` with jax on XLA:CPU and collect XLA's artifacts.
 
     ``mode`` is ``"jit"`` (``jax.jit(f, **jit_kwargs)``; shardings go in ``jit_kwargs``) or
-    ``"pmap"`` (``jax.pmap(f, **jit_kwargs)``; leading axis of each arg = devices). ``shardy``
-    sets ``jax_use_shardy_partitioner`` during the lowering (None: jax's default). With ``dump``
-    the compile writes XLA's dump into a temporary directory and the text files are returned.
+    ``"pmap"`` (``jax.pmap(f, **jit_kwargs)``; leading axis of each arg = devices); a jitted or
+    pmapped ``f`` is lowered as it is (Note [Lowering the program as written]). ``shardy`` sets
+    ``jax_use_shardy_partitioner`` while lowering (None: jax's default). With ``dump`` XLA's dump
+    text files are returned. With ``run`` the program runs once for its inputs and outputs per
+    device, keeping unused parameters (``keep_unused=True``) so that they are the module's;
+    without, nothing runs (no inputs, no outputs) and the program is compiled as written.
     """
     import jax
 
@@ -682,12 +687,13 @@ def lower_jax(
     #     Options given besides would be silently lost the same way, so they are refused.
     #     A donating run deletes its inputs, which are the caller's arrays and are read
     #     afterwards (as the module's inputs): the run gets copies, taken only when donating.
-    jitted = mode == "jit" and hasattr(f, "lower") and hasattr(f, "trace")
+    #     Without a run (from_jax) nothing is deleted and jit drops unused parameters as usual.
+    jitted = hasattr(f, "lower")  # jax.jit(...) or jax.pmap(...): staged already
     if jitted and jit_kwargs:
-        raise InputError(f"{getattr(f, '__name__', 'the function')} is already jitted: pass the "
+        raise InputError(f"{getattr(f, '__name__', 'the function')} is already jitted or pmapped: pass the "
                          f"plain function with the jit options ({', '.join(sorted(jit_kwargs))}), "
                          "or the jitted function without them")
-    if mode == "jit" and not jitted:
+    if run and mode == "jit" and not jitted:
         # jit drops unused parameters by default; keep them so HLO parameters = flat inputs.
         jit_kwargs.setdefault("keep_unused", True)
     transform = jax.pmap if mode == "pmap" else jax.jit
@@ -704,6 +710,9 @@ def lower_jax(
         config = module_config(post)
         replicas, partitions = config["replica_count"], config["num_partitions"]
         n = replicas * partitions
+        cost, memory = _analyses(compiled)
+        if not run:
+            return JaxArtifacts(pre, post, cost, memory, [], [], replicas, partitions, dump_files)
         in_leaves = [_host_array(a) for a in jax.tree_util.tree_leaves(args)]
         in_shardings = ([] if n == 1 or mode == "pmap" else
                         jax.tree_util.tree_leaves(compiled.input_shardings[0]))
@@ -713,14 +722,6 @@ def lower_jax(
         outputs = compiled(*run_args) if mode == "jit" else wrapped(*run_args)
         jax.block_until_ready(outputs)
         del run_args
-        try:
-            cost = _normalize_cost(compiled.cost_analysis())
-        except Exception:
-            cost = {}
-        try:
-            memory = _memory_dict(compiled.memory_analysis())
-        except Exception:
-            memory = {}
         out_leaves = jax.tree_util.tree_leaves(outputs)
         out_shardings = [a.sharding for a in out_leaves]
         out_arrays = [_host_array(a) for a in out_leaves]

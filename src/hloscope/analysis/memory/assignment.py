@@ -197,7 +197,8 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
         sizes = {v.id: df.buffer_of[v.id].size for v in values}
         result = simulate_heap(values, df, live, sizes) if values else HeapResult({}, 0, 0, "none")
         heaps[color] = HeapResult(result.offsets, result.heap_size,
-                                  result.lower_bound + dedicated.get(color, 0), result.algorithm)
+                                  result.lower_bound + dedicated.get(color, 0), result.algorithm,
+                                  result.trace_peak)
         if not values:
             continue
         a = AllocationDraft(len(allocs), result.heap_size, "preallocated-temp", color)

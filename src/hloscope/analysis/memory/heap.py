@@ -68,12 +68,15 @@ class HeapResult:
 
     ``lower_bound`` is the most bytes live at one heap tick; ``assign_buffers`` adds the bytes
     of the temporary tuples' own allocations, which share the temp block but not the heap.
+    ``trace_peak`` keeps the heap's own figure, what XLA's heap-simulator trace peaks at
+    (Note [peak_memory_in_bytes] in ``xla_peak.py``).
     """
 
     offsets: dict[int, int]
     heap_size: int
     lower_bound: int
     algorithm: str
+    trace_peak: int = 0
 
 
 def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict[int, int],
@@ -124,7 +127,8 @@ def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict
         if best is None or heap < best.heap_size:
             best = HeapResult(offsets, heap, 0, name)
     assert best is not None
-    return HeapResult(best.offsets, best.heap_size, _lower_bound(start, end, canonical, sizes), best.algorithm)
+    bound = _lower_bound(start, end, canonical, sizes)
+    return HeapResult(best.offsets, best.heap_size, bound, best.algorithm, bound)
 
 
 def _share_candidate(v: Value, df: Dataflow, live: Liveness, taken: set[int], ids: set[int],

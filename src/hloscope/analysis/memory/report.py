@@ -23,6 +23,12 @@ from hloscope.analysis.memory.liveness import (
     peak_moment,
 )
 from hloscope.analysis.memory.peak import PEAK_DEFINITION, SpaceUsage, space_usage
+from hloscope.analysis.memory.xla_peak import (
+    LIVE_RANGE_PEAK_LABEL,
+    XlaPeakMemory,
+    counted_twice,
+    xla_peak_memory,
+)
 from hloscope.gc_pause import cyclic_gc_paused
 from hloscope.ir.buffer_assignment import (
     Allocation,
@@ -39,7 +45,7 @@ if TYPE_CHECKING:
     from hloscope.ir import Computation, Instruction, Module
 
 __all__ = ["PeakBuffer", "LiveBuffer", "TimelinePoint", "AllocationSummary", "MemorySpace", "MemoryReport", "analyze_memory",
-           "live_range_peaks", "MAX_JSON_BUFFERS", "PEAK_DEFINITION"]
+           "live_range_peaks", "MAX_JSON_BUFFERS", "PEAK_DEFINITION", "LIVE_RANGE_PEAK_LABEL", "XlaPeakMemory"]
 
 MAX_JSON_BUFFERS = 20_000
 """``to_json`` lists at most this many live ranges (the biggest), about 4 MB of JSON; seed 003
@@ -148,7 +154,11 @@ class MemoryReport:
     Note [One peak] defines it (``PEAK_DEFINITION``), the maximum of ``timeline``;
     ``memory_spaces`` has the same per memory space (0 included), and ``xla_peak_time``/
     ``xla_peak_bytes`` XLA's own live-range peak (``Live ranges at N (peak)``, also
-    ``buffer_assignment.peak``); ``temp_lower_bound`` is the most heap-packed temp bytes ever
+    ``buffer_assignment.peak``); ``peak_counted_twice_bytes`` what the peak step counts twice
+    (a result written over an operand it reads last: both live then, one memory);
+    ``xla_peak_memory`` is ``memory_analysis().peak_memory_in_bytes`` as XLA computes it for
+    the module's backend (Note [peak_memory_in_bytes] in ``xla_peak.py``), another quantity
+    than ``peak_bytes``; ``temp_lower_bound`` is the most heap-packed temp bytes ever
     live at once plus the temporary tuples' own allocations (never shared), so
     ``temp_bytes - temp_lower_bound`` is what fragmentation costs. ``other_memory_spaces``
     holds temp bytes per non-default memory space (e.g. ``S(1)``), kept out of ``temp_bytes``.
@@ -185,6 +195,8 @@ class MemoryReport:
     memory_spaces: dict[int, MemorySpace] = field(default_factory=dict, repr=False, compare=False)
     xla_peak_time: int = 0
     xla_peak_bytes: int = 0
+    xla_peak_memory: XlaPeakMemory = field(default_factory=lambda: XlaPeakMemory("cpu", "", 0, 0))
+    peak_counted_twice_bytes: int = 0
 
     @cached_property
     def buffer_assignment(self) -> BufferAssignment | None:
@@ -237,6 +249,10 @@ class MemoryReport:
             "peak_buffers": [b.to_json() for b in self.peak_buffers],
             "memory_spaces": {str(k): v.to_json() for k, v in sorted(self.memory_spaces.items())},
             "xla_live_range_peak": {"time": self.xla_peak_time, "bytes": self.xla_peak_bytes},
+            "peak_label": LIVE_RANGE_PEAK_LABEL,
+            "peak_counted_twice_bytes": self.peak_counted_twice_bytes,
+            "peak_note": self.peak_note(),
+            "xla_peak_memory": self.xla_peak_memory.to_json(),
             "temp_lower_bound": self.temp_lower_bound,
             "fragmentation_bytes": self.fragmentation_bytes,
             "heap_algorithm": self.heap_algorithm, "schedule_end_time": self.schedule_end_time,
@@ -247,9 +263,22 @@ class MemoryReport:
             "buffers_omitted": len(self.buffers) - len(buffers),
         }
 
+    def peak_note(self) -> str:
+        """Why the live-range peak counts more than memory holds, when it does ('' otherwise)."""
+        if not self.peak_counted_twice_bytes:
+            return ""
+        over = (f", which is why it exceeds the {self.total_bytes} bytes allocated in all"
+                if self.peak_bytes > self.total_bytes else "")
+        return (f"At its step {self.peak_time} the live-range peak counts {self.peak_counted_twice_bytes} "
+                f"bytes twice: an instruction writes its result over an operand it reads last, so both "
+                f"are live at that step in one memory ({self.peak_bytes - self.peak_counted_twice_bytes} "
+                f"bytes held at once){over}.")
+
     def explain(self) -> str:
-        """Plain words on how XLA's four memory figures arise for this module and why they differ."""
+        """Plain words on how XLA's memory figures arise for this module and why they differ."""
         peak_words = ", ".join(f"{b.instruction} ({b.bytes} B)" for b in self.peak_buffers[:5])
+        xp = self.xla_peak_memory
+        xla_peak = ("not derivable" if xp.bytes is None else str(xp.bytes))
         lines = [
             f"Memory of {self.module_name} (schedule: {self.schedule}, {self.schedule_end_time} steps)",
             "",
@@ -271,12 +300,17 @@ class MemoryReport:
             f"   spatial and temporal best-fit orders; here {self.heap_algorithm}) laid end to end with",
             "   the temporary tuples' own allocations; constants and thread-local buffers are in none",
             "   of the four.",
-            f"4. peak_memory_in_bytes = arguments + outputs - aliased + temps = "
-            f"{self.argument_bytes + self.output_bytes - self.alias_bytes + self.temp_bytes}.",
+            f"4. {xp.label} = {xla_peak}",
+            f"   (backend {xp.backend}: {xp.backend_reason}): {xp.counts}.",
+            f"   Static allocations {xp.static_bytes}"
+            + (f", the heap's temporaries at most {xp.heap_trace_peak_bytes} at once" if xp.backend == "gpu" else "")
+            + ". A quantity other than the live-range peak of 2., never to be read as it.",
             "",
             f"Temps could fit in {self.temp_lower_bound} bytes if packed without gaps; the heap uses "
             f"{self.temp_bytes}, so fragmentation costs {self.fragmentation_bytes} bytes.",
         ]
+        if self.peak_note():
+            lines.append(self.peak_note())
         others = sorted(k for k in self.memory_spaces.keys() | self.other_memory_spaces.keys() if k)
         if others:
             lines.append("Other memory spaces (not in the figures above): " + "; ".join(
@@ -325,18 +359,20 @@ def _source(module: Module, inst: Instruction) -> tuple[str | None, str | None]:
     return op_name, None
 
 
-def analyze_memory(module: Module, *, schedule: str = "module") -> MemoryReport:
+def analyze_memory(module: Module, *, schedule: str = "module", backend: str | None = None) -> MemoryReport:
     """Assign buffers as XLA does and report XLA's memory figures (bytes; times are steps).
 
     ``schedule`` is ``"module"`` (the module's order: its schedule when scheduled, else the
     written order), ``"xla"`` (the written order), or ``"min-memory"`` (a greedy list schedule;
     ``bytes_saved_by_schedule`` then compares its live-range peak with the module's order).
+    ``backend`` (``"cpu"``, ``"gpu"``, ``"tpu"``; guessed from the module when None) decides
+    how ``xla_peak_memory`` is computed (Note [peak_memory_in_bytes] in ``xla_peak.py``).
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
     # See Note [No cyclic GC during analyses] in gc_pause.py.
     with cyclic_gc_paused():
-        return _analyze(module, schedule)
+        return _analyze(module, schedule, backend)
 
 
 def live_range_peaks(module: Module, *, schedule: str = "module") -> dict[int, SpaceUsage]:
@@ -353,7 +389,7 @@ def live_range_peaks(module: Module, *, schedule: str = "module") -> dict[int, S
         return space_usage(df, compute_liveness(df, _order(module, schedule)))
 
 
-def _analyze(module: Module, schedule: str) -> MemoryReport:
+def _analyze(module: Module, schedule: str, backend: str | None) -> MemoryReport:
     df = analyze_dataflow(module)
     live = compute_liveness(df, _order(module, schedule))
     allocs, heaps = assign_buffers(df, live)
@@ -441,7 +477,9 @@ def _analyze(module: Module, schedule: str) -> MemoryReport:
         build_timeline=build_timeline, build_buffers=build_buffers, build_allocations=build_allocations,
         memory_spaces=spaces,
         xla_peak_time=xla_peak_time,
-        xla_peak_bytes=sum(v.size for v in xla_at_peak))
+        xla_peak_bytes=sum(v.size for v in xla_at_peak),
+        xla_peak_memory=xla_peak_memory(module, allocs, {k: h.trace_peak for k, h in heaps.items()}, backend),
+        peak_counted_twice_bytes=counted_twice(default.peak_values, allocs))
 
 
 def _by_id(assigned: tuple[Value, int, int]) -> int:

@@ -57,19 +57,25 @@
     s.appendChild(figCard);
     if (!mem) { figCard.appendChild(statusNote(sec, "The memory analysis")); return; }
     var chips = el("div", {cls: "memfigs"});
-    var xla = mem.xla_live_range_peak;
-    [["peak (default memory space)", mem.peak_bytes], ["arguments", mem.argument_bytes], ["outputs", mem.output_bytes],
-      ["aliased", mem.alias_bytes], ["temporaries", mem.temp_bytes], ["constants", mem.constant_bytes],
-      ["total allocated", mem.total_bytes], ["XLA's HloLiveRange peak" + (xla ? " (step " + xla.time + ")" : ""), xla ? xla.bytes : null]].forEach(function (f) {
-      if (f[1] == null) return;
-      chips.appendChild(el("div", {cls: "mf"}, el("b", {text: fmtBytes(f[1])}), el("span", {text: f[0]})));
+    // Each peak under the name the analysis gives it (Note [peak_memory_in_bytes] in
+    // analysis/memory/xla_peak.py): hloscope's live-range peak is not XLA's peak_memory_in_bytes.
+    var xla = mem.xla_live_range_peak, xp = mem.xla_peak_memory;
+    [["peak", mem.peak_label || "peak (default memory space)", mem.peak_bytes], ["arguments", "arguments", mem.argument_bytes],
+      ["outputs", "outputs", mem.output_bytes], ["aliased", "aliased", mem.alias_bytes], ["temps", "temporaries", mem.temp_bytes],
+      ["constants", "constants", mem.constant_bytes], ["total", "total allocated (all allocations)", mem.total_bytes],
+      ["xla-live-range-peak", "XLA's HloLiveRange peak" + (xla ? " (step " + xla.time + ")" : ""), xla ? xla.bytes : null],
+      ["xla-peak-memory", xp ? xp.label : null, xp ? xp.bytes : null, xp ? xp.counts + " (backend " + xp.backend + ": " + xp.backend_reason + ")" : ""]].forEach(function (f) {
+      if (f[1] == null || (f[2] == null && f[0] !== "xla-peak-memory")) return;
+      chips.appendChild(el("div", {cls: "mf", "data-figure": f[0], "data-bytes": f[2] == null ? "" : String(f[2]), title: f[3] || ""},
+        el("b", {text: f[2] == null ? "not derivable" : fmtBytes(f[2])}), el("span", {text: f[1]})));
     });
     var spaces = memorySpaces(mem);
     spaces.forEach(function (sp) {
       if (sp.space) chips.appendChild(el("div", {cls: "mf other"}, el("b", {text: fmtBytes(sp.peak_bytes)}), el("span", {text: "peak of memory space S(" + sp.space + ")"})));
     });
     figCard.appendChild(chips);
-    if (mem.peak_definition) figCard.appendChild(el("p", {cls: "muted", text: "Peak: " + mem.peak_definition + "."}));
+    if (mem.peak_definition) figCard.appendChild(el("p", {cls: "muted", text: "Live-range peak: " + mem.peak_definition + "."}));
+    if (mem.peak_note) figCard.appendChild(el("p", {cls: "note", id: "peak-note", text: mem.peak_note}));
     var buffers = pick(mem, "buffers", "live_ranges", "values") || [];
     var chartCard = el("div", {cls: "card chart"}), peakCard = el("div", {cls: "card", id: "peak-buffers"});
     s.appendChild(chartCard); s.appendChild(peakCard);

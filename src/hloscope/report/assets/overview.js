@@ -65,7 +65,7 @@
     if (!mem) { card.appendChild(statusNote(section("memory"), "The memory analysis")); return card; }
     var at = (memorySeries(mem).filter(function (p) { return p.time === mem.peak_time; })[0] || {}).instruction;
     var bufs = (mem.peak_buffers || []).slice(), total = mem.peak_bytes || 1;
-    card.appendChild(el("p", null, "Peak ", el("b", {text: fmtBytes(mem.peak_bytes)}), " at schedule step " + mem.peak_time + (at ? " (" + at + ")" : "") +
+    card.appendChild(el("p", null, "Live-range peak ", el("b", {text: fmtBytes(mem.peak_bytes)}), " at schedule step " + mem.peak_time + (at ? " (" + at + ")" : "") +
       ", " + bufs.length + " buffers live; the largest:", " ", el("span", {cls: "link", text: "open the Memory tab", on: {click: function () { showTab("memory"); }}})));
     var kinds = {};
     bufs.forEach(function (b) { var k = bufKind(b); kinds[k] = (kinds[k] || 0) + (Number(b.bytes) || 0); });

@@ -257,7 +257,10 @@
       fig(fmtNum(la.flops) + "FLOP", "FLOPs per step", flopsLabel(cost) + "; XLA's HloCostAnalysis: " + fmtNum(cost.flops) + "FLOP", "fig-flops");
       fig(fmtBytes(la.bytes_accessed), "bytes accessed per step", "XLA's count: " + fmtBytes(cost.bytes_accessed));
     }
-    if (mem) fig(fmtBytes(mem.peak_bytes), "peak memory", "at schedule step " + mem.peak_time, "fig-peak");
+    // hloscope's live-range peak under its own name, XLA's peak_memory_in_bytes beside it
+    // (Note [peak_memory_in_bytes] in analysis/memory/xla_peak.py).
+    if (mem) fig(fmtBytes(mem.peak_bytes), "live-range peak", "at schedule step " + mem.peak_time +
+      (mem.xla_peak_memory ? "; " + mem.xla_peak_memory.label + ": " + (mem.xla_peak_memory.bytes == null ? "not derivable" : fmtBytes(mem.xla_peak_memory.bytes)) : ""), "fig-peak");
     if (sum) fig(fmtBytes(sum.parameter_bytes), "parameters");
     if (col && col.length) fig(fmtBytes(col.reduce(function (a, r) { return a + (Number(collBytes(r)) || 0) * (Number(r.count) || 1); }, 0)), "collective payload per step");
   }

@@ -149,7 +149,7 @@ def check_memory(art: Artifacts) -> list[str]:
     import hloscope
     from hloscope.analysis.memory.report import analyze_memory
 
-    r = analyze_memory(hloscope.parse(art.post))
+    r = analyze_memory(hloscope.parse(art.post), backend="cpu")  # compiled by XLA:CPU
     s, ba = art.stats, art.buffer_assignment
     bad = []
     for key, ours, theirs in (
@@ -160,6 +160,8 @@ def check_memory(art: Artifacts) -> list[str]:
         ("memory.total", r.total_bytes, ba.total_bytes),
         ("memory.allocations", r.allocation_count, ba.allocation_count),
         ("memory.peak_time", r.xla_peak_time, ba.peak.time),  # XLA's own peak (Note [One peak])
+        # Note [peak_memory_in_bytes] in analysis/memory/xla_peak.py
+        ("memory.peak_memory_in_bytes", r.xla_peak_memory.bytes, s.peak_memory_in_bytes),
     ):
         if ours != theirs:
             bad.append(f"{key} ours={ours} xla={theirs}")
