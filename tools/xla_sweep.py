@@ -55,7 +55,7 @@ _ROOT = Path(__file__).resolve().parents[1]
 if str(_ROOT / "src") not in sys.path:  # running from a checkout without installing
     sys.path.insert(0, str(_ROOT / "src"))
 
-from hloscope.testing.xla_modules import KINDS, check_module  # noqa: E402
+from hloscope.testing.xla_modules import KINDS, NeedsDevices, check_module, run_xla_in_process  # noqa: E402
 
 # --- the worker: one module at a time ----------------------------------------------------------
 
@@ -65,14 +65,22 @@ def _phase(name: str) -> None:
     sys.stdout.flush()
 
 
-def _worker(seed: int, timeout: float) -> None:
-    """Child process: one module path per stdin line; phase lines, then one result line."""
+def _worker(seed: int, timeout: float, isolate_xla: bool) -> None:
+    """Child process: one module path per stdin line; phase lines, then one result line (or a
+    ``devices`` line: XLA:CPU in this process has another device count than the module needs,
+    Note [XLA in the worker])."""
     import warnings
 
     warnings.filterwarnings("ignore")
+    runner = None if isolate_xla else run_xla_in_process
     for line in sys.stdin:
         try:
-            result = check_module(Path(line.strip()).read_text(), seed=seed, timeout=timeout, phase=_phase)
+            result = check_module(Path(line.strip()).read_text(), seed=seed, timeout=timeout, phase=_phase,
+                                  xla_runner=runner)
+        except NeedsDevices as e:
+            sys.stdout.write(json.dumps({"devices": e.devices}) + "\n")
+            sys.stdout.flush()
+            continue
         except MemoryError:
             result = {"kind": "hloscope-error", "stage": "run", "detail": "MemoryError: over the memory limit"}
         sys.stdout.write(json.dumps({"result": result}) + "\n")
@@ -81,13 +89,26 @@ def _worker(seed: int, timeout: float) -> None:
 
 # --- the parent: a watched worker, restarted when it dies or is killed ------------------------
 
+# Note [XLA in the worker]
+#     The worker runs XLA:CPU in its own process (run_xla_in_process): it is already watched,
+#     killed at the time limit and restarted when XLA aborts it, and a child process per module
+#     (run_on_xla, as `--isolate-xla` still does) imported jax again for every module, which
+#     was most of the sweep's time (5 modules a minute on a loaded 2-core machine). XLA:CPU's
+#     host device count is fixed when jax starts, so the worker runs with one count
+#     (--xla_force_host_platform_device_count, the module's replicas x partitions as
+#     run_on_xla sets it); a module that needs another makes the worker answer with that count,
+#     and the parent starts a worker with it and sends the module again. Modules are taken in
+#     the order of the device count their header asks for, so that this happens rarely.
+
 
 class Worker:
     """This script's ``_worker`` in its own session (so XLA's child dies with it when killed),
     with an address-space limit of ``memory_gb``."""
 
-    def __init__(self, *, seed: int, timeout: float, memory_gb: float) -> None:
+    def __init__(self, *, seed: int, timeout: float, memory_gb: float, isolate_xla: bool = False) -> None:
         self.seed, self.timeout, self.memory = seed, timeout, int(memory_gb * 2**30)
+        self.isolate_xla = isolate_xla
+        self.devices = 1  # the host device count of the next worker started (Note [XLA in the worker])
         self.proc: subprocess.Popen[bytes] | None = None
         self.pending = b""
 
@@ -98,8 +119,10 @@ class Worker:
         env = dict(os.environ, JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="3")
         src = str(Path(__file__).resolve().parents[1] / "src")
         env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+        flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith("--xla_force_host_platform_device_count")]
+        env["XLA_FLAGS"] = " ".join([*flags, f"--xla_force_host_platform_device_count={self.devices}"])
         return subprocess.Popen([sys.executable, __file__, "_worker", "--seed", str(self.seed),
-                                 "--timeout", str(self.timeout)],
+                                 "--timeout", str(self.timeout), *(["--isolate-xla"] if self.isolate_xla else [])],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                 env=env, start_new_session=True, preexec_fn=self._limit)
 
@@ -158,6 +181,10 @@ class Worker:
             msg = json.loads(line)
             if "result" in msg:
                 return msg["result"]
+            if "devices" in msg:  # Note [XLA in the worker]: again, in a worker with that many
+                self.stop()
+                self.devices = msg["devices"]
+                return self.check(path)
             phase = msg["phase"]
 
 
@@ -173,8 +200,17 @@ def read_results(path: Path) -> dict[str, dict[str, Any]]:
     return rows
 
 
+def _header_devices(path: Path) -> int:
+    """replica_count x num_partitions as the module's header says (1 when it does not)."""
+    head = path.read_text()[:4000]
+    counts = [int(m.group(1)) if m else 1 for m in (re.search(r"replica_count=(\d+)", head),
+                                                    re.search(r"num_partitions=(\d+)", head))]
+    return counts[0] * counts[1]
+
+
 def run(out: Path, results: Path, *, only: str | None, limit: int | None, timeout: float,
-        memory_gb: float, seed: int, match: str | None, shuffle: int | None = None) -> None:
+        memory_gb: float, seed: int, match: str | None, shuffle: int | None = None,
+        isolate_xla: bool = False) -> None:
     with open(out / "index.jsonl") as f:
         index = [json.loads(line) for line in f]
     done = read_results(results)
@@ -188,8 +224,9 @@ def run(out: Path, results: Path, *, only: str | None, limit: int | None, timeou
         random.Random(shuffle).shuffle(todo)
     if limit:
         todo = todo[:limit]
+    todo.sort(key=lambda row: _header_devices(out / "modules" / row["file"]))  # stable: the order within a count stays
     print(f"{len(todo)} modules to check ({len(done)} already in {results})", file=sys.stderr)
-    worker = Worker(seed=seed, timeout=timeout, memory_gb=memory_gb)
+    worker = Worker(seed=seed, timeout=timeout, memory_gb=memory_gb, isolate_xla=isolate_xla)
     tally: collections.Counter[str] = collections.Counter()
     t0 = time.monotonic()
     try:
@@ -274,20 +311,24 @@ def main(argv: list[str] | None = None) -> int:
     rn.add_argument("--memory-gb", type=float, default=4.0, help="address-space limit of the worker (default 4)")
     rn.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
     rn.add_argument("--shuffle", type=int, metavar="SEED", help="check the modules in a random order")
+    rn.add_argument("--isolate-xla", action="store_true",
+                    help="run XLA:CPU in a child process per module (slower; Note [XLA in the worker])")
     sm.add_argument("--show", metavar="KIND", choices=sorted(KINDS), help="group only this kind")
     sm.add_argument("--examples", type=int, default=2, help="modules listed per cause")
     sm.add_argument("--top", type=int, default=40, help="causes listed per kind")
     wk = sub.add_parser("_worker")
     wk.add_argument("--seed", type=int, default=0)
     wk.add_argument("--timeout", type=float, default=60.0)
+    wk.add_argument("--isolate-xla", action="store_true")
     args = ap.parse_args(argv)
     if args.command == "_worker":
-        _worker(args.seed, args.timeout)
+        _worker(args.seed, args.timeout, args.isolate_xla)
         return 0
     results = args.results or args.out / "sweep.jsonl"
     if args.command == "run":
         run(args.out, results, only=args.only, limit=args.limit, timeout=args.timeout,
-            memory_gb=args.memory_gb, seed=args.seed, match=args.match, shuffle=args.shuffle)
+            memory_gb=args.memory_gb, seed=args.seed, match=args.match, shuffle=args.shuffle,
+            isolate_xla=args.isolate_xla)
     print(summarize(list(read_results(results).values()), show=getattr(args, "show", None),
                     examples=getattr(args, "examples", 2), top=getattr(args, "top", 40)))
     return 0

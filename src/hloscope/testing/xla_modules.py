@@ -14,8 +14,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["KINDS", "MAX_INPUT_BYTES", "check_module", "compare_leaf", "identity_inits",
-           "share_integer_inputs"]
+__all__ = ["KINDS", "MAX_INPUT_BYTES", "NeedsDevices", "check_module", "compare_leaf", "identity_inits",
+           "run_xla_in_process", "share_integer_inputs"]
+
+XlaRunner = Callable[..., Any]  # (text, inputs, *, replicas, partitions, per_device, timeout) -> outputs
 
 KINDS = {
     "match": "both ran; every output equal within tolerance",
@@ -394,10 +396,44 @@ def _global_shards(m: Any, global_inputs: list[Any], replicas: int, partitions: 
     return shards_of(m, value, n)
 
 
+class NeedsDevices(Exception):  # noqa: N818 - a request, not an error
+    """``run_xla_in_process`` needs a process whose XLA:CPU has ``devices`` host devices."""
+
+    def __init__(self, devices: int) -> None:
+        super().__init__(f"XLA:CPU needs {devices} host devices")
+        self.devices = devices
+
+
+def run_xla_in_process(text: str, inputs: list[Any], *, replicas: int, partitions: int, per_device: bool,
+                       timeout: float) -> Any:
+    """XLA:CPU's outputs for ``text`` computed in this process (same conventions as
+    ``hloscope.xla.worker.run_on_xla``, whose child process imports jax again for every module:
+    most of the sweep's time). Only for a process that is itself watched and restarted when XLA
+    kills it, as the sweep's workers are; ``timeout`` is the watcher's. Raises ``NeedsDevices``
+    when XLA:CPU here has another number of host devices than the module's grid (the device
+    count is fixed when jax starts: ``--xla_force_host_platform_device_count``)."""
+    from hloscope.errors import HloscopeError
+    from hloscope.xla import client as xla
+
+    n = max(replicas * partitions, 1)
+    if xla.available() and xla.jaxlib_api().get_backend("cpu").device_count() != n:
+        raise NeedsDevices(n)
+    try:
+        compiled = xla.compile_hlo(text, replicas=replicas, partitions=partitions)
+        return compiled.run(inputs if per_device or n == 1 else [inputs] * n)
+    except HloscopeError as e:
+        raise HloscopeError(f"XLA:CPU could not run the module: {str(e).splitlines()[0] if str(e) else e}") from None
+    except Exception as e:  # noqa: BLE001 - whatever jaxlib raises is XLA refusing the module
+        raise HloscopeError(f"XLA:CPU could not run the module: {type(e).__name__}: {e}") from None
+
+
 def check_module(text: str, *, seed: int, timeout: float,
-                 phase: Callable[[str], None] = lambda name: None) -> dict[str, Any]:
+                 phase: Callable[[str], None] = lambda name: None,
+                 xla_runner: XlaRunner | None = None) -> dict[str, Any]:
     """One module through both sides; the result row (without the index fields). ``phase`` is
-    told the name of each phase as it starts (the sweep's watchdog reads them)."""
+    told the name of each phase as it starts (the sweep's watchdog reads them). XLA runs in a
+    child process per module (``run_on_xla``) unless ``xla_runner`` says otherwise
+    (``run_xla_in_process``)."""
     import numpy as np
 
     import hloscope as hs
@@ -467,8 +503,12 @@ def check_module(text: str, *, seed: int, timeout: float,
     while True:
         phase("xla")
         try:
-            theirs = run_on_xla(text, inputs, replicas=replicas, partitions=partitions,
-                                per_device=per_device, timeout=timeout).outputs
+            if xla_runner is not None:
+                theirs = xla_runner(text, inputs, replicas=replicas, partitions=partitions,
+                                    per_device=per_device, timeout=timeout)
+            else:
+                theirs = run_on_xla(text, inputs, replicas=replicas, partitions=partitions,
+                                    per_device=per_device, timeout=timeout).outputs
         except MissingDependencyError:
             raise
         except HloscopeError as e:
