@@ -128,6 +128,50 @@ def _leaf_producers(module: Any) -> list[str]:
     return walk(module.entry.root)
 
 
+# Note [Dynamic outputs]
+#     XLA:CPU hands out a dynamic array (s32[2,<=3,2]) as its elements in row-major order at
+#     the front of the bound buffer, and leaves the rest as the buffer was (Note [Dynamic
+#     shapes as bounds] in hloscope/interpret/expanded_ops.py): only that front is defined. So
+#     an output leaf that a SliceToDynamic or set-dimension-size produces is compared on its
+#     first prod(sizes) elements, the sizes taken from hloscope's run (a hook).
+
+
+class _DynamicSizes:
+    """Hook: the sizes each SliceToDynamic / set-dimension-size sets, by instruction."""
+
+    def __init__(self) -> None:
+        self.sizes: dict[int, tuple[int, ...]] = {}
+
+    def on_instruction(self, inst: Any, operands: list[Any], result: Any) -> None:
+        import numpy as np
+
+        if inst.opcode.text == "custom-call" and inst.custom_call_target == "SliceToDynamic":
+            self.sizes[id(inst)] = tuple(int(np.asarray(n)) for n in operands[1:])
+        elif inst.opcode.text == "set-dimension-size":
+            sizes = list(self.sizes.get(id(inst.operands[0]), np.shape(operands[0])))
+            sizes[inst.attrs["dimensions"][0]] = int(np.asarray(operands[1]))
+            self.sizes[id(inst)] = tuple(sizes)
+
+
+def _leaf_instructions(module: Any) -> list[Any]:
+    """The instruction that produces each leaf of the entry's result, in leaf order."""
+    from hloscope.ir.shape import TupleShape
+
+    def walk(inst: Any) -> list[Any]:
+        if inst.opcode.name == "TUPLE":
+            return [p for o in inst.operands for p in walk(o)]
+        if isinstance(inst.shape, TupleShape):
+            return [inst] * len(_leaves(_zeros_like(inst.shape)))
+        return [inst]
+
+    return walk(module.entry.root)
+
+
+def _hands_out_dynamic(inst: Any) -> bool:
+    return inst.opcode.text == "set-dimension-size" or (
+        inst.opcode.text == "custom-call" and inst.custom_call_target == "SliceToDynamic")
+
+
 # Sources of values that differ from run to run by design: XLA's rng draws from a generator
 # whose state hloscope does not model (and XLA:CPU's RngExpander seeds it per compilation), and
 # GetRngSeed is a fresh random seed per run under jax. An output computed from one is not
@@ -520,12 +564,14 @@ def check_module(text: str, *, seed: int, timeout: float,
             return {"kind": "xla-refuses", "stage": "compile", "detail": msg[:300], "ops": ops, **extra}
         phase("hloscope")
         t0 = time.perf_counter()
+        dynamic = _DynamicSizes()  # Note [Dynamic outputs]
         try:
             if partitioned:
                 ours = _global_shards(m, global_inputs, replicas, partitions, seed)
             else:
+                hooks = (dynamic,) if any(_hands_out_dynamic(i) for i in _leaf_instructions(m)) else ()
                 ours = hs.run(m, inputs, replicas=replicas, partitions=partitions,
-                              options=hs.RunOptions(seed=seed))
+                              options=hs.RunOptions(seed=seed, hooks=hooks))
         except Exception as e:  # noqa: BLE001 - the point is to find these
             if per_device and not partitioned and not extra and "collective deadlock" in str(e):
                 # Note [Devices that disagree on control]: draw again with the integers shared.
@@ -542,6 +588,7 @@ def check_module(text: str, *, seed: int, timeout: float,
         return {"kind": "differs", "detail": f"{len(mine)} output leaves vs XLA {len(ref)}", "ops": ops,
                 "producer": "(structure)"}
     producers = _leaf_producers(m) * (n if n > 1 else 1)
+    leaf_insts = _leaf_instructions(m) * (n if n > 1 else 1)
     random_leaf = _random_leaves(m) * (n if n > 1 else 1)
     narrow = _leaf_sources(m) * (n if n > 1 else 1)
     views = _leaf_float_views(m) * (n if n > 1 else 1)
@@ -550,6 +597,10 @@ def check_module(text: str, *, seed: int, timeout: float,
             continue
         if k < len(views) and views[k] is not None and np.shape(a) == np.shape(b):
             a, b = np.asarray(a).view(views[k]), np.asarray(b).view(views[k])  # bits of a float
+        sizes = dynamic.sizes.get(id(leaf_insts[k])) if k < len(leaf_insts) else None
+        if sizes is not None and np.shape(a) == np.shape(b):  # Note [Dynamic outputs]
+            defined = int(np.prod(sizes))
+            a, b = np.asarray(a).reshape(-1)[:defined], np.asarray(b).reshape(-1)[:defined]
         why = compare_leaf(a, b, narrow[k] if k < len(narrow) else None)
         if why is not None:
             producer = producers[k] if k < len(producers) else "?"
