@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import time
 
+import numpy as np
 import pytest
 
 import hloscope
@@ -317,3 +318,44 @@ def test_diagnostic_without_span_and_json() -> None:
     assert str(d) == "main/add.1: something is off"
     assert d.to_json() == {"severity": "error", "message": "something is off",
                            "instruction": "add.1", "computation": "main"}
+
+
+_DEAD_BROKEN = """HloModule m
+
+broken {
+  x = f32[1,8,8,1] parameter(0)
+  k = f32[2,2,1,1] parameter(1)
+  ROOT c = f32[1,3,3,1] convolution(x, k), window={size=3x3 stride=4x5 pad=4_5x6_6}, dim_labels=b01f_01io->b01f
+}
+
+gathers {
+  y = f32[4,2] parameter(0)
+  ROOT g = f32[4,8] all-gather(y), channel_id=1, replica_groups={{0,1,2,3},{4,5,6,7}}, dimensions={1}
+}
+
+ENTRY main {
+  ROOT p = f32[] parameter(0)
+}
+"""
+
+
+def test_a_computation_the_entry_never_calls_gives_warnings_only() -> None:
+    # XLA's import tests (hlo_to_mhlo/tests/import.hlo) hold malformed computations beside a
+    # trivial entry; jax's path into XLA:CPU drops them and runs the module. hloscope refused
+    # it (a convolution window that does not fit its kernel) and took its grid from the dead
+    # all-gather (8 replicas).
+    from hloscope.interpret.run import default_grid
+
+    module = hloscope.parse(_DEAD_BROKEN)
+    found = verify(module)
+    assert found and all(d.severity == "warning" for d in found)
+    assert any("never called from the entry" in d.message and d.computation == "broken" for d in found)
+    check(module)  # no error
+    assert default_grid(module) == (1, 1)
+    assert float(hloscope.run(module, [np.float32(2.5)])) == 2.5
+    # Called, the same convolution is an error.
+    called = _DEAD_BROKEN.replace("ROOT p = f32[] parameter(0)", "p = f32[] parameter(0)\n"
+                                  "  a = f32[1,8,8,1] broadcast(p), dimensions={}\n"
+                                  "  b = f32[2,2,1,1] broadcast(p), dimensions={}\n"
+                                  "  ROOT r = f32[1,3,3,1] call(a, b), to_apply=broken")
+    assert any(d.severity == "error" and d.computation == "broken" for d in verify(hloscope.parse(called)))
