@@ -231,11 +231,29 @@ def test_broadcast_dimension_mismatch() -> None:
 def test_entry_layout_and_alias_mismatch() -> None:
     text = _BASE.replace("HloModule m,", "HloModule m, input_output_alias={ {}: (1, {}, may-alias), {0}: (3, {}) },")
     text = text.replace("->f32[8,128]{1,0}}", "->f32[8,64]{1,0}}")
-    assert [d.message for d in verify(hloscope.parse(text))] == [
-        "entry_computation_layout (f32[8,128], f32[8,128]) -> f32[8,64] does not match entry computation "
-        "main (f32[8,128], f32[8,128]) -> f32[8,128]",
-        "input_output_alias {0}: (3, {}): entry has no parameter 3",
+    assert [(d.severity, d.message) for d in verify(hloscope.parse(text))] == [
+        ("warning", "entry_computation_layout (f32[8,128], f32[8,128]) -> f32[8,64] does not match entry "
+         "computation main (f32[8,128], f32[8,128]) -> f32[8,128]; the computation's signature is what runs "
+         "(XLA:CPU compiles it so and drops the layout)"),
+        ("error", "input_output_alias {0}: (3, {}): entry has no parameter 3"),
     ]
+
+
+def test_an_entry_layout_of_other_types_runs_the_computation_as_xla_cpu_does() -> None:
+    # XLA's layouts_and_names.hlo: an f16 identity under an f32 entry_computation_layout; jax's
+    # path into XLA:CPU compiles the computation's f16 signature. hloscope refused the module.
+    client = pytest.importorskip("hloscope.xla.client")
+    text = """HloModule m, entry_computation_layout={(f32[2,3]{1,0})->f32[2,3]{1,0}}
+ENTRY e {
+  p = f16[2,3] parameter(0)
+  ROOT n = f16[2,3] negate(p)
+}"""
+    module = hloscope.parse(text)
+    assert [d.severity for d in verify(module)] == ["warning"]
+    x = (np.arange(6).reshape(2, 3) + 0.5).astype(np.float16)
+    ours = hloscope.run(module, [x])
+    theirs = client.compile_hlo(text).run([x])
+    assert ours.dtype == theirs.dtype == np.float16 and np.array_equal(ours, theirs)
 
 
 def test_several_errors_are_all_reported() -> None:

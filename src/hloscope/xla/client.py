@@ -475,13 +475,13 @@ def compile_hlo(
         executable = client.compile_and_load(mlir, api.DeviceList(tuple(devices)), options)
     except Exception as e:
         raise XlaCompileError(f"XLA:CPU could not compile the module: {e}") from None
-    if compile_partitions > 1:
-        # The partitioner changed the entry signature from global to per-device shapes.
-        partitioned = executable.hlo_modules()[0]
-        program_shape = api.XlaComputation(
-            partitioned.as_serialized_hlo_module_proto()).program_shape()
-        parameter_shapes = [leaf for s in program_shape.parameter_shapes()
-                            for leaf in _leaf_shapes(s)]
+    # The executable's own signature: the partitioner changes it from global to per-device
+    # shapes, and an entry_computation_layout that disagrees with the entry computation (XLA's
+    # layouts_and_names.hlo: f32 over an f16 computation) is dropped on the way to MLIR, while
+    # XlaComputation.program_shape() reads the layout.
+    compiled_module = executable.hlo_modules()[0]
+    program_shape = api.XlaComputation(compiled_module.as_serialized_hlo_module_proto()).program_shape()
+    parameter_shapes = [leaf for s in program_shape.parameter_shapes() for leaf in _leaf_shapes(s)]
     return CompiledHlo(
         executable=executable,
         devices=devices,
