@@ -23,7 +23,10 @@ import hloscope
 from hloscope.interpret.inputs import random_inputs
 
 jax = pytest.importorskip("jax")
-from jax._src.random import threefry2x32 as jax_threefry  # noqa: E402
+try:
+    from jax._src.random import threefry2x32 as jax_threefry  # noqa: E402
+except ImportError:  # jax before 0.8 keeps threefry2x32_p and threefry_2x32 in prng
+    from jax._src import prng as jax_threefry  # type: ignore[no-redef]  # noqa: E402
 
 from hloscope.xla import client as xla  # noqa: E402
 

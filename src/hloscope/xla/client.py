@@ -101,6 +101,17 @@ _PROBES: dict[str, tuple[str, ...]] = {
     ),
     "DeviceList": ("jax._src.lib.xla_client.DeviceList", "jax._src.lib._jax.DeviceList"),
     "get_backend": ("jax._src.xla_bridge.get_backend", "jax.extend.backend.get_backend"),
+    # convert.py's MLIR -> HLO path (StableHLO/MHLO inputs) and proto reader.
+    "mlir_module_to_xla_computation": (
+        "jax._src.lib._jax.mlir.mlir_module_to_xla_computation",
+        "jax._src.lib.xla_client._xla.mlir.mlir_module_to_xla_computation",
+        "jax._src.lib.xla_extension.mlir.mlir_module_to_xla_computation",
+    ),
+    "HloModule": (
+        "jax._src.lib.xla_client.hlo.HloModule",  # jaxlib 0.7 and later
+        "jax._src.lib._jax.HloModule",
+        "jax._src.lib.xla_extension.HloModule",
+    ),
 }
 
 
@@ -142,6 +153,18 @@ def jaxlib_api() -> SimpleNamespace:
                 f"{_INSTALL_HINT} installs the tested version"
             )
     return SimpleNamespace(**found)
+
+
+def enable_x64() -> Any:
+    """jax's context manager that turns 64-bit types on: ``jax.enable_x64(True)`` (jax 0.7
+    and later), ``jax.experimental.enable_x64()`` before."""
+    import jax
+
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)
+    from jax.experimental import enable_x64 as old_enable_x64
+
+    return old_enable_x64()
 
 
 def available() -> bool:
@@ -351,7 +374,7 @@ class CompiledHlo:
                         f"got {arg.dtype}{list(arg.shape)}"
                     )
         # x64 on, so that jax's transfer keeps f64/s64 arrays as they are.
-        with jax.enable_x64(True):
+        with enable_x64():
             arrays = []
             for i in range(self.parameter_count):
                 # Own, contiguous copies: XLA:CPU may alias host memory of transferred arrays.
@@ -367,7 +390,7 @@ class CompiledHlo:
         import jax
 
         n = self.num_devices
-        with jax.enable_x64(True):
+        with enable_x64():
             try:
                 results = self.executable.execute_sharded(arrays)
                 per_output: list[Any] = results.disassemble_into_single_device_arrays()
