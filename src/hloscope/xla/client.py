@@ -162,9 +162,9 @@ def enable_x64() -> Any:
 
     if hasattr(jax, "enable_x64"):
         return jax.enable_x64(True)
-    from jax.experimental import enable_x64 as old_enable_x64
+    import importlib
 
-    return old_enable_x64()
+    return importlib.import_module("jax.experimental").enable_x64()  # gone from jax 0.10
 
 
 def available() -> bool:
