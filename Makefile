@@ -8,7 +8,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: example test fuzz bench lint
+.PHONY: example test fuzz bench lint jax-oldest
 example: $(VENV)/.installed  ## the main job on the bundled example: an HTML report
 	$(VENV)/bin/hloscope report
 
@@ -25,3 +25,16 @@ lint: $(VENV)/.installed  ## ruff, the layer contract (import-linter) and the ty
 	$(PY) -m ruff check src tests benchmarks tools
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pyright --pythonpath $(PY) src
+
+# The oldest jax the `jax` extra accepts (pyproject.toml), in a venv of its own outside the tree.
+JAX_OLDEST ?= 0.7.0
+JAX_OLDEST_VENV ?= /tmp/hloscope-jax-$(JAX_OLDEST)
+BRIDGE_TESTS := tests/test_from_jax.py tests/test_formats.py tests/test_xla_rewrite_pass.py \
+	tests/test_xla_gpu_rewrite.py tests/cli/test_run_cli.py tests/text/test_xla_syntax.py
+
+jax-oldest:  ## the XLA bridge's tests (from_jax, --check-xla, StableHLO/proto) on the oldest jax supported
+	python3 -m venv $(JAX_OLDEST_VENV)
+	$(JAX_OLDEST_VENV)/bin/python -m pip install -q -e '.[jax]' 'jax==$(JAX_OLDEST)' 'jaxlib==$(JAX_OLDEST)' \
+		pytest pytest-xdist hypothesis
+	$(JAX_OLDEST_VENV)/bin/python -m pytest -n 2 -q -p no:cacheprovider -m 'xla_execute or not xla_execute' \
+		$(BRIDGE_TESTS)

@@ -191,6 +191,9 @@ def test_every_format_gives_the_same_module(name: str, fmt_dir: str) -> None:
 
 
 def test_mlir_names_differ_only_without_debug_info(fmt_dir: str) -> None:
+    jax = pytest.importorskip("jax")
+    if tuple(int(x) for x in jax.__version__.split(".")[:2]) < (0, 10):
+        pytest.skip("jax before 0.10 gives HLO text the same generic names as MLIR without locations")
     paths = _formats("mlp_step", fmt_dir)
     plain, ref = hloscope.load(paths["mlir"]), hloscope.load(paths["hlo"])
     assert _first_key_difference(ref, plain, names=True) is not None
@@ -565,8 +568,25 @@ def test_schema_equals_jaxlib_descriptor() -> None:
     roots = (".xla.HloSnapshot", ".xla.HloUnoptimizedSnapshot")
     ours = reachable(index([file_descriptor()]), roots)
     xla = reachable(index(theirs.values()), roots)
-    assert sorted(set(ours) ^ set(xla)) == []
-    assert [n for n in ours if ours[n] != xla[n]] == []
+    import jaxlib
+
+    version = tuple(int(x) for x in jaxlib.__version__.split(".")[:3])
+    if version == (0, 10, 2):  # the jaxlib the schema was taken from
+        assert sorted(set(ours) ^ set(xla)) == []
+        assert [n for n in ours if ours[n] != xla[n]] == []
+        return
+    # Another jaxlib's protos gained and lost messages and fields since; what both have must
+    # read the same: a field of one name has one number and type, an enum value one number.
+    clashes = []
+    for name in set(xla) & set(ours):
+        theirs_type, mine = xla[name], ours[name]
+        if theirs_type and isinstance(theirs_type[0], bool):  # a message: (map_entry, fields)
+            fields = {f[0]: f[1:3] for f in mine[1]}  # number and wire type (enums move)
+            clashes += [(name, f[0]) for f in theirs_type[1] if f[0] in fields and fields[f[0]] != f[1:3]]
+        else:  # an enum: (name, number) values
+            numbers = dict(mine)
+            clashes += [(name, v) for v, n in theirs_type if v in numbers and numbers[v] != n]
+    assert clashes == [], (version, clashes)
 
 
 def test_dialect_names_in_hlo_text_do_not_make_it_mlir() -> None:

@@ -2,9 +2,10 @@
 (Note [GPU custom calls on XLA:CPU] in hloscope/xla/rewrite.py; hloscope/xla/gpu.py).
 
 The rewrite itself is checked without executing on XLA: XLA's parser accepts the rewritten
-seeds and no GPU custom call is left; the expansions, run by hloscope's interpreter, equal the
-interpreter's custom-call handlers and jax's threefry bit for bit. The ``xla_execute`` tests run
-seeds 000 and 001 on XLA:CPU (in a child process) against hloscope's run.
+seeds and no GPU custom call is left; the expansions, run by hloscope's interpreter, equal jax's
+threefry bit for bit, and the gemms (and the interpreter's gemm handler) equal numpy written from
+the backend config's meaning (alpha, beta, bias, relu, batch dimensions, bf16 rounded once). The
+``xla_execute`` tests run the gemms and seeds 000 and 001 on XLA:CPU (in a child process).
 """
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ import hloscope
 from hloscope.interpret.inputs import random_inputs
 
 jax = pytest.importorskip("jax")
-from jax._src.random import threefry2x32 as jax_threefry  # noqa: E402
+try:
+    from jax._src.random import threefry2x32 as jax_threefry  # noqa: E402
+except ImportError:  # jax before 0.8 keeps threefry2x32_p and threefry_2x32 in prng
+    from jax._src import prng as jax_threefry  # type: ignore[no-redef]  # noqa: E402
 
 from hloscope.xla import client as xla  # noqa: E402
 
@@ -165,8 +169,46 @@ GEMM_CASES = {
 }
 
 
+def _gemm_reference(case: str, inputs: list[np.ndarray]) -> np.ndarray:
+    """GEMM_CASES[case] computed in numpy (float64) from what its backend config says, apart
+    from hloscope: result = epilogue(alpha * dot(a, b) + beta * c [+ bias]); XLA's dot puts the
+    batch dimensions first, then a's free dimensions, then b's. Rounded once to the result type."""
+    target, _, result, config = GEMM_CASES[case]
+    cfg = config.get("gemm_backend_config", config)
+    dims = {k: [int(d) for d in v] for k, v in cfg["dot_dimension_numbers"].items()}
+    a, b = (np.asarray(x, np.float64) for x in inputs[:2])
+    lb, rb = dims["lhs_batch_dimensions"], dims["rhs_batch_dimensions"]
+    lc, rc = dims["lhs_contracting_dimensions"], dims["rhs_contracting_dimensions"]
+    la = [d for d in range(a.ndim) if d not in lb + lc]
+    ra = [d for d in range(b.ndim) if d not in rb + rc]
+    a = a.transpose(lb + la + lc)
+    b = b.transpose(rb + rc + ra)
+    batch = a.shape[:len(lb)]
+    m, k = int(np.prod(a.shape[len(lb):len(lb) + len(la)])), int(np.prod(a.shape[len(lb) + len(la):]))
+    n = int(np.prod(b.shape[len(rb) + len(rc):]))
+    out = a.reshape(*batch, m, k) @ b.reshape(*batch, k, n)
+    out = cfg["alpha_real"] * out.reshape(*batch, *a.shape[len(lb):len(lb) + len(la)], *b.shape[len(rb) + len(rc):])
+    epilogue = cfg.get("epilogue", "DEFAULT")
+    if target == "__cublas$gemm" and cfg["beta"] and len(inputs) > 2:
+        out = out + cfg["beta"] * np.asarray(inputs[2], np.float64)
+    if "BIAS" in epilogue:
+        out = out + np.asarray(inputs[2], np.float64)  # a vector along the last dimension
+    if "RELU" in epilogue:
+        out = np.maximum(out, 0.0)
+    dtype = np.asarray(inputs[0]).dtype
+    return out.astype(dtype)
+
+
+def _gemm_tolerance(case: str) -> dict[str, float]:
+    # bf16 results rounded once from the exact product: within one bf16 ulp (2^-8 relative).
+    return {"rtol": 2**-8, "atol": 1e-6} if case == "bf16" else {"rtol": 1e-5, "atol": 1e-6}
+
+
 @pytest.mark.parametrize("case", sorted(GEMM_CASES))
-def test_gemm_expansion_matches_the_interpreter(case: str) -> None:
+def test_gemm_expansion_and_handler_compute_what_the_backend_config_says(case: str) -> None:
+    # Both the interpreter's gemm handler and the rewrite (as run by hloscope) against numpy
+    # written from the config's meaning; the rewrite was compared with the handler only, which
+    # could not catch a shared misreading of the config.
     target, operands, result, config = GEMM_CASES[case]
     text = _gemm_module(target, operands, result, config)
     rewrite = xla.rewrite_for_xla_cpu(text)
@@ -177,13 +219,30 @@ def test_gemm_expansion_matches_the_interpreter(case: str) -> None:
     xla.parse_hlo_text(rewrite.text)
     module = hloscope.parse(text)
     inputs = random_inputs(module, 3, "normal")
-    expected = hloscope.run(module, inputs)  # the interpreter's gemm handler
-    got = hloscope.run(hloscope.parse(rewrite.text), inputs)
-    for g, e in zip(_leaves(got), _leaves(expected), strict=True):
-        assert g.dtype == e.dtype and g.shape == e.shape
-        np.testing.assert_allclose(g.astype(np.float32), e.astype(np.float32), rtol=1e-5, atol=1e-6)
+    reference = _gemm_reference(case, inputs)
+    for how, got in (("handler", hloscope.run(module, inputs)),
+                     ("rewrite", hloscope.run(hloscope.parse(rewrite.text), inputs))):
+        value = _leaves(got)[0]
+        assert value.dtype == reference.dtype and value.shape == reference.shape, how
+        np.testing.assert_allclose(value.astype(np.float64), reference.astype(np.float64), err_msg=how,
+                                   **_gemm_tolerance(case))
     if "relu" in case:
-        assert (_leaves(got)[0] >= 0).all() and (_leaves(got)[0] == 0).any()
+        assert (reference == 0).any() and (reference > 0).any()  # the inputs exercise both sides
+
+
+@pytest.mark.xla_execute
+@pytest.mark.parametrize("case", sorted(GEMM_CASES))
+def test_gemm_rewrite_on_xla_cpu_computes_what_the_backend_config_says(case: str) -> None:
+    from hloscope.xla.worker import run_on_xla
+
+    target, operands, result, config = GEMM_CASES[case]
+    text = _gemm_module(target, operands, result, config)
+    inputs = random_inputs(hloscope.parse(text), 3, "normal")
+    got = run_on_xla(text, inputs, replicas=1, partitions=1, per_device=False)
+    assert got.custom_calls == {target: 1}
+    value, reference = _leaves(got.outputs)[0], _gemm_reference(case, inputs)
+    assert value.dtype == reference.dtype and value.shape == reference.shape
+    np.testing.assert_allclose(value.astype(np.float64), reference.astype(np.float64), **_gemm_tolerance(case))
 
 
 def test_check_xla_on_an_unknown_gpu_custom_call_fails_cleanly(tmp_path, capsys, monkeypatch) -> None:

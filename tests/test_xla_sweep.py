@@ -1,30 +1,14 @@
-"""tools/xla_sweep.py: how it compares hloscope with XLA:CPU (modules of our own, never XLA's)."""
+"""hloscope.testing.xla_modules, the check tools/xla_sweep.py runs on XLA's test modules: how it
+compares hloscope with XLA:CPU (modules of our own, never XLA's)."""
 from __future__ import annotations
-
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 import hloscope
+from hloscope.testing import xla_modules as sweep
 
 RNG = np.random.default_rng(1)
-
-
-def _load_tool() -> ModuleType:
-    path = Path(__file__).resolve().parents[1] / "tools" / "xla_sweep.py"
-    spec = importlib.util.spec_from_file_location("xla_sweep_tool", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-sweep = _load_tool()
 
 
 def test_long_sums_summed_in_another_order_are_close() -> None:
@@ -204,3 +188,25 @@ ENTRY e {
   ROOT t = (s32[4], f32[4]) tuple(b, x)
 }""")
     assert sweep._leaf_float_views(m) == [np.dtype(np.float32), None]
+
+
+def test_a_leaf_of_small_values_is_compared_at_its_own_scale() -> None:
+    # The absolute part of the tolerance follows the leaf's RMS down as well as up: with a floor
+    # of 1 it was 1e-4 for every f32 leaf, so values around 1e-6 matched twice themselves.
+    theirs = (RNG.standard_normal(64) * 1e-6).astype(np.float32)
+    assert sweep.compare_leaf(theirs * np.float32(2), theirs) is not None
+    assert sweep.compare_leaf(theirs * np.float32(1 + 1e-6), theirs) is None
+    zeros = np.zeros(8, np.float32)
+    assert sweep.compare_leaf(zeros + np.float32(1e-5), zeros) is not None
+
+
+def test_a_dynamic_output_is_compared_on_its_defined_elements() -> None:
+    # Past a dynamic output's elements XLA:CPU leaves its buffer as it was (Note [Dynamic outputs]).
+    text = """HloModule m
+ENTRY e {
+  x = s32[2,3,2] parameter(0)
+  one = s32[] constant(1)
+  ROOT d = s32[2,<=3,2] set-dimension-size(x, one), dimensions={1}
+}"""
+    row = sweep.check_module(text, seed=0, timeout=120)
+    assert row["kind"] == "match", row

@@ -7,7 +7,9 @@ ROCm/xla, whose ``refs/heads/main`` mirrors XLA's main, stands in, with an older
 apivovarov/openxla-xla for test strings since removed; modules are deduplicated by content):
 
 * ``*.hlo`` files (lit tests, benchmarks, reproducers), split at ``// -----`` as lit's
-  ``--split-input-file`` splits them;
+  ``--split-input-file`` splits them; a part with a ``ROOT`` instruction is a module even
+  without ``HloModule`` or ``ENTRY`` (XLA's parser takes the last computation as the entry:
+  the GPU emitter tests are written so);
 * C++ raw strings ``R"(...)"`` / ``R"hlo(...)hlo"`` in ``*.cc`` / ``*.h`` files that hold a
   module (``HloModule`` or ``ENTRY``), most of them in ``*_test.cc``;
 * ``*.txt`` test data and fenced blocks of ``*.md`` documentation that hold ``HloModule``.
@@ -54,6 +56,8 @@ _RAW_STRING_RE = re.compile(r'R"([^()\\\s"]{0,16})\((.*?)\)\1"', re.S)
 _SPLIT_RE = re.compile(r"^// -----.*$", re.M)
 _FENCE_RE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 _MODULE_RE = re.compile(r"\bHloModule\b|^\s*ENTRY\b", re.M)
+# A computation's root instruction: a lit test's module may be computations only.
+_ROOT_RE = re.compile(r"^\s*ROOT\s+%?[\w.\-]+\s*=", re.M)
 
 
 # --- extraction ----------------------------------------------------------------------------------
@@ -64,8 +68,9 @@ def _git(git_dir: str, *args: str) -> bytes:
 
 
 def _candidate_paths(git_dir: str, ref: str) -> list[str]:
-    """Paths under ``ref`` whose text mentions ``HloModule`` or ``ENTRY`` (git grep does the scan)."""
-    out = subprocess.run(["git", f"--git-dir={git_dir}", "grep", "-l", "-I", "-E", r"HloModule|ENTRY", ref],
+    """Paths under ``ref`` whose text mentions ``HloModule`` or ``ENTRY``, and ``*.hlo`` files
+    with a ``ROOT`` (git grep does the scan)."""
+    out = subprocess.run(["git", f"--git-dir={git_dir}", "grep", "-l", "-I", "-E", r"HloModule|ENTRY|ROOT", ref],
                          capture_output=True).stdout.decode()
     paths = []
     for line in out.splitlines():
@@ -106,7 +111,7 @@ def _modules_in(path: str, text: str) -> list[tuple[int, str, str]]:
         for m in [*_SPLIT_RE.finditer(text), None]:
             end = m.start() if m is not None else len(text)
             chunk = text[start:end]
-            if _MODULE_RE.search(chunk):
+            if _MODULE_RE.search(chunk) or _ROOT_RE.search(chunk):
                 found.append((_line_of(text, start), "hlo-file", chunk))
             if m is not None:
                 start = m.end()

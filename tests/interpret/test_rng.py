@@ -94,3 +94,28 @@ def test_legacy_rng_uses_the_given_generator():
     n = rng("rng_normal", np.float64(1), np.float64(2), (4000,), np.float64,
             np.random.default_rng(0))
     assert abs(n.mean() - 1) < 0.15 and abs(n.std() - 2) < 0.15
+
+
+@pytest.mark.parametrize("ty,shape_operand", [("f32", "u64[3] constant({2, 4, 8})"), ("f16", "f16[2] constant({8, 4})")])
+def test_rng_with_a_shape_operand_runs_as_xla_cpu_does(ty: str, shape_operand: str):
+    # StableHLO's rng(a, b, shape), as XLA's RngExpander tests write it: XLA reads the shape
+    # from the declared result and ignores the operand; hloscope refused it ("rng bound 2
+    # must be f32[], got u64[3]").
+    import hloscope
+    from hloscope.xla import client
+
+    text = f"""HloModule m
+ENTRY e {{
+  lo = {ty}[] constant(2)
+  hi = {ty}[] constant(3)
+  s = {shape_operand}
+  ROOT r = {ty}[4,5] rng(lo, hi, s), distribution=rng_uniform
+}}"""
+    m = hloscope.parse(text)
+    assert hloscope.verify(m) == []
+    ours = hloscope.run(m, [])
+    theirs = client.compile_and_run(text, [])
+    for out in (ours, theirs):  # random by design: the shape and the range are what compare
+        assert out.shape == (4, 5) and out.dtype == np.dtype(ty.replace("f", "float")) and (out >= 2).all() and (out <= 3).all()
+    too_many = text.replace("rng(lo, hi, s)", "rng(lo, hi, s, s)")
+    assert hloscope.verify(hloscope.parse(too_many)) != []

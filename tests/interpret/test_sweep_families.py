@@ -154,7 +154,31 @@ def test_bf16_op_read_through_a_convert_to_f32_is_not_rounded_as_on_xla_cpu(case
     for o, t in zip(ours if isinstance(ours, tuple) else [ours], theirs if isinstance(theirs, tuple) else [theirs],
                     strict=True):
         np.testing.assert_allclose(np.asarray(o, np.float64), np.asarray(t, np.float64), rtol=1e-5, atol=1e-4)
-    assert hloscope.run(m, [a, b], options=hloscope.RunOptions(float_env="gpu")) is not None
+    # A GPU kernel computes what the module says: every bf16 result rounded to bf16.
+    gpu = hloscope.run(m, [a, b], options=hloscope.RunOptions(float_env="gpu"))
+    expected = _rounded_every_step(case, a, b)
+    for o, t in zip(gpu if isinstance(gpu, tuple) else [gpu], expected, strict=True):
+        np.testing.assert_allclose(np.asarray(o, np.float64), np.asarray(t, np.float64), rtol=1e-5, atol=1e-5)
+
+
+def _rounded_every_step(case: str, a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+    """EXCESS[case] in numpy with each bf16 result rounded to bf16 (no excess precision)."""
+    import ml_dtypes
+
+    def bf16(x: np.ndarray) -> np.ndarray:
+        return np.asarray(x, np.float32).astype(ml_dtypes.bfloat16)
+
+    fa, fb = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    if case == "convert":
+        p = bf16(fa * fb)
+        return [p.astype(np.float32), p]
+    if case == "chain":
+        return [bf16(bf16(fa * fb).astype(np.float32) + fa).astype(np.float32)]
+    if case == "dot":
+        s, e = bf16(fa * fb).astype(np.float64), bf16(np.exp(fb)).astype(np.float64)
+        return [(s.T @ e).astype(np.float32)]
+    assert case == "bf16-dot"
+    return [bf16(fa.astype(np.float64).T @ fb.astype(np.float64)).astype(np.float32)]
 
 
 @pytest.mark.parametrize("fft_type", ["FFT", "IFFT"])
@@ -404,3 +428,37 @@ ENTRY e {{
     ours = run(hloscope.parse(text), [x])
     theirs = client.compile_and_run(text, [x])
     np.testing.assert_array_equal(np.asarray(ours, np.int32), np.asarray(theirs, np.int32))
+
+
+@pytest.mark.parametrize("ty,op,shape,dims", [
+    ("u32", "add", (3, 2048), (1,)),     # 64 windows, then 2, then the final fold: init 67 times
+    ("s32", "multiply", (2, 1025), (1,)),
+    ("s8", "add", (40, 3, 40), (0, 2)),  # windows along both reduced dimensions
+    ("u8", "add", (4, 32), (1,)),        # no window: init once
+    ("s32", "maximum", (2, 100), (1,)),  # idempotent: once or many times alike
+])
+def test_integer_reduce_applies_an_init_that_is_no_identity_as_xla_cpu(ty: str, op: str, shape, dims) -> None:
+    # XLA:CPU's tree-reduction rewrite applies the init once per window of 32 and once more;
+    # hloscope applied it once (XLA's reduce_row/side_output_unsigned: 8/8 sums off by 462).
+    def dims_text(values) -> str:
+        return ",".join(map(str, values))
+
+    out_shape = [n for d, n in enumerate(shape) if d not in dims]
+    text = f"""HloModule int_reduce
+r {{
+  a = {ty}[] parameter(0)
+  b = {ty}[] parameter(1)
+  ROOT c = {ty}[] {op}(a, b)
+}}
+ENTRY e {{
+  p = {ty}[{dims_text(shape)}] parameter(0)
+  i = {ty}[] parameter(1)
+  ROOT s = {ty}[{dims_text(out_shape)}] reduce(p, i), dimensions={{{dims_text(dims)}}}, to_apply=r
+}}"""
+    dtype = np.dtype({"u32": np.uint32, "s32": np.int32, "s8": np.int8, "u8": np.uint8}[ty])
+    x = RNG.integers(-3 if dtype.kind == "i" else 0, 4, shape).astype(dtype)
+    if op == "multiply":  # no zeros: a zero product hides the init
+        x = RNG.choice([1, -1, 3] if dtype.kind == "i" else [1, 3], shape).astype(dtype)
+    init = np.asarray(3, dtype)
+    m = hloscope.parse(text)
+    np.testing.assert_array_equal(run(m, [x, init]), client.compile_and_run(text, [x, init]))

@@ -117,3 +117,92 @@ def test_cli_diff_json(tmp_path, mlp_modules, capsys):
     assert data["changed"] and "metrics" in data
     assert main(["diff", str(a), str(b)]) == 0
     assert "changed:" in capsys.readouterr().out
+
+
+_CONSTANTS = """HloModule m
+
+ENTRY main {
+  p = f32[] parameter(0)
+  c1 = f32[] constant(1)
+  c2 = f32[] constant(2)
+  a = f32[] add(p, c1)
+  ROOT m = f32[] multiply(a, c2)
+}
+"""
+
+
+def test_constants_match_by_value_not_by_name_or_order():
+    # The names swapped: by name, c1 (1) would pair with c1 (2).
+    swapped = _CONSTANTS.replace("c1 = f32[] constant(1)", "c1 = f32[] constant(2)").replace(
+        "c2 = f32[] constant(2)", "c2 = f32[] constant(1)").replace("add(p, c1)", "add(p, c2)").replace(
+        "multiply(a, c2)", "multiply(a, c1)")
+    d = diff_modules(hloscope.parse(_CONSTANTS), hloscope.parse(swapped), analyses=False)
+    assert (d.matched_by_structure, d.added, d.removed, d.changed) == (2, [], [], [])
+    # Renamed and listed in the other order: program order would pair 1 with 2.
+    renamed = _CONSTANTS.replace("  c1 = f32[] constant(1)\n  c2 = f32[] constant(2)\n",
+                                 "  constant.7 = f32[] constant(2)\n  constant.9 = f32[] constant(1)\n")
+    renamed = renamed.replace("add(p, c1)", "add(p, constant.9)").replace("multiply(a, c2)", "multiply(a, constant.7)")
+    d = diff_modules(hloscope.parse(_CONSTANTS), hloscope.parse(renamed), analyses=False)
+    assert d.matched_by_structure == 2 and d.is_empty
+
+
+def test_a_constant_cloned_into_a_fusion_is_not_a_change():
+    fused = """HloModule m
+
+fused {
+  q = f32[] parameter(0)
+  c1.clone = f32[] constant(1)
+  ROOT a = f32[] add(q, c1.clone)
+}
+
+ENTRY main {
+  p = f32[] parameter(0)
+  f = f32[] fusion(p), kind=kLoop, calls=fused
+  c2 = f32[] constant(2)
+  ROOT m = f32[] multiply(f, c2)
+}
+"""
+    d = diff_modules(hloscope.parse(_CONSTANTS), hloscope.parse(fused), analyses=False)
+    assert not [c for c in d.changed if c.opcode == "constant"]
+    assert not [r for r in d.removed if r.opcode == "constant"]
+
+
+_SHARDED = """HloModule m{header}
+
+ENTRY main {{
+  p = f32[{rows},4]{{1,0}} parameter(0), sharding={{devices=[4,1]<=[4]}}
+  {body}
+}}
+"""
+
+
+def _sharded(rows: int, header: str = "", body: str = "ROOT n = f32[{rows},4]{{1,0}} negate(p)") -> hloscope.Module:
+    return hloscope.parse(_SHARDED.format(rows=rows, header=header, body=body.format(rows=rows)))
+
+
+def test_program_views():
+    from hloscope.report.program_view import compare_views, program_view
+
+    shardy = _sharded(8, ", frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[\"x\"=4]>}}")
+    assert (program_view(shardy).kind, program_view(shardy).devices) == ("global", 4)
+    partitioned = _sharded(2, ", num_partitions=4")
+    assert (program_view(partitioned).kind, program_view(partitioned).devices) == ("per-device", 4)
+    with_collective = hloscope.parse(_sharded(2).to_text().replace("ENTRY", (
+        "add {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] add(x, y)\n}\n\nENTRY")).replace(
+        "negate(p)", "all-reduce(p), replica_groups={}, to_apply=add"))
+    assert program_view(with_collective).kind == "per-device"
+    assert program_view(hloscope.parse(_CONSTANTS)).kind == "single-device"
+    # Neither says: the parameter's shapes do (8 rows = 4 tiles of 2).
+    a, b = compare_views(_sharded(8), _sharded(2))
+    assert (a.kind, b.kind, a.devices) == ("global", "per-device", 4)
+    a, b = compare_views(_sharded(2), _sharded(8))
+    assert (a.kind, b.kind) == ("per-device", "global")
+
+
+def test_global_vs_per_device_totals_are_compared_per_device():
+    shardy = _sharded(8, ", frontend_attributes={xla.sdy.meshes={mesh = #sdy.mesh<[\"x\"=4]>}}")
+    d = diff_modules(shardy, _sharded(2, ", num_partitions=4"))
+    flops = {m.name: m for m in d.metrics}["flops"]
+    assert d.basis == "per device"
+    assert (flops.before_as_given, flops.before, flops.after) == (32, 8, 8)
+    assert flops.delta == 0 and "divided evenly over 4 devices" in flops.note

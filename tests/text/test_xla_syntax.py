@@ -198,6 +198,10 @@ def _xla():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_canonical_printing_equals_xla(name: str) -> None:
     xla = _xla()
+    import jax
+
+    if name == "multiline_string" and tuple(int(x) for x in jax.__version__.split(".")[:2]) < (0, 10):
+        pytest.skip("XLA before jaxlib 0.10 leaves a backend_config that is not JSON out of its printing")
     text = CASES[name]
     m = hs.parse(text, f"{name}.hlo")
     theirs = xla.short_parsable_text(text)

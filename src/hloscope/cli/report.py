@@ -159,12 +159,19 @@ def _diff(args: argparse.Namespace) -> int:
     w = sys.stdout.write
     w(f"{d.before} -> {d.after}: {d.matched_by_name} matched by name, {d.matched_by_structure} by structure; "
       f"{d.unchanged} unchanged, {len(d.changed)} changed, {len(d.added)} added, {len(d.removed)} removed\n")
+    if d.before_view is not None and d.after_view is not None:
+        w(f"  before: {d.before_view.describe()} ({d.before_view.why})\n")
+        w(f"  after: {d.after_view.describe()} ({d.after_view.why})\n")
+    if d.basis != "as given":
+        w(f"  totals {d.basis} (the global program's figures brought to one device's):\n")
     for m in d.metrics:
         if m.before is None or m.after is None:
             w(f"  {m.name}: not available ({m.note})\n")
-        else:
-            pct = f" ({(m.after - m.before) / m.before:+.1%})" if m.before else ""
-            w(f"  {m.name}: {m.before:,.0f} -> {m.after:,.0f} {m.unit}{pct}\n")
+            continue
+        pct = f" ({(m.after - m.before) / m.before:+.1%})" if m.before else ""
+        w(f"  {m.name}: {m.before:,.0f} -> {m.after:,.0f} {m.unit}{pct}\n")
+        if m.before_as_given is not None and (m.before_as_given, m.after_as_given) != (m.before, m.after):
+            w(f"      as given {m.before_as_given:,.0f} -> {m.after_as_given:,.0f}; {m.note}\n")
     for title, rows in (("removed", d.removed), ("added", d.added)):
         if rows:
             w(f"{title}:\n")

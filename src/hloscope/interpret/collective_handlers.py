@@ -18,6 +18,7 @@ from hloscope.interpret.values import Value, zeros_of
 from hloscope.ir import Instruction, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
 from hloscope.ir.collective_shapes import group_size_problem
+from hloscope.ir.shapes.collectives import done_passes_operand, holds_result_only
 
 __all__ = ["groups", "operand_value", "reducer"]
 
@@ -97,7 +98,7 @@ def _all_gather(ctx: EvalContext, inst: Instruction, operands: Operands) -> Gene
         value = operand_value(inst, operands)
     result = yield from _rendezvous(inst, members, value,
                                     lambda xs, g: collectives.all_gather(_operands(xs), _local(len(g)), dim))
-    return (value, result) if start else result
+    return (value, result) if start and not holds_result_only(inst) else result
 
 
 @evaluates(Opcode.REDUCE_SCATTER)
@@ -144,7 +145,7 @@ def _collective_permute(ctx: EvalContext, inst: Instruction, operands: Operands)
         return collectives.collective_permute(_operands(xs), pairs)
 
     result = yield from _rendezvous(inst, everyone, value, combine)
-    if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START:
+    if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START and not holds_result_only(inst):
         extra = tuple(zeros_of(s) for s in inst.shape.elements[2:]) if isinstance(inst.shape, TupleShape) else ()
         return (value, result, *extra)
     return result
@@ -157,7 +158,8 @@ def _all_reduce_done(ctx: EvalContext, inst: Instruction, operands: Operands) ->
 
 @evaluates(Opcode.ALL_GATHER_DONE, Opcode.COLLECTIVE_PERMUTE_DONE)
 def _start_done(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    return operands[0][1]
+    # Note [Async collectives holding their result only] in ir/shapes/collectives.py
+    return operands[0] if done_passes_operand(inst) else operands[0][1]
 
 
 @evaluates(Opcode.REPLICA_ID)

@@ -8,10 +8,17 @@ scan its ScanExpander (one to_apply call per step, in order).
 
 Note [Dynamic shapes as bounds]
     hloscope's values always have their bound shape (``f32[<=4]`` is an f32[4] array) and
-    get-dimension-size gives the bound. set-dimension-size and SliceToDynamic zero the elements
-    past the size they set, which is what XLA:CPU hands back for such a result (f32[<=4] of
-    size 2: [a, b, 0, 0]); PadToStatic returns its operand and the bound sizes; SetBound is
-    its operand. The dynamic size itself is not carried further.
+    get-dimension-size gives the bound. set-dimension-size zeroes the elements past the size
+    it sets (XLA's DynamicPadder keeps a dynamic array padded to its bound inside a program);
+    PadToStatic returns its operand and the bound sizes; SetBound is its operand. The dynamic
+    size itself is not carried further, except to where XLA:CPU hands a dynamic array out:
+    SliceToDynamic (which DynamicPadder puts before every dynamic output) writes the elements
+    of the dynamic shape in row-major order at the front of the bound array ("dest_index =
+    delinearize(linearize(i, dynamic_dims), static_dims)", IrEmitter::EmitSliceToDynamic), so
+    s32[2,<=2,2] of sizes (2,1,2) holds x[0,0,:], x[1,0,:] first; past them XLA:CPU leaves the
+    buffer as it was, and hloscope writes zeros. A set-dimension-size whose value is an entry
+    output is handed out the same way. Each records the sizes it set for a set-dimension-size
+    that reads it (two dynamic dimensions set one after the other).
 """
 from __future__ import annotations
 
@@ -155,26 +162,61 @@ def _zero_past(x: np.ndarray, dim: int, size: int) -> np.ndarray:
     return out
 
 
+def _compact(x: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
+    """The elements of ``x[:sizes]`` in row-major order at the front of an array of ``x``'s
+    shape, zeros after (Note [Dynamic shapes as bounds])."""
+    sizes = tuple(min(max(int(n), 0), b) for n, b in zip(sizes, x.shape, strict=True))
+    region = np.asarray(x)[tuple(slice(0, n) for n in sizes)].reshape(-1)
+    out = np.zeros(x.size, x.dtype)
+    out[:region.size] = region
+    return out.reshape(x.shape)
+
+
+def _sizes_key(ctx: EvalContext, inst: Instruction) -> tuple[str, int, int]:
+    return ("dynamic-sizes", id(inst), ctx.device)
+
+
+def _is_entry_output(inst: Instruction) -> bool:
+    comp = inst.computation
+    if comp is None or not comp.is_entry:
+        return False
+    root = comp.root
+    return root is inst or (root.opcode is Opcode.TUPLE and any(o is inst for o in root.operands))
+
+
 @evaluates(Opcode.SET_DIMENSION_SIZE)
 def _set_dimension_size(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     # Note [Dynamic shapes as bounds]
-    return _zero_past(operands[0], inst.attrs["dimensions"][0], int(operands[1]))
+    x, dim, size = operands[0], inst.attrs["dimensions"][0], int(operands[1])
+    sizes = list(ctx.cache.get(_sizes_key(ctx, inst.operands[0]), np.shape(x)))
+    sizes[dim] = size
+    out = _zero_past(x, dim, size)
+    if _is_entry_output(inst):
+        return _compact(out, tuple(sizes))
+    ctx.cache[_sizes_key(ctx, inst)] = tuple(sizes)
+    return out
 
 
 @register_custom_call("SliceToDynamic")
 def _slice_to_dynamic(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     # Note [Dynamic shapes as bounds]: operands are the data and one s32 size per dimension.
-    out = operands[0]
-    for dim, size in enumerate(operands[1:]):
-        out = _zero_past(out, dim, int(size))
-    return out
+    sizes = tuple(int(n) for n in operands[1:])
+    ctx.cache[_sizes_key(ctx, inst)] = sizes
+    return _compact(operands[0], sizes)
 
 
 @register_custom_call("PadToStatic")
 def _pad_to_static(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    # Note [Dynamic shapes as bounds]: the sizes we know are the bounds.
-    x = operands[0]
-    return (x, *(np.asarray(n, np.int32) for n in x.shape))
+    # Note [Dynamic shapes as bounds]: an array a SliceToDynamic handed out goes back to its
+    # padded form with its sizes; otherwise the sizes we know are the bounds.
+    x = np.asarray(operands[0])
+    sizes = ctx.cache.get(_sizes_key(ctx, inst.operands[0])) if inst.operands[0].opcode is Opcode.CUSTOM_CALL else None
+    if sizes is None:
+        return (x, *(np.asarray(n, np.int32) for n in x.shape))
+    sizes = tuple(min(max(n, 0), b) for n, b in zip(sizes, x.shape, strict=True))
+    out = np.zeros_like(x)
+    out[tuple(slice(0, n) for n in sizes)] = x.reshape(-1)[:int(np.prod(sizes))].reshape(sizes)
+    return (out, *(np.asarray(n, np.int32) for n in sizes))
 
 
 @register_custom_call("SetBound")

@@ -55,6 +55,7 @@ from hloscope.interpret.values import TOKEN, Value, constant_value
 from hloscope.ir import Computation, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
 from hloscope.ir.op_table import OpTable
+from hloscope.ir.shapes.collectives import holds_result_only
 
 __all__ = ["Diverged", "LockstepContext", "applies", "run_lockstep", "stack_values", "unstack_value"]
 
@@ -580,7 +581,8 @@ def _all_gather(ctx: LockstepContext, inst: Instruction, operands: Operands) -> 
     dim = inst.attrs["dimensions"][0]
     if inst.opcode is Opcode.ALL_GATHER_START:
         value = operands[0] if len(operands) == 1 else tuple(operands)
-        return (value, collectives.all_gather_stacked(value, groups, dim))
+        gathered = collectives.all_gather_stacked(value, groups, dim)
+        return gathered if holds_result_only(inst) else (value, gathered)
     return collectives.all_gather_stacked(collective_handlers.operand_value(inst, operands), groups, dim)
 
 
@@ -616,7 +618,7 @@ def _collective_permute(ctx: LockstepContext, inst: Instruction, operands: Opera
     pairs = _cached(ctx, ("pairs", id(inst)), make)
     value = operands[0]
     result = collectives.collective_permute_stacked(value, pairs)
-    if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START:
+    if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START and not holds_result_only(inst):
         from hloscope.interpret.values import zeros_of
         extra = tuple(zeros_of(s) for s in inst.shape.elements[2:]) if isinstance(inst.shape, TupleShape) else ()
         return (value, result, *extra)

@@ -56,7 +56,8 @@ def infer_grid(module: Module) -> tuple[int, int, str | None]:
     if replicas is not None and partitions is not None:
         return replicas, partitions, None
     most = {"replica": 0, "partition": 0}
-    for inst in module.instructions():
+    # Only what runs: computations the entry never calls do not ask for devices.
+    for inst in (i for c in module.reachable_computations() for i in c.instructions):
         if inst.opcode.family is not Opcode.ALL_REDUCE.family:
             continue
         ids: list[int] = []

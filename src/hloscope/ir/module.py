@@ -92,6 +92,21 @@ class Module:
         for c in self.computations:
             yield from c.instructions
 
+    def reachable_computations(self) -> list[Computation]:
+        """The entry computation and every computation it calls, directly or not (entry first,
+        then depth-first). What else the module holds never runs: jax's path into XLA:CPU (its
+        importer into MLIR) drops it, as XLA's import tests show (hlo_to_mhlo/tests/import.hlo)."""
+        order, seen, stack = [], {self.entry}, [self.entry]
+        while stack:
+            comp = stack.pop()
+            order.append(comp)
+            for inst in comp.instructions:
+                for callee in inst.called_computations:
+                    if callee not in seen:
+                        seen.add(callee)
+                        stack.append(callee)
+        return order
+
     @property
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations)

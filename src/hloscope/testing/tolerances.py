@@ -11,7 +11,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["INDEXING", "REDUCTION", "LINALG", "assert_close"]
+__all__ = ["INDEXING", "REDUCTION", "LINALG", "MODULE", "module_tolerance", "assert_close"]
 
 INDEXING = {
     np.dtype(np.float32): dict(rtol=1e-6, atol=1e-6),
@@ -30,6 +30,34 @@ LINALG = {
     np.dtype(np.float16): dict(rtol=2e-3, atol=2e-3),
     np.dtype(ml_dtypes.bfloat16): dict(rtol=1e-2, atol=1e-2),
 }
+
+
+# Whole modules on random inputs (XLA's own test modules, tools/xla_sweep.py): ``rtol`` of each
+# element, and ``rms_atol`` times the leaf's root-mean-square magnitude, so the absolute part
+# scales with the leaf (a long sum that cancels to ~0 differs by ulps of its terms, which are
+# about the leaf's scale; Note [Sweep tolerance] in hloscope.testing.xla_modules). Looser than
+# the op families above: a module chains them, and XLA:CPU's transcendental kernels are
+# polynomials a few ulps off. Floats narrower than f16 (fp8, fp6, fp4) get about one ulp.
+MODULE = {
+    np.dtype(np.float64): dict(rtol=1e-9, rms_atol=1e-9),
+    np.dtype(np.complex128): dict(rtol=1e-9, rms_atol=1e-9),
+    np.dtype(np.float32): dict(rtol=1e-4, rms_atol=1e-4),
+    np.dtype(np.complex64): dict(rtol=1e-4, rms_atol=1e-4),
+    np.dtype(np.float16): dict(rtol=1e-2, rms_atol=1e-2),
+    np.dtype(ml_dtypes.bfloat16): dict(rtol=4e-2, rms_atol=4e-2),
+}
+_NARROW_FLOAT = dict(rtol=0.25, rms_atol=0.25)
+
+
+def module_tolerance(dtype) -> dict[str, float] | None:
+    """``MODULE``'s row for ``dtype`` (fp8 and narrower floats share one); None for integers,
+    preds and tokens, which must match exactly."""
+    dtype = np.dtype(dtype)
+    if dtype in MODULE:
+        return MODULE[dtype]
+    if dtype.kind == "V" and dtype.type.__module__.startswith("ml_dtypes") and "float" in dtype.name:
+        return _NARROW_FLOAT
+    return None
 
 
 def assert_close(ours: np.ndarray, theirs, table: dict, scale: float = 1.0) -> None:

@@ -40,6 +40,7 @@ from hloscope.errors import (
     ParseError,
     XlaCompileError,
 )
+from hloscope.xla.jaxlib_probes import PROBES
 from hloscope.xla.rewrite import Rewrite, needs_rewrite, recompilable_text
 
 __all__ = [
@@ -69,40 +70,9 @@ _INSTALL_HINT = "pip install 'hloscope[jax]'"
 # Probing jaxlib's private API
 
 
-# Each entry: attribute name in the namespace -> candidate dotted paths, first found wins.
-_PROBES: dict[str, tuple[str, ...]] = {
-    "hlo_module_from_text": (
-        "jax._src.lib.xla_client.hlo.hlo_module_from_text",
-        "jax._src.lib._jax.hlo_module_from_text",
-        "jax._src.lib.xla_client._xla.hlo_module_from_text",
-        "jax._src.lib.xla_extension.hlo_module_from_text",
-    ),
-    "hlo_module_cost_analysis": (
-        "jax._src.lib._jax.hlo_module_cost_analysis",
-        "jax._src.lib.xla_client._xla.hlo_module_cost_analysis",
-        "jax._src.lib.xla_extension.hlo_module_cost_analysis",
-    ),
-    "xla_computation_to_mlir_module": (
-        "jax._src.lib._jax.mlir.xla_computation_to_mlir_module",
-        "jax._src.lib.xla_client._xla.mlir.xla_computation_to_mlir_module",
-        "jax._src.lib.xla_extension.mlir.xla_computation_to_mlir_module",
-    ),
-    "XlaComputation": (
-        "jax._src.lib.xla_client.XlaComputation",
-        "jax._src.lib.xla_client.hlo.XlaComputation",
-    ),
-    "HloPrintOptions": (
-        "jax._src.lib.xla_client.hlo.HloPrintOptions",
-        "jax._src.lib._jax.HloPrintOptions",
-    ),
-    "CompileOptions": ("jax._src.lib.xla_client.CompileOptions", "jax._src.lib._jax.CompileOptions"),
-    "DeviceAssignment": (
-        "jax._src.lib.xla_client.DeviceAssignment",
-        "jax._src.lib._jax.DeviceAssignment",
-    ),
-    "DeviceList": ("jax._src.lib.xla_client.DeviceList", "jax._src.lib._jax.DeviceList"),
-    "get_backend": ("jax._src.xla_bridge.get_backend", "jax.extend.backend.get_backend"),
-}
+# Each entry: attribute name in the namespace -> candidate dotted paths, first found wins
+# (jaxlib_probes.py; a dict of this module's own, which tests may patch).
+_PROBES: dict[str, tuple[str, ...]] = dict(PROBES)
 
 
 def _resolve(path: str) -> Any:
@@ -143,6 +113,18 @@ def jaxlib_api() -> SimpleNamespace:
                 f"{_INSTALL_HINT} installs the tested version"
             )
     return SimpleNamespace(**found)
+
+
+def enable_x64() -> Any:
+    """jax's context manager that turns 64-bit types on: ``jax.enable_x64(True)`` (jax 0.7
+    and later), ``jax.experimental.enable_x64()`` before."""
+    import jax
+
+    if hasattr(jax, "enable_x64"):
+        return jax.enable_x64(True)
+    import importlib
+
+    return importlib.import_module("jax.experimental").enable_x64()  # gone from jax 0.10
 
 
 def available() -> bool:
@@ -352,7 +334,7 @@ class CompiledHlo:
                         f"got {arg.dtype}{list(arg.shape)}"
                     )
         # x64 on, so that jax's transfer keeps f64/s64 arrays as they are.
-        with jax.enable_x64(True):
+        with enable_x64():
             arrays = []
             for i in range(self.parameter_count):
                 # Own, contiguous copies: XLA:CPU may alias host memory of transferred arrays.
@@ -368,7 +350,7 @@ class CompiledHlo:
         import jax
 
         n = self.num_devices
-        with jax.enable_x64(True):
+        with enable_x64():
             try:
                 results = self.executable.execute_sharded(arrays)
                 per_output: list[Any] = results.disassemble_into_single_device_arrays()
@@ -476,13 +458,13 @@ def compile_hlo(
         executable = client.compile_and_load(mlir, api.DeviceList(tuple(devices)), options)
     except Exception as e:
         raise XlaCompileError(f"XLA:CPU could not compile the module: {e}") from None
-    if compile_partitions > 1:
-        # The partitioner changed the entry signature from global to per-device shapes.
-        partitioned = executable.hlo_modules()[0]
-        program_shape = api.XlaComputation(
-            partitioned.as_serialized_hlo_module_proto()).program_shape()
-        parameter_shapes = [leaf for s in program_shape.parameter_shapes()
-                            for leaf in _leaf_shapes(s)]
+    # The executable's own signature: the partitioner changes it from global to per-device
+    # shapes, and an entry_computation_layout that disagrees with the entry computation (XLA's
+    # layouts_and_names.hlo: f32 over an f16 computation) is dropped on the way to MLIR, while
+    # XlaComputation.program_shape() reads the layout.
+    compiled_module = executable.hlo_modules()[0]
+    program_shape = api.XlaComputation(compiled_module.as_serialized_hlo_module_proto()).program_shape()
+    parameter_shapes = [leaf for s in program_shape.parameter_shapes() for leaf in _leaf_shapes(s)]
     return CompiledHlo(
         executable=executable,
         devices=devices,

@@ -40,15 +40,8 @@ _PBTXT_FIELD = re.compile(r"([a-z_][a-z0-9_]*)\s*(?::|\{|<)")
 
 def _jaxlib() -> Any:
     """jaxlib's MLIR converter and HloModule class; one clear line when jax is missing."""
-    api = xla.jaxlib_api()  # raises MissingDependencyError naming the extra
-    try:
-        from jax._src.lib import _jax, xla_client
-
-        return _jax.mlir.mlir_module_to_xla_computation, xla_client.hlo.HloModule, api.HloPrintOptions
-    except (ImportError, AttributeError) as e:
-        raise MissingDependencyError(
-            f"this jaxlib has no MLIR-to-HLO converter ({e}); {_INSTALL_HINT} installs the tested version"
-        ) from None
+    api = xla.jaxlib_api()  # raises MissingDependencyError naming the extra; probes each name
+    return api.mlir_module_to_xla_computation, api.HloModule, api.HloPrintOptions
 
 
 def _module_text(hlo_module: Any, print_options_cls: Any) -> str:

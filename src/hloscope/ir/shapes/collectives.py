@@ -13,6 +13,7 @@ from hloscope.ir.shapes.rules import (
     ShapeInferenceError,
     array_shape,
     attribute,
+    compatible,
     dims_in_range,
     operand_shape,
     operand_shapes,
@@ -23,7 +24,43 @@ from hloscope.ir.shapes.rules import (
     with_context,
 )
 
-__all__: list[str] = []
+__all__ = ["holds_result_only", "done_passes_operand"]
+
+# Note [Async collectives holding their result only]
+#     XLA's all-gather-start declares (operands, results) and collective-permute-start
+#     (operand, result[, contexts]); their -done reads element 1. XLA's MLIR export writes them
+#     with the result's shape alone (all-gather-start f32[128,128], its -done f32[128,128] of
+#     it), as all-reduce-start always is (hlo_to_mhlo/tests/import_async.hlo), and XLA:CPU runs
+#     that form (jax's importer makes one async op of the pair). Both forms are accepted: a
+#     start whose declared shape is its result holds the result only, and its -done passes it on.
+
+
+def holds_result_only(start: Instruction) -> bool:
+    """Whether an all-gather-start or collective-permute-start declares its result's shape
+    alone instead of the (operands, results, ...) tuple (Note [Async collectives holding
+    their result only])."""
+    declared = start.shape
+    if start.opcode is Opcode.ALL_GATHER_START:
+        try:
+            result = tuple_or_single(list(_all_gather_result(start, 1)))
+        except ShapeInferenceError:
+            return False
+        ins = tuple_or_single([o.shape for o in start.operands])
+        return compatible(declared, result) and not compatible(declared, TupleShape((ins, result)))
+    if start.opcode is Opcode.COLLECTIVE_PERMUTE_START:
+        return not isinstance(declared, TupleShape) or compatible(declared, tuple_or_single([o.shape for o in start.operands]))
+    return False
+
+
+def done_passes_operand(done: Instruction) -> bool:
+    """Whether an all-gather-done or collective-permute-done returns its operand whole (a start
+    holding its result only) rather than element 1 of it."""
+    start = done.operands[0]
+    if start.opcode in (Opcode.ALL_GATHER_START, Opcode.COLLECTIVE_PERMUTE_START):
+        return holds_result_only(start)
+    operand = start.shape  # a start passed through a parameter or tuple: judge by the shapes
+    return not (isinstance(operand, TupleShape) and len(operand.elements) > 1
+                and compatible(operand.elements[1], done.shape))
 
 
 def _group_size(inst: Instruction) -> int | None:
@@ -113,10 +150,11 @@ def _all_gather(inst: Instruction) -> Shape:
 
 @shape_rule(Opcode.ALL_GATHER_START)
 def _all_gather_start(inst: Instruction) -> Shape:
-    """(operands, gathered results)."""
+    """(operands, gathered results), or the results alone (Note [Async collectives holding
+    their result only])."""
     ins = tuple_or_single([o.shape for o in inst.operands])
-    res = _all_gather_result(inst, 1)
-    return TupleShape((ins, tuple_or_single(list(res))))
+    res = tuple_or_single(list(_all_gather_result(inst, 1)))
+    return res if holds_result_only(inst) else TupleShape((ins, res))
 
 
 @shape_rule(Opcode.REDUCE_SCATTER)
@@ -142,7 +180,7 @@ def _collective_permute(inst: Instruction) -> Shape:
     """The operand's shape (the output buffer's in the 4-operand in-place form); start adds context."""
     shapes = [o.shape for o in inst.operands]
     inplace = len(shapes) == 4 and "slice_sizes" in inst.attrs  # (input, output, in/out offsets)
-    if inst.opcode is Opcode.COLLECTIVE_PERMUTE:
+    if inst.opcode is Opcode.COLLECTIVE_PERMUTE or holds_result_only(inst):
         return shapes[1] if inplace else tuple_or_single(shapes)
     if inplace:
         return with_context(inst, [shapes[0], shapes[1]])
@@ -161,7 +199,10 @@ _ELEMENT_OF_OPERAND = {Opcode.ALL_GATHER_DONE: 1, Opcode.COLLECTIVE_PERMUTE_DONE
 
 @shape_rule(*_ELEMENT_OF_OPERAND)
 def _done(inst: Instruction) -> Shape:
-    """A collective's -done returns its -start's result, element 1 of the start's tuple."""
+    """A collective's -done returns its -start's result, element 1 of the start's tuple, or the
+    start's value whole when it holds the result only."""
+    if done_passes_operand(inst):
+        return inst.operands[0].shape
     return tuple_element(inst, _ELEMENT_OF_OPERAND[inst.opcode])
 
 

@@ -124,8 +124,15 @@ def _recv_done(inst: Instruction) -> Shape:
 
 @shape_check(Opcode.RNG)
 def _check_rng(inst: Instruction) -> None:
+    """Two scalar bounds of the result's type. A third operand stands for StableHLO's shape
+    operand (``rng(a, b, shape)``, in XLA's RngExpander tests, of any type: u64[3], f16[3]):
+    XLA's importer into MLIR takes the shape from the declared result and never reads it, and
+    XLA:CPU runs such a module, so it is accepted and ignored."""
     out = declared_array(inst)
-    for i, s in enumerate(operand_shapes(inst)):
+    shapes = operand_shapes(inst)
+    if len(shapes) not in (2, 3):
+        raise ShapeInferenceError(f"rng takes two bounds (and optionally a shape), got {len(shapes)} operands")
+    for i, s in enumerate(shapes[:2]):
         if s.rank or s.element_type != out.element_type:
             raise ShapeInferenceError(f"rng bound {i} must be {out.element_type}[], got {shape_text(s)}")
 
