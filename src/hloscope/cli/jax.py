@@ -25,7 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hloscope.cli.common import EXIT_OK, EXIT_USAGE, command, console, emit_json
+from hloscope.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    command,
+    console,
+    emit_json,
+    output_dir,
+    output_file,
+)
 from hloscope.errors import HloscopeError, InputError
 
 __all__ = ["DumpedModule", "list_dumped_modules", "select_module", "program_command"]
@@ -106,11 +114,11 @@ def program_command(argv: list[str]) -> list[str]:
 
 
 def _configure_dump(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dir", metavar="DIR", help="dump into DIR and keep it (default: a temporary folder)")
+    p.add_argument("--dir", metavar="DIR", type=output_dir, help="dump into DIR and keep it (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep the temporary dump folder and print its path")
     p.add_argument("--json", action="store_true", help="list the modules as JSON")
     p.add_argument("--report", metavar="N|NAME", help="write the HTML report of this module (needs -o)")
-    p.add_argument("-o", "--output", metavar="OUT", help="where --report writes")
+    p.add_argument("-o", "--output", metavar="OUT", type=output_file, help="where --report writes")
     p.add_argument("--open", metavar="N|NAME",
                    help="print the path of this module's after-optimizations file (keeps the folder)")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
@@ -131,8 +139,9 @@ def _dump(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     keep = bool(args.dir or args.keep or args.open)
     if args.dir:
-        directory = Path(args.dir)
-        directory.mkdir(parents=True, exist_ok=True)
+        from hloscope.fileio import make_output_dir
+
+        directory = make_output_dir(args.dir)
     else:
         directory = Path(tempfile.mkdtemp(prefix="hloscope-dump-"))
     try:

@@ -7,16 +7,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hloscope.cli.common import EXIT_OK, EXIT_USAGE, command, emit_json, read_module, working
+from hloscope.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    command,
+    emit_json,
+    input_file,
+    non_negative_int,
+    output_file,
+    read_module,
+    working,
+)
 from hloscope.errors import InputError
 
 __all__: list[str] = []
 
 
 def _configure_report(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", nargs="?", metavar="FILE",
+    p.add_argument("file", nargs="?", metavar="FILE", type=input_file,
                    help="HLO text file (default: the bundled example module)")
-    p.add_argument("-o", "--output", metavar="OUT", default="report.html",
+    p.add_argument("-o", "--output", metavar="OUT", default="report.html", type=output_file,
                    help="where to write the HTML page (default: report.html)")
     p.add_argument("--hardware", metavar="NAME", help="hardware for the time estimate (a bundled name or a JSON file)")
 
@@ -91,13 +101,13 @@ class TerminalProgress:
 
 
 def _configure_graph(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
     p.add_argument("--computation", metavar="NAME", help="computation to draw (default: the entry)")
     p.add_argument("--around", metavar="INSTR", help="draw only the neighbourhood of this instruction")
-    p.add_argument("--depth", type=int, default=2, help="neighbourhood depth in operand/user steps (default 2)")
+    p.add_argument("--depth", type=non_negative_int, default=2, help="neighbourhood depth in operand/user steps (default 2)")
     p.add_argument("--expand", metavar="FUSION", action="append", default=[],
                    help="inline this fusion instruction's body (repeatable)")
-    p.add_argument("-o", "--output", metavar="OUT", required=True,
+    p.add_argument("-o", "--output", metavar="OUT", required=True, type=output_file,
                    help="out.dot for Graphviz text, out.svg for a drawing (needs Graphviz 'dot'), out.json for data")
 
 
@@ -140,10 +150,10 @@ def _graph(args: argparse.Namespace) -> int:
 
 
 def _configure_diff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("before", metavar="A", help="the module before")
-    p.add_argument("after", metavar="B", help="the module after")
+    p.add_argument("before", metavar="A", type=input_file, help="the module before")
+    p.add_argument("after", metavar="B", type=input_file, help="the module after")
     p.add_argument("--json", action="store_true", help="print the diff as JSON")
-    p.add_argument("--limit", type=int, default=40, help="rows shown per list in the text form (default 40)")
+    p.add_argument("--limit", type=non_negative_int, default=40, help="rows shown per list in the text form (default 40)")
 
 
 @command("diff", "compare two modules: added, removed and changed instructions, and the change in totals")(_configure_diff)
