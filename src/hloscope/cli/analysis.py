@@ -123,7 +123,9 @@ def _cost(args: argparse.Namespace) -> int:
         con.print(f"while loops: {len(r.trip_counts)} ({len(known)} with a known trip count"
                   + (f"; unknown, counted once: {', '.join(unknown[:8])}" if unknown else "") + ")")
     con.print("[dim]'as XLA counts' matches HloCostAnalysis: loop bodies once, custom calls -1; "
-              "'loop-aware' multiplies loops by their trip counts and counts gemm/conv/TopK custom calls.[/dim]")
+              "'loop-aware' multiplies loops by their trip counts and counts custom calls by meaning "
+              "(gemm, conv, TopK, threefry; sharding annotations nothing; others their operand and "
+              "result bytes).[/dim]")
     if top:
         t = Table(title=f"Costliest instructions by {args.by} (loop-aware)", title_justify="left")
         for col in ("instruction", "opcode", "FLOPs", "bytes", "op_name", "source"):
