@@ -100,6 +100,18 @@ class TerminalProgress:
         self.stream.flush()
 
 
+# A computation larger than this is drawn grouped by op_name namespace unless --group says
+# otherwise (Note [Namespace groups] in report/graphs.py): a picture of thousands of boxes
+# answers nothing, and a browser crawls over it.
+GRAPH_MAX_NODES = 300
+# Grouped by default: the deepest grouping into at most this many namespaces (a training
+# step's layers and passes), GRAPH_MAX_NODES nodes in all.
+GRAPH_GROUPS = 40
+# Without op_names, up to this many instructions are drawn one by one (a second or two);
+# beyond, consecutive runs of the program (group_by_order).
+GRAPH_ALL_NODES = 4000
+
+
 def _configure_graph(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
     p.add_argument("--computation", metavar="NAME", help="computation to draw (default: the entry)")
@@ -107,18 +119,32 @@ def _configure_graph(p: argparse.ArgumentParser) -> None:
     p.add_argument("--depth", type=non_negative_int, default=2, help="neighbourhood depth in operand/user steps (default 2)")
     p.add_argument("--expand", metavar="FUSION", action="append", default=[],
                    help="inline this fusion instruction's body (repeatable)")
+    p.add_argument("--group", type=non_negative_int, metavar="LEVELS",
+                   help="one node per op_name namespace of LEVELS parts (jit(f)/block0/attn: 3); 0 draws "
+                        f"every instruction; default: every instruction up to {GRAPH_MAX_NODES}, else the "
+                        f"deepest grouping into at most {GRAPH_GROUPS} namespaces")
+    p.add_argument("--graphviz", action="store_true",
+                   help="draw the .svg with Graphviz's 'dot' (installed separately; slow on big graphs) "
+                        "instead of hloscope's own layout")
     p.add_argument("-o", "--output", metavar="OUT", required=True, type=output_file,
-                   help="out.dot for Graphviz text, out.svg for a drawing (needs Graphviz 'dot'), out.json for data")
+                   help="out.svg for a drawing (no Graphviz needed), out.dot for Graphviz text, out.json for data")
 
 
-@command("graph", "write a computation's graph as DOT, SVG or JSON")(_configure_graph)
+@command("graph", "draw a computation's graph as SVG, or write it as DOT or JSON")(_configure_graph)
 def _graph(args: argparse.Namespace) -> int:
     from hloscope.fileio import atomic_write_text, check_not_input
-    from hloscope.report.graphs import computation_graph, neighbourhood_graph, render_svg
+    from hloscope.report.graphs import (
+        computation_graph,
+        group_by_namespace,
+        group_by_order,
+        namespace_depth_for,
+        neighbourhood_graph,
+        render_svg,
+    )
 
     suffix = Path(args.output).suffix.lower()
     if suffix not in (".dot", ".gv", ".svg", ".json"):
-        sys.stderr.write(f"hloscope graph: {args.output}: give a .dot, .svg or .json output path\n")
+        sys.stderr.write(f"hloscope graph: {args.output}: give a .svg, .dot or .json output path\n")
         return EXIT_USAGE
     check_not_input(args.output, [args.file])
     module = read_module(args.file, "graph")
@@ -136,16 +162,39 @@ def _graph(args: argparse.Namespace) -> int:
         graph = neighbourhood_graph(comp, args.around, args.depth)
     else:
         graph = computation_graph(comp, expand=set(args.expand))
-    if suffix == ".json":
-        import json
+    instructions = len(graph.nodes)
+    levels = args.group
+    segments = False
+    if levels is None and instructions > GRAPH_MAX_NODES:
+        levels = namespace_depth_for(graph, GRAPH_GROUPS, GRAPH_MAX_NODES)
+        if levels is None and instructions > GRAPH_ALL_NODES:
+            graph, segments = group_by_order(graph, GRAPH_MAX_NODES // 2), True
+    if levels:
+        graph = group_by_namespace(graph, levels)
+    with working(f"hloscope graph: drawing {len(graph.nodes):,} nodes"):
+        if suffix == ".json":
+            import json
 
-        text = json.dumps(graph.to_json(), indent=1)
-    elif suffix == ".svg":
-        text = render_svg(graph.to_dot())
-    else:
-        text = graph.to_dot()
+            text = json.dumps(graph.to_json(), indent=1)
+        elif suffix == ".svg" and args.graphviz:
+            text = render_svg(graph.to_dot())
+        elif suffix == ".svg":
+            from hloscope.report.graph_svg import graph_to_svg
+
+            text = graph_to_svg(graph)
+        else:
+            text = graph.to_dot()
     atomic_write_text(args.output, text)
-    sys.stdout.write(f"wrote {args.output} ({len(graph.nodes)} nodes, {len(graph.edges)} edges of {comp.name})\n")
+    what = f"{len(graph.nodes):,} nodes, {len(graph.edges):,} edges of {comp.name}"
+    if levels:
+        what += (f"; {instructions:,} instructions grouped by the first {levels} op_name level(s)"
+                 + ("" if args.group else ", --group 0 draws every one, --around NAME one's neighbourhood"))
+    elif segments:
+        what += (f"; no op_names to group by, so {instructions:,} instructions in runs of program order: "
+                 "--group 0 draws every one (slow), --around NAME one's neighbourhood")
+    elif instructions > GRAPH_MAX_NODES and args.group is None:
+        what += "; no op_names to group by: --around NAME draws one instruction's neighbourhood"
+    sys.stdout.write(f"wrote {args.output} ({what})\n")
     return EXIT_OK
 
 
