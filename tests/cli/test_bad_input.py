@@ -85,9 +85,9 @@ BAD_COUNTS = [
     ("buffers M --top -1", "--top"),
     ("graph M -o {tmp}/g.dot --around y --depth -1", "--depth"),
     ("diff M M --limit -1", "--limit"),
-    ("calibrate --seconds 0", "--seconds"),
-    ("calibrate --seconds -1", "--seconds"),
-    ("calibrate --seconds nan", "--seconds"),
+    ("calibrate --seconds 0 -o {tmp}/c.json", "--seconds"),
+    ("calibrate --seconds -1 -o {tmp}/c.json", "--seconds"),
+    ("calibrate --seconds nan -o {tmp}/c.json", "--seconds"),
     ("run M --replicas two", "--replicas"),
 ]
 
@@ -116,6 +116,13 @@ BAD_OTHER_INPUTS = [
     ("dump --dir M -- python -c pass", "M: is a file; give a directory"),
     ("dump --dir /proc/hloscope-x -- python -c pass", "cannot create this directory"),
     ("print M -o M", "refusing to overwrite the input file"),
+    ("hardware DIR", "DIR: is a directory"),
+    ("report M -o {tmp}/r.html --hardware DIR", "DIR: is a directory"),
+    ("report M -o {tmp}/r.html --hardware h900", "unknown hardware 'h900'"),
+    ("graph M -o {tmp}/g.svg --computation nosuch", "no computation 'nosuch'"),
+    ("graph M -o {tmp}/g.svg --around nosuch", "no instruction 'nosuch'"),
+    ("graph M -o {tmp}/g.svg --expand nosuch", "--expand nosuch: no fusion instruction"),
+    ("buffers DIR --module nosuch", "no '*-buffer-assignment.txt' buffer-assignment dump found"),
 ]
 
 

@@ -36,6 +36,10 @@ def _report(args: argparse.Namespace) -> int:
     from hloscope.api import load
     from hloscope.report import write_report
 
+    if args.hardware:  # a bad name or file is the user's error, not a note inside the page
+        from hloscope.analysis.hardware import load_hardware
+
+        load_hardware(args.hardware)
     path = args.file
     if path is None:
         from hloscope.examples import default_example_path
@@ -133,6 +137,7 @@ def _configure_graph(p: argparse.ArgumentParser) -> None:
 @command("graph", "draw a computation's graph as SVG, or write it as DOT or JSON")(_configure_graph)
 def _graph(args: argparse.Namespace) -> int:
     from hloscope.fileio import atomic_write_text, check_not_input
+    from hloscope.ir import Opcode
     from hloscope.report.graphs import (
         computation_graph,
         group_by_namespace,
@@ -158,6 +163,12 @@ def _graph(args: argparse.Namespace) -> int:
         comp = next((c for c in module.computations if any(i.name == args.around for i in c.instructions)), module.entry)
     else:
         comp = module.entry
+    fusions = {i.name for i in comp.instructions if i.opcode is Opcode.FUSION}
+    unknown = sorted(set(args.expand) - fusions)
+    if unknown:
+        raise InputError(f"--expand {unknown[0]}: no fusion instruction of that name in {comp.name}"
+                         + (f" (its fusions: {', '.join(sorted(fusions)[:8])}{' ...' if len(fusions) > 8 else ''})"
+                            if fusions else " (it has no fusions)"))
     if args.around:
         graph = neighbourhood_graph(comp, args.around, args.depth)
     else:
