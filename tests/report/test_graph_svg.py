@@ -133,4 +133,4 @@ def test_whole_real_module_drawn_quickly(gpt, stage, tmp_path, monkeypatch, caps
         assert len(_nodes(_svg(out.read_text()))) == len(entry.instructions)
     else:
         assert len(_nodes(root)) == len(entry.instructions)
-    assert seconds < 30, seconds  # about 2 s on a quiet 2-core VM
+    assert seconds < 60, seconds  # 1.5-5 s on this 2-core VM; Graphviz ran past 150 s
