@@ -55,6 +55,9 @@ def test_table_report_and_open(tmp_path: Path, capfd) -> None:
     import hloscope
 
     assert hloscope.load(opened).name == "jit_evaluate"
+    import shutil
+
+    shutil.rmtree(opened.parent)  # --open keeps the temporary folder for the user: not for a test
 
 
 def test_table_output(capfd) -> None:
