@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hloscope.errors import InputError
+from hloscope.fileio import read_input_bytes
 from hloscope.ir.module import Module
 from hloscope.text.parser import parse_module
 
@@ -40,14 +41,9 @@ def load(path: str | os.PathLike[str]) -> Module:
         name = "<stdin>"
     else:
         p = Path(path)
-        try:
-            data = p.read_bytes()
-        except FileNotFoundError:
-            raise InputError(f"{p}: no such file") from None
-        except IsADirectoryError:
-            raise InputError(f"{p}: is a directory; give a module file (HLO text, StableHLO, .pb)") from None
-        except OSError as e:
-            raise InputError(f"{p}: cannot read: {e.strerror}") from None
+        if p.is_dir():
+            raise InputError(f"{p}: is a directory; give a module file (HLO text, StableHLO, .pb)")
+        data = read_input_bytes(p)
         name = str(p)
     text = _hlo_text(data, name)
     del data  # the bytes are not needed while parsing (a 300 MB module's: 300 MB of fresh pages)

@@ -229,3 +229,48 @@ def test_read_module_errors_stay_the_loaders(tmp_path, capsys):
     assert main(["memory", str(tmp_path / "missing.hlo")]) == 1
     err = capsys.readouterr().err
     assert "missing.hlo: no such file" in err and "Traceback" not in err
+
+
+FRAMES_MODULE = """HloModule framed
+
+FileNames
+1 "train.py"
+2 "model.py"
+
+FunctionNames
+1 "main"
+2 "layer"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=30 end_line=30 column=0 end_column=0}
+2 {file_name_id=2 function_name_id=2 line=12 end_line=12 column=4 end_column=4}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=2 parent_frame_id=1}
+
+ENTRY main {
+  x = f32[64,64]{1,0} parameter(0)
+  d = f32[64,64]{1,0} dot(x, x), lhs_contracting_dims={1}, rhs_contracting_dims={0}, metadata={op_name="jit(f)/dot_general" stack_frame_id=2}
+  ROOT e = f32[64,64]{1,0} exponential(d), metadata={op_name="jit(f)/exp" source_file="old.py" source_line=7}
+}
+"""
+
+
+def test_cost_and_memory_name_the_same_source(tmp_path, capsys) -> None:
+    # Newer jax writes only a stack_frame_id; cost --top left the source column empty where
+    # memory filled it. Both now ask Module.source_location.
+    path = tmp_path / "framed.hlo"
+    path.write_text(FRAMES_MODULE)
+    m = hs.load(path)
+    assert m.source_location(m.entry.instruction("d")) == "model.py:12"  # the innermost frame
+    assert m.source_location(m.entry.instruction("e")) == "old.py:7"
+    assert m.source_location(m.entry.instruction("x")) is None
+    cost = run_json(capsys, "cost", "--json", "--top", "3", str(path))
+    assert {r["name"]: r["source"] for r in cost["per_instruction"]} == {"d": "model.py:12", "e": "old.py:7",
+                                                                         "x": None}
+    memory = run_json(capsys, "memory", "--json", "--top", "0", str(path))
+    sources = {b["instruction"]: b["source"] for b in memory["peak_buffers"]}
+    assert sources.get("d") == "model.py:12" or sources.get("e") == "old.py:7"
+    assert main(["cost", "--top", "2", str(path)]) == 0
+    assert "model.py:12" in capsys.readouterr().out

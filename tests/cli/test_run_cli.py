@@ -165,3 +165,29 @@ def test_gather_without_device_count_says_what_grid_it_runs_on(tmp_path, capsys)
     assert "runs on 8 replicas" in capsys.readouterr().err
     assert main(["run", str(mod), "--replicas", "1"]) == 3
     assert "gathers 8 shards" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["moe_a2a8", "gpt_dp8"])
+def test_per_device_outputs_have_jaxs_shapes_on_a_real_model(name, tmp_path, capsys) -> None:
+    # run --per-device on the shard_map MoE step before partitioning wrote its replicated
+    # scalars (the loss, the optimizer's step count) as shape (1,) where jax gives ().
+    pytest.importorskip("flax")
+    from hloscope.interpret.npz_io import device_values
+    from hloscope.testing.models import build
+    from tests.oracle_fixtures import assert_values_close
+
+    model = build(name)
+    mod = tmp_path / "pre.hlo"
+    mod.write_text(model.pre_text)
+    out = tmp_path / "out.npz"
+    n = model.num_devices
+    assert main(["run", str(mod), "--inputs", str(model.path / "global_inputs.npz"), "--partitions", str(n),
+                 "--per-device", "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    got = device_values(load_npz(out), "out", n)
+    expected = model.outputs()  # jax's outputs, device by device
+    scalars = [i for i, x in enumerate(expected[0]) if np.ndim(x) == 0]
+    assert scalars, "the step returns a replicated scalar (the loss)"
+    for k in range(n):
+        assert [np.shape(x) for x in got[k]] == [np.shape(x) for x in expected[k]]
+    assert_values_close(got, expected, model.meta["rtol"], model.meta["atol"])

@@ -84,8 +84,8 @@ def test_cli_graph_dot_and_json(tmp_path, m000):
 
 
 @pytest.mark.skipif(not dot_available(), reason="Graphviz 'dot' is not installed")
-def test_cli_graph_svg(tmp_path):
+def test_cli_graph_svg_via_graphviz(tmp_path):
     svg = tmp_path / "g.svg"
     name = next(c.name for c in hloscope.load(SEED_FILES["000"]).computations if c.name.startswith("fused"))
-    assert main(["graph", str(SEED_FILES["000"]), "--computation", name, "-o", str(svg)]) == 0
-    assert "<svg" in svg.read_text()
+    assert main(["graph", str(SEED_FILES["000"]), "--computation", name, "--graphviz", "-o", str(svg)]) == 0
+    assert "<svg" in svg.read_text() and 'class="node"' in svg.read_text()

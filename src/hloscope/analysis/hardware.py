@@ -23,7 +23,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -34,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InputError
+from hloscope.fileio import atomic_write_text, path_error, read_input_text
 
 __all__ = [
     "LinkSpec",
@@ -323,10 +323,10 @@ def load_hardware(name_or_path: str | os.PathLike[str]) -> HardwareSpec:
     looks_like_path = text.endswith(".json") or os.sep in text or (os.altsep or os.sep) in text
     if looks_like_path or (Path(text).is_file() and not _is_bundled(text)):
         path = Path(text)
+        if not path.exists():
+            raise InputError(f"no hardware profile file at {path}")
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"no hardware profile file at {path}") from None
+            data = json.loads(read_input_text(path, "a hardware profile (JSON)"))
         except json.JSONDecodeError as e:
             raise InputError(f"{path}:{e.lineno}:{e.colno}: invalid JSON in hardware profile: {e.msg}") from None
         return HardwareSpec.from_json(data, origin=str(path))
@@ -349,17 +349,11 @@ def save_hardware(spec: HardwareSpec, path: str | os.PathLike[str]) -> Path:
     """Write ``spec`` as profile JSON, atomically (temp file in the same directory, then
     ``os.replace``), so a reader never sees half a file. Returns the path written."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(_to_text(spec.to_json()))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise path_error(target.parent, e, writing=True) from None
+    atomic_write_text(target, _to_text(spec.to_json()))
     return target
 
 

@@ -12,6 +12,11 @@ from hloscope.cli.common import (
     format_bytes,
     format_count,
     format_seconds,
+    input_file,
+    non_negative_int,
+    output_file,
+    positive_float,
+    positive_int,
     read_module,
     short,
     working,
@@ -24,7 +29,7 @@ def _configure_buffers(p: argparse.ArgumentParser) -> None:
     p.add_argument("dump", metavar="DUMP",
                    help="an XLA buffer-assignment dump: a file (joined or split form), a file prefix, or a dump directory")
     p.add_argument("--module", help="which module, when DUMP is a directory holding several")
-    p.add_argument("--top", type=int, default=15, help="how many of the biggest buffers to list (default 15)")
+    p.add_argument("--top", type=non_negative_int, default=15, help="how many of the biggest buffers to list (default 15)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
 
@@ -79,10 +84,10 @@ _seconds = format_seconds
 
 # --- cost ---------------------------------------------------------------------------------------
 def _configure_cost(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--per-op", action="store_true", help="list the costliest instructions (20 unless --top says)")
-    p.add_argument("--top", type=int, help="list this many of the costliest instructions (implies --per-op)")
+    p.add_argument("--top", type=non_negative_int, help="list this many of the costliest instructions (implies --per-op)")
     p.add_argument("--by", choices=("flops", "bytes_accessed", "transcendentals"), default="flops",
                    help="order of the --per-op list (default flops)")
 
@@ -119,7 +124,9 @@ def _cost(args: argparse.Namespace) -> int:
         con.print(f"while loops: {len(r.trip_counts)} ({len(known)} with a known trip count"
                   + (f"; unknown, counted once: {', '.join(unknown[:8])}" if unknown else "") + ")")
     con.print("[dim]'as XLA counts' matches HloCostAnalysis: loop bodies once, custom calls -1; "
-              "'loop-aware' multiplies loops by their trip counts and counts gemm/conv/TopK custom calls.[/dim]")
+              "'loop-aware' multiplies loops by their trip counts and counts custom calls by meaning "
+              "(gemm, conv, TopK, threefry; sharding annotations nothing; others their operand and "
+              "result bytes).[/dim]")
     if top:
         t = Table(title=f"Costliest instructions by {args.by} (loop-aware)", title_justify="left")
         for col in ("instruction", "opcode", "FLOPs", "bytes", "op_name", "source"):
@@ -137,10 +144,10 @@ def _plural(n: int, word: str) -> str:
 
 # --- collectives --------------------------------------------------------------------------------
 def _configure_collectives(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
-    p.add_argument("--replicas", type=int, help="number of replicas (default: the module's, or the replica groups')")
-    p.add_argument("--partitions", type=int, help="number of partitions (default: the module's)")
-    p.add_argument("--top", type=int, default=20,
+    p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
+    p.add_argument("--replicas", type=positive_int, help="number of replicas (default: the module's, or the replica groups')")
+    p.add_argument("--partitions", type=positive_int, help="number of partitions (default: the module's)")
+    p.add_argument("--top", type=non_negative_int, default=20,
                    help="how many collectives to list, most bytes on the wire first (default 20; 0: all)")
     p.add_argument("--json", action="store_true", help="print the report as JSON (every collective)")
 
@@ -190,11 +197,11 @@ def _collectives(args: argparse.Namespace) -> int:
 
 # --- estimate / hardware / calibrate ------------------------------------------------------------
 def _configure_estimate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
     p.add_argument("--hardware", required=True, metavar="NAME",
                    help="a profile name (see `hloscope hardware`) or a profile JSON file")
-    p.add_argument("--top", type=int, default=15, help="how many of the longest operations to list")
-    p.add_argument("--trace", metavar="OUT", help="write the simulated schedule as a Chrome/Perfetto trace JSON")
+    p.add_argument("--top", type=non_negative_int, default=15, help="how many of the longest operations to list")
+    p.add_argument("--trace", metavar="OUT", type=output_file, help="write the simulated schedule as a Chrome/Perfetto trace JSON")
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
 
 
@@ -268,9 +275,9 @@ def _hardware(args: argparse.Namespace) -> int:
 
 
 def _configure_calibrate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-o", "--output", default="cpu-calibrated.json", metavar="OUT",
+    p.add_argument("-o", "--output", default="cpu-calibrated.json", metavar="OUT", type=output_file,
                    help="where to write the profile (default cpu-calibrated.json)")
-    p.add_argument("--seconds", type=float, default=2.0, help="measurement budget (default 2 s)")
+    p.add_argument("--seconds", type=positive_float, default=2.0, help="measurement budget (default 2 s)")
     p.add_argument("--name", default="cpu-calibrated", help="the profile's name")
 
 
@@ -290,11 +297,11 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 # --- memory -------------------------------------------------------------------------------------
 def _configure_memory(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
     p.add_argument("--schedule", choices=("module", "xla", "min-memory"), default="module",
                    help="module: the module's own order (default); min-memory: a memory-minimizing list scheduler")
-    p.add_argument("--top", type=int, default=15, help="how many peak buffers to list")
-    p.add_argument("--dump", metavar="OUT", help="write the assignment in XLA's BufferAssignment text form")
+    p.add_argument("--top", type=non_negative_int, default=15, help="how many peak buffers to list (0: all)")
+    p.add_argument("--dump", metavar="OUT", type=output_file, help="write the assignment in XLA's BufferAssignment text form")
     p.add_argument("--backend", choices=("cpu", "gpu", "tpu"), default=None,
                    help="the backend whose peak_memory_in_bytes to compute as XLA does (default: guessed "
                         "from the module: GPU custom calls, TPU tiled layouts, else CPU)")

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_VERIFY", "EXIT_INTERNAL",
            "EXIT_INTERRUPTED", "command", "console", "emit_json", "file_arg", "format_bytes", "short", "working",
-           "read_module"]
+           "read_module", "input_file", "output_file", "output_dir", "positive_int", "non_negative_int",
+           "positive_float", "check_paths", "InputPath", "OutputPath", "OutputDir"]
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_VERIFY, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
 
@@ -133,8 +134,101 @@ def format_json(obj: Any, depth: int = 0) -> str:
 
 def file_arg(p: argparse.ArgumentParser, optional: bool = False) -> None:
     """Add the FILE positional argument."""
-    p.add_argument("file", nargs="?" if optional else None, metavar="FILE",
+    p.add_argument("file", nargs="?" if optional else None, metavar="FILE", type=input_file,
                    help="HLO text file ('-' reads standard input)")
+
+
+# Note [Argument types]
+# ---------------------
+# Every command declares its paths and counts with these types, so one rule holds for all:
+# a count out of range is a usage error (exit 2, argparse's message with the option's name),
+# found before anything is read; a path that cannot be read or written is bad input (exit 1,
+# one line naming the path), found by ``check_paths`` before the command starts its work, so
+# an hour's run never ends in a refused write. The files themselves are opened only through
+# hloscope.fileio, which turns what the file system says into the same one-line errors.
+
+
+class InputPath(str):
+    """A path the command reads (checked by ``check_paths``; ``-`` is standard input)."""
+
+    __slots__ = ()
+
+
+class OutputPath(str):
+    """A file the command writes (checked by ``check_paths``)."""
+
+    __slots__ = ()
+
+
+class OutputDir(str):
+    """A folder the command writes into, made when missing (checked by ``check_paths``)."""
+
+    __slots__ = ()
+
+
+def input_file(text: str) -> InputPath:
+    """argparse type of a file to read."""
+    return InputPath(text)
+
+
+def output_file(text: str) -> OutputPath:
+    """argparse type of a file to write."""
+    return OutputPath(text)
+
+
+def output_dir(text: str) -> OutputDir:
+    """argparse type of a folder to write into."""
+    return OutputDir(text)
+
+
+def _bounded_int(minimum: int, what: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be {what}, got {value}")
+        return value
+
+    parse.__name__ = f"int >= {minimum}"
+    return parse
+
+
+positive_int = _bounded_int(1, "1 or more")
+non_negative_int = _bounded_int(0, "0 or more")
+
+
+def positive_float(text: str) -> float:
+    """argparse type of a positive finite number (seconds, budgets)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """Check every path argument of ``args`` (Note [Argument types]); ``InputError`` on the first
+    that cannot be read or written. Outputs must also differ from every input."""
+    from hloscope.fileio import check_input_path, check_not_input, check_output_path
+
+    values: list[object] = []
+    for v in vars(args).values():
+        values.extend(v if isinstance(v, list) else [v])
+    inputs = [v for v in values if isinstance(v, InputPath)]
+    for v in inputs:
+        check_input_path(v)
+    for v in values:
+        if isinstance(v, OutputPath):
+            check_output_path(v)
+            check_not_input(v, list(inputs))
+        elif isinstance(v, OutputDir) and os.path.exists(v) and not os.path.isdir(v):
+            from hloscope.errors import InputError
+
+            raise InputError(f"{v}: is a file; give a directory")
 
 
 # Note [One unit convention]

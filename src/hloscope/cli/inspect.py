@@ -12,6 +12,8 @@ from hloscope.cli.common import (
     emit_json,
     file_arg,
     format_bytes,
+    output_file,
+    positive_int,
     read_module,
     working,
 )
@@ -80,7 +82,7 @@ def _configure_print(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-metadata", action="store_true", help="leave out metadata={...}")
     p.add_argument("--style", choices=("as-read", "new", "old"), default="as-read",
                    help="as-read (default): the style of the input; new: bare names; old: %%names with typed operands")
-    p.add_argument("-o", "--output", metavar="OUT", help="write to OUT (atomically) instead of standard output")
+    p.add_argument("-o", "--output", metavar="OUT", type=output_file, help="write to OUT (atomically) instead of standard output")
 
 
 @command("print", "print a module back as HLO text that XLA's parser accepts")(_configure_print)
@@ -113,8 +115,8 @@ def _print(args: argparse.Namespace) -> int:
 def _configure_verify(p: argparse.ArgumentParser) -> None:
     file_arg(p)
     p.add_argument("--json", action="store_true", help="print the diagnostics as JSON")
-    p.add_argument("--replicas", type=int, help="check collectives against this many replicas (default: the module's)")
-    p.add_argument("--partitions", type=int, help="check collectives against this many partitions (default: the module's)")
+    p.add_argument("--replicas", type=positive_int, help="check collectives against this many replicas (default: the module's)")
+    p.add_argument("--partitions", type=positive_int, help="check collectives against this many partitions (default: the module's)")
 
 
 @command("verify", "check a module is well formed: shapes re-inferred, structure linted")(_configure_verify)

@@ -5,11 +5,21 @@
     hloscope dump --report train_step -o step.html -- python train.py
     hloscope dump --open 16 -- python train.py      # prints the module's file for other commands
 
-The program runs in a subprocess with ``--xla_dump_to=<dir> --xla_dump_hlo_as_text`` appended to
-its ``XLA_FLAGS``; every module XLA compiled is read back from its after-optimizations text and
-measured with hloscope's own analyses (FLOPs, live-range peak). The program's output passes
-through (with ``--json`` its standard output goes to standard error, so ours stays JSON), and a
-non-zero exit code of the program is reported and returned.
+The program runs in a subprocess with ``--xla_dump_to=<dir> --xla_dump_hlo_as_text
+--xla_dump_large_constants`` appended to its ``XLA_FLAGS``; every module XLA compiled is read back
+from its after-optimizations text and measured with hloscope's own analyses (FLOPs, live-range
+peak). The program's output passes through (with ``--json`` its standard output goes to standard
+error, so ours stays JSON), and a non-zero exit code of the program is reported and returned.
+
+Note [What dump keeps]
+    XLA:CPU writes far more than HLO: LLVM IR before and after optimization and an object file
+    per kernel, debug options, the MLIR it was given (724 files, 13 MB for one small GPT step).
+    ``dump`` keeps the HLO text (before and after optimizations) and the buffer-assignment files
+    (``*-buffer-assignment.txt``, its values, live ranges and XLA's memory report), the ``.txt``
+    files every hloscope command reads, and deletes the rest unless ``--all-files``. Large
+    constants are printed in full (``--xla_dump_large_constants``; ``--elide-constants`` leaves
+    XLA's ``{...}``), so a dumped module can be run. The folder is kept whenever a path into it
+    is printed (``--dir``, ``--keep``, ``--json``, ``--open``), and removed otherwise.
 """
 from __future__ import annotations
 
@@ -25,10 +35,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hloscope.cli.common import EXIT_OK, EXIT_USAGE, command, console, emit_json
+from hloscope.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    command,
+    console,
+    emit_json,
+    output_dir,
+    output_file,
+)
 from hloscope.errors import HloscopeError, InputError
 
-__all__ = ["DumpedModule", "list_dumped_modules", "select_module", "program_command"]
+__all__ = ["DumpedModule", "list_dumped_modules", "select_module", "program_command", "prune_dump"]
 
 _AFTER = re.compile(r"^module_(\d+)\.(.+?)\.(?:[a-z]+_)?after_optimizations\.txt$")
 
@@ -50,9 +68,13 @@ class DumpedModule:
     flops: float | None
     peak_bytes: int | None
     error: str | None = None
+    before_path: str | None = None  # the module before XLA's optimizations, when dumped
+    buffer_assignment_path: str | None = None  # XLA's buffer assignment, when dumped
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "path": self.path,
+                "before_optimizations_path": self.before_path,
+                "buffer_assignment_path": self.buffer_assignment_path,
                 "size_bytes": self.size_bytes, "flops": self.flops,
                 "peak_bytes": self.peak_bytes, "error": self.error}
 
@@ -79,8 +101,34 @@ def list_dumped_modules(directory: str | os.PathLike[str]) -> list[DumpedModule]
             error = str(e).splitlines()[0]
         except Exception as e:  # one unreadable module must not hide the others
             error = f"internal error: {type(e).__name__}: {e}"
-        modules.append(DumpedModule(index, name, str(p), p.stat().st_size, flops, peak, error))
+        before = p.with_name(f"module_{index:04d}.{name}.before_optimizations.txt")
+        assignment = p.with_name(p.name[: -len(".txt")] + "-buffer-assignment.txt")
+        modules.append(DumpedModule(index, name, str(p), p.stat().st_size, flops, peak, error,
+                                    str(before) if before.is_file() else None,
+                                    str(assignment) if assignment.is_file() else None))
     return modules
+
+
+def prune_dump(directory: str | os.PathLike[str], spare: frozenset[str] = frozenset()) -> tuple[int, int]:
+    """Delete what hloscope does not read from an XLA dump folder (Note [What dump keeps]):
+    everything but ``.txt`` files, subfolders included, except the entries named in ``spare``
+    (what the folder held before the run: a ``--dir`` may be the user's). Returns (files
+    deleted, bytes freed)."""
+    files = freed = 0
+    for p in sorted(Path(directory).iterdir()):
+        if p.name in spare:
+            continue
+        if p.is_dir() and not p.is_symlink():
+            for q in p.rglob("*"):
+                if q.is_file():
+                    files += 1
+                    freed += q.stat().st_size
+            shutil.rmtree(p, ignore_errors=True)
+        elif not p.name.endswith(".txt"):
+            files += 1
+            freed += p.stat().st_size
+            p.unlink(missing_ok=True)
+    return files, freed
 
 
 def select_module(modules: list[DumpedModule], key: str) -> DumpedModule:
@@ -106,11 +154,18 @@ def program_command(argv: list[str]) -> list[str]:
 
 
 def _configure_dump(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dir", metavar="DIR", help="dump into DIR and keep it (default: a temporary folder)")
+    p.add_argument("--dir", metavar="DIR", type=output_dir, help="dump into DIR and keep it (default: a temporary folder)")
     p.add_argument("--keep", action="store_true", help="keep the temporary dump folder and print its path")
-    p.add_argument("--json", action="store_true", help="list the modules as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="list the modules as JSON (keeps the folder: the JSON gives paths into it)")
+    p.add_argument("--all-files", action="store_true",
+                   help="keep everything XLA wrote (LLVM IR, object files, debug options), not only "
+                        "the HLO text and buffer assignments")
+    p.add_argument("--elide-constants", action="store_true",
+                   help="leave XLA's large constants elided ({...}) as it prints them by default; "
+                        "smaller files, but the modules cannot be run")
     p.add_argument("--report", metavar="N|NAME", help="write the HTML report of this module (needs -o)")
-    p.add_argument("-o", "--output", metavar="OUT", help="where --report writes")
+    p.add_argument("-o", "--output", metavar="OUT", type=output_file, help="where --report writes")
     p.add_argument("--open", metavar="N|NAME",
                    help="print the path of this module's after-optimizations file (keeps the folder)")
     p.add_argument("program", nargs=argparse.REMAINDER, metavar="-- PROGRAM [ARGS]",
@@ -129,10 +184,11 @@ def _dump(args: argparse.Namespace) -> int:
     if args.report and not args.output:
         sys.stderr.write("hloscope dump: --report needs -o OUT.html\n")
         return EXIT_USAGE
-    keep = bool(args.dir or args.keep or args.open)
+    keep = bool(args.dir or args.keep or args.open or args.json)
     if args.dir:
-        directory = Path(args.dir)
-        directory.mkdir(parents=True, exist_ok=True)
+        from hloscope.fileio import make_output_dir
+
+        directory = make_output_dir(args.dir)
     else:
         directory = Path(tempfile.mkdtemp(prefix="hloscope-dump-"))
     try:
@@ -143,8 +199,11 @@ def _dump(args: argparse.Namespace) -> int:
 
 
 def _run_and_list(args: argparse.Namespace, argv: list[str], directory: Path, keep: bool) -> int:
+    spare = frozenset(p.name for p in directory.iterdir())  # a --dir may hold the user's files
     env = dict(os.environ)
     flags = f"--xla_dump_to={directory} --xla_dump_hlo_as_text"
+    if not args.elide_constants:
+        flags += " --xla_dump_large_constants"
     env["XLA_FLAGS"] = f"{env['XLA_FLAGS']} {flags}" if env.get("XLA_FLAGS") else flags
     cmd = program_command(argv)
     sys.stdout.flush()
@@ -156,6 +215,8 @@ def _run_and_list(args: argparse.Namespace, argv: list[str], directory: Path, ke
         raise InputError(f"cannot run {shlex.join(argv)}: {argv[0]} not found") from None
     except PermissionError:
         raise InputError(f"cannot run {shlex.join(argv)}: {argv[0]} is not executable") from None
+    if not args.all_files:
+        prune_dump(directory, spare)
     modules = list_dumped_modules(directory)
     if proc.returncode != 0:
         sys.stderr.write(f"hloscope dump: {shlex.join(argv)} exited with code {proc.returncode}\n")

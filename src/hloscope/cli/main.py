@@ -16,6 +16,7 @@ from hloscope.cli.common import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
+    check_paths,
 )
 from hloscope.errors import HloscopeError
 from hloscope.gc_pause import cyclic_gc_paused
@@ -76,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     run = COMMANDS[args.command][0]
     try:
+        check_paths(args)  # Note [Argument types] in cli/common.py
         if args.command in _EXECUTING_COMMANDS:
             return run(args)
         # A command reads a module, answers and exits: the cyclic collector would only walk the

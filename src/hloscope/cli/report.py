@@ -7,16 +7,26 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hloscope.cli.common import EXIT_OK, EXIT_USAGE, command, emit_json, read_module, working
+from hloscope.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    command,
+    emit_json,
+    input_file,
+    non_negative_int,
+    output_file,
+    read_module,
+    working,
+)
 from hloscope.errors import InputError
 
 __all__: list[str] = []
 
 
 def _configure_report(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", nargs="?", metavar="FILE",
+    p.add_argument("file", nargs="?", metavar="FILE", type=input_file,
                    help="HLO text file (default: the bundled example module)")
-    p.add_argument("-o", "--output", metavar="OUT", default="report.html",
+    p.add_argument("-o", "--output", metavar="OUT", default="report.html", type=output_file,
                    help="where to write the HTML page (default: report.html)")
     p.add_argument("--hardware", metavar="NAME", help="hardware for the time estimate (a bundled name or a JSON file)")
 
@@ -26,6 +36,10 @@ def _report(args: argparse.Namespace) -> int:
     from hloscope.api import load
     from hloscope.report import write_report
 
+    if args.hardware:  # a bad name or file is the user's error, not a note inside the page
+        from hloscope.analysis.hardware import load_hardware
+
+        load_hardware(args.hardware)
     path = args.file
     if path is None:
         from hloscope.examples import default_example_path
@@ -90,25 +104,52 @@ class TerminalProgress:
         self.stream.flush()
 
 
+# A computation larger than this is drawn grouped by op_name namespace unless --group says
+# otherwise (Note [Namespace groups] in report/graphs.py): a picture of thousands of boxes
+# answers nothing, and a browser crawls over it.
+GRAPH_MAX_NODES = 300
+# Grouped by default: the deepest grouping into at most this many namespaces (a training
+# step's layers and passes), GRAPH_MAX_NODES nodes in all.
+GRAPH_GROUPS = 40
+# Without op_names, up to this many instructions are drawn one by one (a second or two);
+# beyond, consecutive runs of the program (group_by_order).
+GRAPH_ALL_NODES = 4000
+
+
 def _configure_graph(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
     p.add_argument("--computation", metavar="NAME", help="computation to draw (default: the entry)")
     p.add_argument("--around", metavar="INSTR", help="draw only the neighbourhood of this instruction")
-    p.add_argument("--depth", type=int, default=2, help="neighbourhood depth in operand/user steps (default 2)")
+    p.add_argument("--depth", type=non_negative_int, default=2, help="neighbourhood depth in operand/user steps (default 2)")
     p.add_argument("--expand", metavar="FUSION", action="append", default=[],
                    help="inline this fusion instruction's body (repeatable)")
-    p.add_argument("-o", "--output", metavar="OUT", required=True,
-                   help="out.dot for Graphviz text, out.svg for a drawing (needs Graphviz 'dot'), out.json for data")
+    p.add_argument("--group", type=non_negative_int, metavar="LEVELS",
+                   help="one node per op_name namespace of LEVELS parts (jit(f)/block0/attn: 3); 0 draws "
+                        f"every instruction; default: every instruction up to {GRAPH_MAX_NODES}, else the "
+                        f"deepest grouping into at most {GRAPH_GROUPS} namespaces")
+    p.add_argument("--graphviz", action="store_true",
+                   help="draw the .svg with Graphviz's 'dot' (installed separately; slow on big graphs) "
+                        "instead of hloscope's own layout")
+    p.add_argument("-o", "--output", metavar="OUT", required=True, type=output_file,
+                   help="out.svg for a drawing (no Graphviz needed), out.dot for Graphviz text, out.json for data")
 
 
-@command("graph", "write a computation's graph as DOT, SVG or JSON")(_configure_graph)
+@command("graph", "draw a computation's graph as SVG, or write it as DOT or JSON")(_configure_graph)
 def _graph(args: argparse.Namespace) -> int:
     from hloscope.fileio import atomic_write_text, check_not_input
-    from hloscope.report.graphs import computation_graph, neighbourhood_graph, render_svg
+    from hloscope.ir import Opcode
+    from hloscope.report.graphs import (
+        computation_graph,
+        group_by_namespace,
+        group_by_order,
+        namespace_depth_for,
+        neighbourhood_graph,
+        render_svg,
+    )
 
     suffix = Path(args.output).suffix.lower()
     if suffix not in (".dot", ".gv", ".svg", ".json"):
-        sys.stderr.write(f"hloscope graph: {args.output}: give a .dot, .svg or .json output path\n")
+        sys.stderr.write(f"hloscope graph: {args.output}: give a .svg, .dot or .json output path\n")
         return EXIT_USAGE
     check_not_input(args.output, [args.file])
     module = read_module(args.file, "graph")
@@ -122,28 +163,57 @@ def _graph(args: argparse.Namespace) -> int:
         comp = next((c for c in module.computations if any(i.name == args.around for i in c.instructions)), module.entry)
     else:
         comp = module.entry
+    fusions = {i.name for i in comp.instructions if i.opcode is Opcode.FUSION}
+    unknown = sorted(set(args.expand) - fusions)
+    if unknown:
+        raise InputError(f"--expand {unknown[0]}: no fusion instruction of that name in {comp.name}"
+                         + (f" (its fusions: {', '.join(sorted(fusions)[:8])}{' ...' if len(fusions) > 8 else ''})"
+                            if fusions else " (it has no fusions)"))
     if args.around:
         graph = neighbourhood_graph(comp, args.around, args.depth)
     else:
         graph = computation_graph(comp, expand=set(args.expand))
-    if suffix == ".json":
-        import json
+    instructions = len(graph.nodes)
+    levels = args.group
+    segments = False
+    if levels is None and instructions > GRAPH_MAX_NODES:
+        levels = namespace_depth_for(graph, GRAPH_GROUPS, GRAPH_MAX_NODES)
+        if levels is None and instructions > GRAPH_ALL_NODES:
+            graph, segments = group_by_order(graph, GRAPH_MAX_NODES // 2), True
+    if levels:
+        graph = group_by_namespace(graph, levels)
+    with working(f"hloscope graph: drawing {len(graph.nodes):,} nodes"):
+        if suffix == ".json":
+            import json
 
-        text = json.dumps(graph.to_json(), indent=1)
-    elif suffix == ".svg":
-        text = render_svg(graph.to_dot())
-    else:
-        text = graph.to_dot()
+            text = json.dumps(graph.to_json(), indent=1)
+        elif suffix == ".svg" and args.graphviz:
+            text = render_svg(graph.to_dot())
+        elif suffix == ".svg":
+            from hloscope.report.graph_svg import graph_to_svg
+
+            text = graph_to_svg(graph)
+        else:
+            text = graph.to_dot()
     atomic_write_text(args.output, text)
-    sys.stdout.write(f"wrote {args.output} ({len(graph.nodes)} nodes, {len(graph.edges)} edges of {comp.name})\n")
+    what = f"{len(graph.nodes):,} nodes, {len(graph.edges):,} edges of {comp.name}"
+    if levels:
+        what += (f"; {instructions:,} instructions grouped by the first {levels} op_name level(s)"
+                 + ("" if args.group else ", --group 0 draws every one, --around NAME one's neighbourhood"))
+    elif segments:
+        what += (f"; no op_names to group by, so {instructions:,} instructions in runs of program order: "
+                 "--group 0 draws every one (slow), --around NAME one's neighbourhood")
+    elif instructions > GRAPH_MAX_NODES and args.group is None:
+        what += "; no op_names to group by: --around NAME draws one instruction's neighbourhood"
+    sys.stdout.write(f"wrote {args.output} ({what})\n")
     return EXIT_OK
 
 
 def _configure_diff(p: argparse.ArgumentParser) -> None:
-    p.add_argument("before", metavar="A", help="the module before")
-    p.add_argument("after", metavar="B", help="the module after")
+    p.add_argument("before", metavar="A", type=input_file, help="the module before")
+    p.add_argument("after", metavar="B", type=input_file, help="the module after")
     p.add_argument("--json", action="store_true", help="print the diff as JSON")
-    p.add_argument("--limit", type=int, default=40, help="rows shown per list in the text form (default 40)")
+    p.add_argument("--limit", type=non_negative_int, default=40, help="rows shown per list in the text form (default 40)")
 
 
 @command("diff", "compare two modules: added, removed and changed instructions, and the change in totals")(_configure_diff)

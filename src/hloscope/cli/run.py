@@ -9,23 +9,36 @@ from typing import Any
 
 import numpy as np
 
-from hloscope.cli.common import EXIT_OK, EXIT_VERIFY, command, console, emit_json
+from hloscope.cli.common import (
+    EXIT_OK,
+    EXIT_VERIFY,
+    command,
+    console,
+    emit_json,
+    input_file,
+    non_negative_int,
+    output_file,
+    positive_int,
+)
 
 __all__: list[str] = []
 
 
 def _configure_run(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
     src = p.add_mutually_exclusive_group()
-    src.add_argument("--inputs", metavar="IN.npz",
+    src.add_argument("--inputs", metavar="IN.npz", type=input_file,
                      help="arrays arg0, arg1, ... (tuple parameters arg0.0 ...; device k only: d<k>.arg0)")
-    src.add_argument("--random", type=int, metavar="SEED", default=None,
+    src.add_argument("--random", type=non_negative_int, metavar="SEED", default=None,
                      help="deterministic random inputs from SEED (the default, with seed 0)")
     p.add_argument("--distribution", choices=("normal", "uniform", "positive"), default="normal",
                    help="how --random draws floats (default normal)")
     p.add_argument("--per-device-inputs", action="store_true",
                    help="draw different random inputs for each device (default: the same on every device)")
-    p.add_argument("--out", metavar="OUT.npz", help="write the outputs (out, out.0 ...; per device d<k>.out...)")
+    p.add_argument("--cast-inputs", action="store_true",
+                   help="convert --inputs arrays of another element type than their parameter's (f64 for f32, "
+                        "int64 for s32...) when every value fits; without it such an input is refused")
+    p.add_argument("--out", metavar="OUT.npz", type=output_file, help="write the outputs (out, out.0 ...; per device d<k>.out...)")
     p.add_argument("--float-env", choices=("auto", "xla-cpu", "xla-cpu-avx512", "gpu", "tpu", "ieee"),
                    default="auto",
                    help="the backend whose floating-point environment to follow (default auto: XLA:CPU "
@@ -39,8 +52,8 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help="for a sharded module not partitioned yet (pmap, shard_map, sharded jit before "
                         "XLA's partitioner): write each device's shard of the outputs (d<k>.out...) "
                         "instead of the global arrays the module declares")
-    p.add_argument("--replicas", type=int, help="number of replicas (default: the module's)")
-    p.add_argument("--partitions", type=int, help="number of partitions (default: the module's)")
+    p.add_argument("--replicas", type=positive_int, help="number of replicas (default: the module's)")
+    p.add_argument("--partitions", type=positive_int, help="number of partitions (default: the module's)")
     p.add_argument("--fill-elided", choices=("zeros", "random"),
                    help="run modules whose large constants were elided ({...}) with these values")
     p.add_argument("--check-xla", action="store_true",
@@ -119,7 +132,7 @@ def _run(args: argparse.Namespace) -> int:
             if not budget.fits:
                 raise NotEnoughMemoryError(budget.message())
     if args.inputs:
-        inputs = inputs_from_mapping(m, load_npz(args.inputs), n)
+        inputs = inputs_from_mapping(m, load_npz(args.inputs), n, cast=args.cast_inputs)
         per_device = n > 1 and len(inputs) == n and all(isinstance(x, list) for x in inputs)
     else:
         per_device = n > 1 and args.per_device_inputs

@@ -9,6 +9,7 @@ import numpy as np
 
 from hloscope.errors import InputError
 from hloscope.interpret.npz_io import flatten_named, unflatten_named
+from hloscope.ir.dtypes import PRIMITIVE_TYPES, PrimitiveType, type_name_of
 from hloscope.ir.module import Module
 from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 
@@ -68,8 +69,14 @@ def random_inputs(module: Module, seed: int = 0, distribution: str = "normal",
              for i, p in enumerate(params)] for d in range(num_devices)]
 
 
-def inputs_from_mapping(module: Module, mapping: Mapping[str, np.ndarray], num_devices: int) -> list[Any]:
-    """run() inputs from npz keys: ``argI`` for every device, ``d<k>.argI`` for device k only."""
+def inputs_from_mapping(module: Module, mapping: Mapping[str, np.ndarray], num_devices: int, *,
+                        cast: bool = False) -> list[Any]:
+    """run() inputs from npz keys: ``argI`` for every device, ``d<k>.argI`` for device k only.
+
+    Each array must have its parameter's element type (Note [Input types]); with ``cast`` an
+    array of another type is converted when every value fits the parameter's type. Either way a
+    mismatch is an ``InputError`` naming the key and both types.
+    """
     params = module.entry.parameters
     known = {f"arg{p.parameter_number}" for p in params}
     for key in mapping:
@@ -86,10 +93,11 @@ def inputs_from_mapping(module: Module, mapping: Mapping[str, np.ndarray], num_d
             for prefix in ((f"d{k}.",) if num_devices > 1 else ()) + ("",):
                 sub = {key[len(prefix):]: v for key, v in mapping.items() if key.startswith(prefix)}
                 try:
-                    out.append(unflatten_named(sub, stem))
-                    break
+                    value = unflatten_named(sub, stem)
                 except KeyError:
                     continue
+                out.append(_typed(value, p.shape, prefix + stem, p, cast))
+                break
             else:
                 where = f" for device {k}" if num_devices > 1 else ""
                 raise InputError(f"no input for parameter {p.parameter_number} ({p.name}: "
@@ -100,6 +108,85 @@ def inputs_from_mapping(module: Module, mapping: Mapping[str, np.ndarray], num_d
         return device_args(0)
     per = [device_args(k) for k in range(num_devices)]
     return per
+
+
+# Note [Input types]
+# ------------------
+# An input file's arrays must have the element types of the parameters they feed. numpy makes
+# float64 and int64 by default, and converting them silently would run a different program
+# from the one the user meant (and turn 1e300 into inf with a RuntimeWarning from deep inside
+# hloscope). So a mismatch is refused, naming both types; ``cast=True`` (``run --cast-inputs``)
+# converts, as XLA's ``convert`` would for values in range, and still refuses values the
+# parameter's type cannot hold (a float out of f16's range would become inf, an integer out of
+# s8's would wrap, a NaN has no integer), counting them. Complex values never become real.
+
+
+def _typed(value: Any, shape: Shape, key: str, param: Any, cast: bool) -> Any:
+    """``value`` (an array or nested tuple of them, read for ``key``) in ``shape``'s element types."""
+    if isinstance(shape, TupleShape):
+        if not isinstance(value, tuple) or len(value) != len(shape.elements):
+            return value  # run() names the parameter and the shapes it expects
+        return tuple(_typed(v, s, f"{key}.{i}", param, cast) for i, (v, s) in enumerate(zip(value, shape.elements)))
+    pt = shape.primitive_type
+    arr = np.asarray(value)
+    if pt.dtype is None or arr.dtype == pt.dtype:
+        return arr
+    got = _type_text(arr.dtype)
+    where = (f"input {key!r} is {got}[{','.join(map(str, arr.shape))}] but parameter {param.parameter_number} "
+             f"({param.name}) is {shape.to_text(layout=False)}")
+    if not cast:
+        raise InputError(f"{where}; store it as {pt.name} (np.asarray(x, np.{pt.dtype.name}) for numpy types) "
+                         "or pass --cast-inputs to convert it")
+    src_kind = _kind(arr.dtype)
+    if src_kind is None:
+        raise InputError(f"{where}; {got} values are not numbers")
+    if src_kind == "complex" and pt.kind != "complex":
+        raise InputError(f"{where}; complex values are not converted to {pt.name}")
+    with np.errstate(all="ignore"):
+        converted = arr.astype(pt.dtype)
+        bad = _unrepresentable(arr, src_kind, converted, pt)
+    if bad:
+        raise InputError(f"{where}; {bad:,} of {arr.size:,} values out of the range of {pt.name}, "
+                         "not converted")
+    return converted
+
+
+def _xla_name(dtype: np.dtype) -> str | None:
+    try:
+        return type_name_of(dtype)
+    except KeyError:
+        return None
+
+
+def _type_text(dtype: np.dtype) -> str:
+    """An array's element type in XLA's spelling when it has one (``f64``), else numpy's."""
+    return _xla_name(dtype) or str(dtype)
+
+
+def _kind(dtype: np.dtype) -> str | None:
+    """The PrimitiveType kind of a numpy dtype (``float``, ``signed``...), None when not a number."""
+    name = _xla_name(dtype)
+    return None if name is None else PRIMITIVE_TYPES[name].kind
+
+
+def _unrepresentable(src: np.ndarray, src_kind: str, converted: np.ndarray, pt: PrimitiveType) -> int:
+    """How many values of ``src`` the type ``pt`` cannot hold (``converted`` is ``src`` cast)."""
+    if pt.kind in ("pred", "complex") or src_kind == "pred":
+        return 0
+    if pt.kind == "float":
+        if src_kind != "float":  # integers: only the narrow float types overflow (70000 -> f16 inf)
+            return int(np.count_nonzero(~np.isfinite(converted.astype(np.float64))))
+        f = src.astype(np.float64)
+        return int(np.count_nonzero(np.isfinite(f) & ~np.isfinite(converted.astype(np.float64))))
+    # An integer parameter, signed or unsigned, of any width.
+    lo = -(1 << (pt.bits - 1)) if pt.kind == "signed" else 0
+    hi = (1 << (pt.bits - 1)) - 1 if pt.kind == "signed" else (1 << pt.bits) - 1
+    if src_kind == "float":
+        f = src.astype(np.float64)
+        # NaN fails both comparisons; truncation toward zero keeps (lo - 1, hi + 1) in range.
+        return int(np.count_nonzero(~((f > lo - 1) & (f < hi + 1))))
+    wide = src.astype(np.int64) if src_kind == "signed" else src.astype(np.uint64)
+    return int(np.count_nonzero((wide < lo) | (wide > hi)))
 
 
 def outputs_to_mapping(results: Any, num_devices: int) -> dict[str, np.ndarray]:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import zipfile
 from collections.abc import Mapping
 from typing import Any
 
 import ml_dtypes
 import numpy as np
+
+from hloscope.errors import InputError
+from hloscope.fileio import atomic_write_with, open_input
 
 __all__ = [
     "save_npz",
@@ -86,26 +89,46 @@ def save_npz(path: str | os.PathLike[str], mapping: Mapping[str, Any]) -> None:
         if name is not None:
             dtypes[key] = name
     arrays[DTYPES_KEY] = np.array(json.dumps(dtypes, sort_keys=True))
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, allow_pickle=False, **arrays)  # no object arrays: bits and a JSON string only
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    # no object arrays: bits and a JSON string only
+    atomic_write_with(path, lambda f: np.savez(f, allow_pickle=False, **arrays))
+
+
+# The first bytes of a zip archive (an .npz; an empty archive starts with the end record).
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+_NPY_MAGIC = b"\x93NUMPY"
 
 
 def load_npz(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Read a file written by ``save_npz``; arrays come back in their XLA element types."""
-    with np.load(os.fspath(path), allow_pickle=False) as data:
-        arrays = {key: data[key] for key in data.files}
-    dtypes = json.loads(str(arrays.pop(DTYPES_KEY, np.array("{}"))))
-    for key, name in dtypes.items():
-        arrays[key] = _decode(arrays[key], name)
+    """Read a file written by ``save_npz`` (or ``np.savez``); arrays come back in their XLA
+    element types. Anything else (missing, a directory, empty, a single ``.npy``, a pickle,
+    a damaged archive, object arrays) is an ``InputError`` naming the path."""
+    name = os.fspath(path)
+    with open_input(path) as f:
+        head = f.read(8)
+        f.seek(0)
+        if not head:
+            raise InputError(f"{name}: the file is empty; expected an .npz of named arrays (np.savez)")
+        if head.startswith(_NPY_MAGIC):
+            raise InputError(f"{name}: a single .npy array, not an .npz; save the inputs by name: "
+                             "np.savez(path, arg0=..., arg1=...)")
+        if not head.startswith(_ZIP_MAGIC):
+            raise InputError(f"{name}: not an .npz file (numpy's zip of named arrays, written by "
+                             "np.savez or hloscope run --out)")
+        try:
+            with np.load(f, allow_pickle=False) as data:
+                arrays = {key: data[key] for key in data.files}
+        except ValueError as e:  # an object array: numpy would need pickle
+            raise InputError(f"{name}: holds a pickled (object) array, which hloscope never loads: "
+                             f"{str(e).split('.')[0]}") from None
+        except (zipfile.BadZipFile, EOFError, OSError, KeyError) as e:
+            raise InputError(f"{name}: a damaged .npz file ({type(e).__name__}: {e})") from None
+    try:
+        dtypes = json.loads(str(arrays.pop(DTYPES_KEY, np.array("{}"))))
+        for key, type_name in dtypes.items():
+            arrays[key] = _decode(arrays[key], type_name)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise InputError(f"{name}: its {DTYPES_KEY!r} entry does not name the arrays' XLA types "
+                         f"({type(e).__name__}: {e})") from None
     return arrays
 
 

@@ -111,6 +111,33 @@ class Module:
     def instruction_count(self) -> int:
         return sum(len(c.instructions) for c in self.computations)
 
+    def source_location(self, inst: Instruction) -> str | None:
+        """Where ``inst`` comes from in the program's source, as ``file:line``: its metadata's
+        ``source_file``/``source_line``, else the innermost frame of its ``stack_frame_id`` in
+        the module's stack-frame tables (newer jax writes only the frame id); None when unknown.
+
+        The one lookup every table and page uses, so they show the same place for an instruction.
+        """
+        md = inst.metadata
+        if md is None:
+            return None
+        fields = md.fields
+        file = fields.get("source_file")
+        if file:
+            line = fields.get("source_line")
+            return f"{file}:{line}" if line is not None else str(file)
+        frame_id = fields.get("stack_frame_id")
+        if frame_id is None or self.stack_frames is None:
+            return None
+        try:
+            frames = self.stack_frames.frame(int(frame_id))
+        except (ValueError, TypeError, KeyError):  # a malformed table must not break a report
+            return None
+        if not frames:
+            return None
+        file, _, line = frames[0]
+        return f"{file}:{line}"
+
     def fusion_computations(self) -> set[Computation]:
         """Computations called by fusion instructions (their bodies are not scheduled)."""
         if self._fusion_comps is None:

@@ -236,9 +236,7 @@ def _computations(module: Module) -> list[dict[str, Any]]:
         for inst in comp.instructions:
             fields = inst.metadata.fields if inst.metadata is not None else {}
             op_name = fields.get("op_name")
-            src = fields.get("source_file")
-            line = fields.get("source_line")
-            source = f"{src}:{line}" if src and line is not None else (str(src) if src else None)
+            source = module.source_location(inst)
             try:
                 text = instruction_to_text(inst, _TEXT_OPTIONS)
             except Exception as e:  # a printer gap must not hide the rest of the module

@@ -1,8 +1,10 @@
 """Computation graphs as data: nodes and edges, fusions collapsed or expanded, neighbourhoods, DOT and SVG.
 
 A :class:`Graph` is plain data (``to_json()``) so the HTML page can lay it out in the browser,
-and it prints as Graphviz DOT (``to_dot()``) for the ``hloscope graph`` command. SVG comes from
-Graphviz's ``dot`` when it is installed; nothing here draws by itself.
+and it prints as Graphviz DOT (``to_dot()``). ``graph_svg.graph_to_svg`` draws it as SVG in
+Python (what ``hloscope graph -o x.svg`` writes); ``render_svg`` asks Graphviz's ``dot`` instead.
+``group_by_namespace`` makes a big computation drawable: one node per op_name namespace
+(Note [Namespace groups]).
 
 Note [Fusion nodes]
 -------------------
@@ -31,6 +33,10 @@ __all__ = [
     "Graph",
     "computation_graph",
     "neighbourhood_graph",
+    "group_by_namespace",
+    "group_by_order",
+    "namespace_depth_for",
+    "FAMILY_COLOURS",
     "dot_available",
     "render_svg",
 ]
@@ -49,11 +55,14 @@ class GraphNode:
     called: tuple[str, ...] = ()
     is_root: bool = False
     cluster: str | None = None
+    op_name: str | None = None
+    members: int = 0  # a namespace group: how many instructions it stands for (0: one instruction)
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "name": self.name, "opcode": self.opcode, "family": self.family,
                 "shape": self.shape, "fused_computation": self.fused_computation,
-                "called": list(self.called), "is_root": self.is_root, "cluster": self.cluster}
+                "called": list(self.called), "is_root": self.is_root, "cluster": self.cluster,
+                "op_name": self.op_name, "members": self.members}
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +107,9 @@ class Graph:
                 indent = "    "
             for n in nodes:
                 label = f"{n.name}\\n{n.opcode} {n.shape}" if len(n.shape) <= 60 else f"{n.name}\\n{n.opcode}"
-                fill = _FAMILY_COLOURS.get(n.family, "#eef1f6")
+                if n.members:
+                    label = f"{n.name}\\n{n.members} instructions"
+                fill = FAMILY_COLOURS.get(n.family, "#eef1f6")
                 extra = ", penwidth=2" if n.id == self.center or n.is_root else ""
                 out.append(f"{indent}{_dot_id(n.id)} [label={_dot_label(label)}, fillcolor=\"{fill}\"{extra}];")
             if cluster is not None:
@@ -110,7 +121,7 @@ class Graph:
 
 
 # Light fills by opcode family, shared in spirit with the page's palette.
-_FAMILY_COLOURS = {
+FAMILY_COLOURS = {
     "linear algebra": "#ffd8b1",
     "collective": "#f4c2d7",
     "control flow": "#d7c8f4",
@@ -149,6 +160,7 @@ def _node(inst: Instruction, node_id: str | None = None, cluster: str | None = N
         called=called,
         is_root=inst.is_root,
         cluster=cluster,
+        op_name=inst.metadata.op_name if inst.metadata is not None else None,
     )
 
 
@@ -212,6 +224,117 @@ def neighbourhood_graph(comp: Computation, center: str, depth: int = 2) -> Graph
                 if id(op) in dist:
                     g.edges.append(GraphEdge(op.name, inst.name, k))
     return g
+
+
+# Note [Namespace groups]
+# -----------------------
+# jax names every instruction by where it was traced: ``jit(step)/jvp(GPT)/block0/attn/dot``.
+# Grouping a computation by the first ``depth`` parts of those op_names (the leaf op itself is
+# never a namespace) turns a training step's thousands of instructions into its layers and
+# passes: forward blocks, the loss, the backward blocks, the optimizer. Instructions without an
+# op_name stay single nodes, except parameters and constants, one group each. The report's graph offers
+# the same grouping, interactively (report/assets/graph_layout.js).
+
+
+def _namespace(op_name: str | None, depth: int) -> str | None:
+    if not op_name or depth <= 0:
+        return None
+    parts = op_name.split("/")
+    if len(parts) < 2:
+        return None
+    return "/".join(parts[: min(depth, len(parts) - 1)])
+
+
+# Without an op_name, a step's many parameters and constants would each stay a node beside a
+# handful of groups; they are grouped by kind instead (the inputs, the literals).
+_GROUPED_WITHOUT_OP_NAME = {"parameter": "parameters", "constant": "constants"}
+
+
+def group_by_namespace(graph: Graph, depth: int) -> Graph:
+    """``graph`` with the nodes that share an op_name namespace of ``depth`` parts merged into one
+    (Note [Namespace groups]); edges between groups are kept once, edges inside one dropped."""
+    out = Graph(graph.computation, center=graph.center)
+    owner: dict[str, str] = {}
+    groups: dict[str, int] = {}
+    members: dict[str, int] = {}
+    for node in graph.nodes:
+        ns = _namespace(node.op_name, depth)
+        if ns is None and node.opcode in _GROUPED_WITHOUT_OP_NAME:
+            ns = _GROUPED_WITHOUT_OP_NAME[node.opcode]
+        if ns is None:
+            owner[node.id] = node.id
+            out.nodes.append(node)
+            continue
+        gid = "ns:" + ns
+        owner[node.id] = gid
+        if gid not in groups:
+            groups[gid] = len(out.nodes)
+            out.nodes.append(node)  # a placeholder, replaced below once the count is known
+        members[gid] = members.get(gid, 0) + 1
+    for gid, k in groups.items():
+        out.nodes[k] = GraphNode(id=gid, name=gid[3:], opcode="namespace", family="group", shape="",
+                                 op_name=gid[3:], members=members[gid])
+    seen: set[tuple[str, str]] = set()
+    for e in graph.edges:
+        s, t = owner.get(e.source, e.source), owner.get(e.target, e.target)
+        if s != t and (s, t) not in seen:
+            seen.add((s, t))
+            out.edges.append(GraphEdge(s, t, e.operand))
+    return out
+
+
+_NOTABLE_FAMILIES = frozenset({"linear algebra", "collective", "custom", "control flow"})
+
+
+def group_by_order(graph: Graph, segments: int) -> Graph:
+    """``graph`` cut into ``segments`` runs of consecutive nodes in program order, each drawn as
+    one node naming its first and last instruction and its most frequent opcodes; edges between
+    runs are kept once. For a big computation without op_names to group by (a stripped dump):
+    it shows how the program's phases feed each other, and where its collectives and dots sit."""
+    from collections import Counter
+
+    nodes = graph.nodes
+    size = max(1, -(-len(nodes) // max(segments, 1)))
+    out = Graph(graph.computation, center=graph.center)
+    owner: dict[str, str] = {}
+    for start in range(0, len(nodes), size):
+        run = nodes[start:start + size]
+        gid = f"seg:{start // size}"
+        for node in run:
+            owner[node.id] = gid
+        # What a reader looks for first: the matmuls, collectives, custom calls and loops.
+        notable = Counter(n.opcode for n in run if n.family in _NOTABLE_FAMILIES).most_common(3)
+        common = notable or Counter(n.opcode for n in run).most_common(2)
+        summary = f"{len(run)} instr.: " + ", ".join(f"{c} {op}" for op, c in common)
+        name = run[0].name if len(run) == 1 else f"{run[0].name} … {run[-1].name}"
+        out.nodes.append(GraphNode(id=gid, name=name, opcode="segment", family="group", shape=summary,
+                                   members=len(run), is_root=any(n.is_root for n in run)))
+    seen: set[tuple[str, str]] = set()
+    for e in graph.edges:
+        s, t = owner.get(e.source, e.source), owner.get(e.target, e.target)
+        if s != t and (s, t) not in seen:
+            seen.add((s, t))
+            out.edges.append(GraphEdge(s, t, e.operand))
+    return out
+
+
+def namespace_depth_for(graph: Graph, max_groups: int, max_nodes: int) -> int | None:
+    """The deepest op_name grouping of ``graph`` into at most ``max_groups`` namespaces and
+    ``max_nodes`` nodes in all (instructions without an op_name stay nodes); None when even one
+    level does not fit or no instruction has an op_name."""
+    best = None
+    for depth in range(1, 9):
+        spaces = {_namespace(n.op_name, depth) for n in graph.nodes} - {None}
+        if not spaces:
+            return None
+        single = sum(1 for n in graph.nodes if _namespace(n.op_name, depth) is None
+                     and n.opcode not in _GROUPED_WITHOUT_OP_NAME)
+        if len(spaces) > max_groups or len(spaces) + single + 2 > max_nodes:
+            break
+        best = depth
+        if all(_namespace(n.op_name, depth + 1) == _namespace(n.op_name, depth) for n in graph.nodes):
+            break  # deeper levels change nothing
+    return best
 
 
 def dot_available() -> bool:

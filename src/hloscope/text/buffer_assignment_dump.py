@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from hloscope.errors import InputError, ParseError
+from hloscope.fileio import read_input_text
 from hloscope.ir.buffer_assignment import (
     Allocation,
     Assigned,
@@ -593,6 +594,8 @@ def parse_buffer_assignment(text: str, name: str = "<string>") -> BufferAssignme
     skipped. Malformed lines and sections that contradict each other raise ``ParseError``
     pointing at the line, with ``name`` as the file name.
     """
+    if not text.strip():
+        raise InputError(f"{name}: the file is empty; expected XLA's buffer-assignment dump")
     reader = _Reader()
     reader.feed(text, name)
     return reader.finish()
@@ -624,7 +627,7 @@ def _load_split(prefix: str) -> BufferAssignment:
             f"{main}: not found; the allocations of a split buffer-assignment dump live there"
         )
     reader = _Reader()
-    text = main.read_text()
+    text = read_input_text(main, "XLA's buffer-assignment dump")
     reader.feed(text, str(main))
     # Older XLA wrote everything into -buffer-assignment.txt; read siblings only for what is missing.
     wanted = []
@@ -635,7 +638,7 @@ def _load_split(prefix: str) -> BufferAssignment:
     for suffix in wanted:
         sibling = Path(prefix + suffix)
         if sibling.is_file():
-            reader.feed(sibling.read_text(), str(sibling))
+            reader.feed(read_input_text(sibling, "XLA's buffer-assignment dump"), str(sibling))
     ba = reader.finish()
     return _with_module_name(ba, _module_name(prefix))
 
@@ -701,7 +704,7 @@ def load_buffer_assignment(
         prefix = _split_prefix(p.name)
         if prefix is not None and prefix:
             return _load_split(str(p.parent / prefix))
-        return parse_buffer_assignment(p.read_text(), str(p))
+        return parse_buffer_assignment(read_input_text(p, "XLA's buffer-assignment dump"), str(p))
     parent = p.parent if p.parent.is_dir() else None
     if parent is None:
         raise InputError(f"{p}: no such file or directory")

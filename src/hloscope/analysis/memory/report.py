@@ -341,22 +341,7 @@ def _order(module: Module, schedule: str) -> dict[Computation, list[Instruction]
 
 def _source(module: Module, inst: Instruction) -> tuple[str | None, str | None]:
     md = inst.metadata
-    if md is None:
-        return None, None
-    fields = md.fields
-    op_name = md.op_name
-    if fields.get("source_file"):
-        return op_name, f"{fields['source_file']}:{fields.get('source_line', 0)}"
-    frame_id = fields.get("stack_frame_id")
-    if frame_id is not None and module.stack_frames is not None:
-        try:
-            frames = module.stack_frames.frame(int(frame_id))
-        except Exception:  # a malformed table must not break the report
-            frames = []
-        if frames:
-            file, _, line = frames[0]
-            return op_name, f"{file}:{line}"
-    return op_name, None
+    return (md.op_name if md is not None else None), module.source_location(inst)
 
 
 def analyze_memory(module: Module, *, schedule: str = "module", backend: str | None = None) -> MemoryReport:
