@@ -108,6 +108,12 @@ def test_report(model, stage, module_file, tmp_path, capsys) -> None:
     assert page.startswith("<!DOCTYPE html>") and model.name in page
 
 
+def test_graph(model, stage, module_file, tmp_path) -> None:
+    out = tmp_path / "graph.svg"
+    assert main(["graph", str(module_file), "-o", str(out)]) == 0
+    assert out.read_text().lstrip().startswith(("<svg", "<?xml"))
+
+
 def test_diff_before_after(model, tmp_path, capsys) -> None:
     pre, post = tmp_path / "pre.hlo", tmp_path / "post.hlo"
     pre.write_text(model.pre_text)

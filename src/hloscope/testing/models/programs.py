@@ -156,7 +156,7 @@ class GPT(nn.Module):
         embed = nn.Embed(self.vocab, self.width, dtype=self.dtype, name="wte",
                          embedding_init=nn.with_logical_partitioning(
                              nn.initializers.normal(0.02), ("vocab", "embed")))
-        pos = self.param("wpe", nn.with_logical_partitioning(nn.initializers.normal(0.02),
+        pos: Any = self.param("wpe", nn.with_logical_partitioning(nn.initializers.normal(0.02),
                                                              ("length", "embed")),
                          (self.length, self.width))
         x = embed(tokens) + pos.astype(self.dtype)
@@ -190,7 +190,7 @@ def _gpt(mesh_shape: tuple[int, ...], *, dtype: Any = jnp.float32, remat: bool =
 
     def train_step(params: Any, opt_state: Any, batch: Any) -> Any:
         def loss_fn(p: Any) -> Any:
-            logits = model.apply(p, batch[:, :-1])
+            logits: Any = model.apply(p, batch[:, :-1])
             return optax.softmax_cross_entropy_with_integer_labels(logits, batch[:, 1:]).mean()
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
@@ -309,7 +309,8 @@ class _LSTMRegressor(nnx.Module):
     def __call__(self, x: Any) -> Any:
         hidden = self.head.in_features
         zeros = jnp.zeros((x.shape[0], hidden), x.dtype)
-        return self.head(self.rnn(x, initial_carry=(zeros, zeros))[:, -1])
+        states: Any = self.rnn(x, initial_carry=(zeros, zeros))
+        return self.head(states[:, -1])
 
 
 def _lstm() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
@@ -438,7 +439,8 @@ def _vit_pmap() -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]:
 
     def step(params: Any, opt_state: Any, x: Any, y: Any) -> Any:
         def loss_fn(p: Any) -> Any:
-            return optax.softmax_cross_entropy_with_integer_labels(model.apply(p, x), y).mean()
+            logits: Any = model.apply(p, x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
         loss, grads = jax.value_and_grad(loss_fn)(params)
         grads = jax.lax.pmean(grads, "batch")

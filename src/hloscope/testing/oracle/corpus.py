@@ -142,16 +142,19 @@ def _with_large_constants(prog: Case, inputs: tuple[Any, ...], kwargs: dict[str,
     return module.to_string(options)
 
 
+def _is_current(case_dir: Path, prog: Case) -> bool:
+    """Whether ``case_dir`` holds a whole case built from ``prog``'s current sources."""
+    try:
+        return json.loads((case_dir / "meta.json").read_text()).get("source_hash") == source_hash(prog)
+    except (OSError, ValueError):
+        return False
+
+
 def build_case(prog: Case, cache_dir: Path) -> Path:
     """Generate one program's directory (Note [Corpus layout]) unless it is current."""
     final = cache_dir / prog.name
-    meta_path = final / "meta.json"
-    if meta_path.exists():
-        try:
-            if json.loads(meta_path.read_text()).get("source_hash") == source_hash(prog):
-                return final
-        except (OSError, ValueError):
-            pass
+    if _is_current(final, prog):
+        return final
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{prog.name}-", dir=cache_dir))
     try:
@@ -195,8 +198,19 @@ def build_case(prog: Case, cache_dir: Path) -> Path:
             "source_hash": source_hash(prog),
             "build_seconds": round(time.perf_counter() - start, 3),
         })
+        # Another builder (the other pytest-xdist worker) may have put a current case in place
+        # while we built ours, and a test may be reading it: keep that one. Only a stale case
+        # is replaced (moved aside first, so the rename below is atomic for readers).
+        if _is_current(final, prog):
+            shutil.rmtree(tmp, ignore_errors=True)
+            return final
         if final.exists():
-            shutil.rmtree(final, ignore_errors=True)
+            stale = Path(tempfile.mkdtemp(prefix=f".stale-{prog.name}-", dir=cache_dir))
+            try:
+                os.rename(final, stale / "case")
+            except OSError:
+                pass
+            shutil.rmtree(stale, ignore_errors=True)
         try:
             os.rename(tmp, final)
         except OSError:  # another builder won the race; its case is as good as ours
