@@ -97,11 +97,11 @@ def test_f32_vs_bf16_mlp_names_real_changes(mlp_modules):
     # bf16 brings converts (to f32 for the dots and back).
     assert any(r.opcode == "convert" or r.opcode == "fusion" for r in d.added)
     by_metric = {m.name: m for m in d.metrics}
-    assert set(by_metric) == {"flops", "bytes_accessed", "peak_memory", "collective_bytes"}
+    assert set(by_metric) == {"flops", "bytes_accessed", "live_range_peak", "collective_bytes"}
     # The diff's peak is the memory report's (one peak, computed without the buffer assignment).
     from hloscope.analysis.memory.report import analyze_memory
 
-    peak = by_metric["peak_memory"]
+    peak = by_metric["live_range_peak"]
     assert (peak.before, peak.after) == (analyze_memory(f32).peak_bytes, analyze_memory(bf16).peak_bytes)
     assert peak.before > 0
     data = json.loads(json.dumps(d.to_json()))

@@ -249,7 +249,7 @@ def _print_table(modules: list[DumpedModule]) -> None:
     t = Table(title=f"{len(modules)} compiled modules", title_justify="left")
     t.add_column("#", justify="right")
     t.add_column("module", justify="left")
-    for col in ("size", "FLOPs", "peak memory"):
+    for col in ("size", "FLOPs", "live-range peak"):
         t.add_column(col, justify="right")
     for m in modules:
         if m.error:

@@ -23,7 +23,7 @@ holds the instruction, compared through the matching (so a renamed fusion is not
 A constant's fusion membership is not a change: XLA clones constants into the fusions that
 read them, and where a copy lives says nothing about the program.
 
-The module totals (FLOPs, peak memory, collective bytes) come from the analyses when they are
+The module totals (FLOPs, live-range peak, collective bytes) come from the analyses when they are
 available; this module only subtracts them, like with like (Note [Like with like]).
 
 Note [Like with like]
@@ -32,7 +32,7 @@ The module before SPMD partitioning is the global program; the one after is one 
 (Note [Global and per-device programs] in report/program_view.py). When one side is global and
 the other per device, the totals are compared per device: the global side's FLOPs and bytes
 accessed are divided by its device count, except what its manual regions (shard_map bodies)
-do, which is per-device code already; its peak memory is divided evenly (a lower bound for
+do, which is per-device code already; its live-range peak is divided evenly (a lower bound for
 what each device holds: replicated values are not split); its collective bytes, which only
 manual regions have, are per device as they are. Each such metric keeps the figure the
 analysis gave (``before_as_given`` / ``after_as_given``) and says what was done in its note.
@@ -205,7 +205,7 @@ def _fusion_owner(module: Module) -> dict[Instruction, str]:
 def diff_modules(before: Module, after: Module, *, analyses: bool = True) -> ModuleDiff:
     """Diff ``before`` against ``after`` (see Note [Matching instructions]).
 
-    With ``analyses`` (the default), the change in FLOPs, peak memory and collective bytes is
+    With ``analyses`` (the default), the change in FLOPs, live-range peak and collective bytes is
     added from whichever of the cost, memory and collectives analyses are available.
     """
     before_view, after_view = compare_views(before, after)
@@ -383,7 +383,7 @@ def _metric_changes(before: Module, after: Module, before_view: ProgramView | No
     # is most of the memory analysis's time (Llama 3.1 8B: 0.4 of 1.9 s each side).
     ma, mb, note = both("hloscope.analysis.memory.report", "live_range_peaks",
                         lambda r: (r[0].peak_bytes if 0 in r else 0,))
-    out.append(metric("peak_memory", "B", ma and ma[0], mb and mb[0], note,
+    out.append(metric("live_range_peak", "B", ma and ma[0], mb and mb[0], note,
                       lambda value, side: value / devices,
                       f"{split} (a lower bound: replicated values are not split)"))
     xa, xb, note = both("hloscope.analysis.collectives", "analyze_collectives",
