@@ -64,7 +64,7 @@ def test_table_output(capfd) -> None:
     code = main(["dump", "--", "python", EXAMPLE, "--steps", "1"])
     out, _ = capfd.readouterr()
     assert code == 0
-    assert "jit_train_step" in out and "FLOPs" in out and "peak memory" in out
+    assert "jit_train_step" in out and "FLOPs" in out and "live-range peak" in out
 
 
 def test_failing_program_exit_code_is_returned(capfd) -> None:
