@@ -30,6 +30,17 @@ Note [Lockstep]
     it is back in lockstep. Nothing starts over, so run() need not keep the inputs for a
     second attempt. Mode "lockstep" raises ``Diverged`` there instead (tests compare the two
     paths with it). Hooks see per-device values, so runs with hooks use the per-device path.
+
+Note [Lockstep slices]
+    A Ray worker (ray_worker.py) runs a contiguous slice ``[first, first + n)`` of the grid in
+    lockstep: the stacked axis holds the slice's devices, each per-device context keeps its
+    global ``ProcessId`` (so replica-id, partition-id and ``rng`` streams are those of the
+    whole grid), and the context shared by all of them stays device 0's, as in a whole-grid
+    run (elided constants are filled alike). A collective whose every group lies inside the
+    slice (or wholly outside it) stays an operation along the stacked axis, its groups
+    renumbered into the slice; one whose groups cross the slice runs per device (the ordinary
+    handlers, ``_on_each_device``), and the driver completes each group through the worker's
+    exchange (Note [Members on other workers] in driver.py) with the same pure combine.
 """
 from __future__ import annotations
 
@@ -41,6 +52,7 @@ import numpy as np
 from hloscope.errors import InterpretError
 from hloscope.interpret import collective_handlers, collectives, indexing, reduction, shape_ops
 from hloscope.interpret import handlers as _handlers
+from hloscope.interpret.driver import Exchange
 from hloscope.interpret.evaluator import (
     EvalContext,
     Plan,
@@ -167,17 +179,28 @@ def _uniform(x: np.ndarray) -> np.ndarray | None:
 class LockstepContext(EvalContext):
     """An ``EvalContext`` for all devices at once. ``contexts`` are the per-device contexts the
     per-device fallback runs on; reducers and comparators (scalar, elementwise computations)
-    run on device 0's context, on stacked arrays, since they do not depend on the device."""
+    run on device 0's context, on stacked arrays, since they do not depend on the device.
 
-    def __init__(self, module: Module, options: RunOptions, num_replicas: int, num_partitions: int) -> None:
+    ``devices`` (default: the whole grid) is the contiguous slice of the grid held here, and
+    ``exchange`` reaches the other slices' devices (Note [Lockstep slices])."""
+
+    def __init__(self, module: Module, options: RunOptions, num_replicas: int, num_partitions: int,
+                 devices_held: Sequence[int] | None = None, exchange: Exchange | None = None) -> None:
         super().__init__(module, options, devices.process_id(0, num_partitions), num_replicas, num_partitions)
-        n = num_replicas * num_partitions
+        held = list(range(num_replicas * num_partitions)) if devices_held is None else list(devices_held)
+        if held != list(range(held[0], held[0] + len(held))):
+            raise InterpretError(f"a lockstep slice holds consecutive devices, not {held}")
+        n = len(held)
+        self.devices = held
+        self.first = held[0]
+        self.whole_grid = n == num_replicas * num_partitions
+        self.exchange = exchange
         self.num_devices = n
         self.weight = n  # Progress counts instructions across devices
         self.lockstep_plans: dict[Computation, Plan] = {}
         shared = {"plans": self.plans, "cache": self.cache, "progress": self.progress}
         self.contexts = [EvalContext(module, options, devices.process_id(d, num_partitions), num_replicas,
-                                     num_partitions, shared=shared) for d in range(n)]
+                                     num_partitions, shared=shared) for d in held]
         for c in self.contexts:
             c.donate = False  # their operands are views of stacked arrays
 
@@ -295,12 +318,15 @@ def applies(module: Module) -> bool:
 _RELEASED: Value = np.empty(0)
 
 
-def run_lockstep(module: Module, args: list[list[Value]], r: int, p: int, options: RunOptions) -> list[Value]:
+def run_lockstep(module: Module, args: list[list[Value]], r: int, p: int, options: RunOptions,
+                 devices_held: Sequence[int] | None = None, exchange: Exchange | None = None) -> list[Value]:
     """Evaluate the entry computation on every device at once; ``args[d]`` are device ``d``'s
     inputs, which are taken out of the lists as they are stacked. In mode "lockstep", raises
-    ``Diverged`` when the devices' control flow differs (Note [Lockstep])."""
-    n = r * p
-    ctx = LockstepContext(module, options, r, p)
+    ``Diverged`` when the devices' control flow differs (Note [Lockstep]). With
+    ``devices_held``, only that slice of the grid, ``args[k]`` being its k-th device's inputs
+    (Note [Lockstep slices])."""
+    ctx = LockstepContext(module, options, r, p, devices_held, exchange)
+    n = ctx.num_devices
     stacked = []
     for i in range(len(module.entry.parameters)):
         stacked.append(stack_values([args[d][i] for d in range(n)]))
@@ -524,7 +550,7 @@ def _on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands)
 
     handler = _registered(inst.opcode)
     gens = [handler(c, inst, [_slice(o, d) for o in operands]) for d, c in enumerate(ctx.contexts)]
-    return _stack(drive(gens))
+    return _stack(drive(gens, ctx.devices, ctx.exchange))
 
 
 @_stacked(Opcode.WHILE)
@@ -568,15 +594,40 @@ def _conditional(ctx: LockstepContext, inst: Instruction, operands: Operands) ->
 # --- collectives: operations along the device axis -----------------------------------------------------
 
 
+def _in_slice(ctx: LockstepContext, groups: list[list[int]]) -> list[list[int]] | None:
+    """``groups`` renumbered into the slice's stacked axis, dropping those wholly outside it;
+    None when a group has members both inside and outside (Note [Lockstep slices])."""
+    if ctx.whole_grid:
+        return groups
+    lo, hi = ctx.first, ctx.first + ctx.num_devices
+    out = []
+    for g in groups:
+        inside = [lo <= d < hi for d in g]
+        if all(inside):
+            out.append([d - lo for d in g])
+        elif any(inside):
+            return None
+    return out
+
+
+def _crosses_slices(ctx: LockstepContext, inst: Instruction, use_global: bool | None) -> list[list[int]] | None:
+    """The collective's groups in the slice's numbering, or None when they cross slices."""
+    return _in_slice(ctx, collective_handlers.groups(ctx, inst, use_global))
+
+
 @_stacked(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START)
 def _all_reduce(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    groups = _crosses_slices(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    if groups is None:
+        return _on_each_device(ctx, inst, operands)
     return collectives.all_reduce_stacked(collective_handlers.operand_value(inst, operands), groups, collective_handlers.reducer(ctx, inst))
 
 
 @_stacked(Opcode.ALL_GATHER, Opcode.ALL_GATHER_START)
 def _all_gather(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    groups = _crosses_slices(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    if groups is None:
+        return _on_each_device(ctx, inst, operands)
     dim = inst.attrs["dimensions"][0]
     if inst.opcode is Opcode.ALL_GATHER_START:
         value = operands[0] if len(operands) == 1 else tuple(operands)
@@ -586,14 +637,18 @@ def _all_gather(ctx: LockstepContext, inst: Instruction, operands: Operands) -> 
 
 @_stacked(Opcode.REDUCE_SCATTER)
 def _reduce_scatter(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    groups = _crosses_slices(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
+    if groups is None:
+        return _on_each_device(ctx, inst, operands)
     return collectives.reduce_scatter_stacked(collective_handlers.operand_value(inst, operands), groups,
                                               inst.attrs["dimensions"][0], collective_handlers.reducer(ctx, inst))
 
 
 @_stacked(Opcode.ALL_TO_ALL)
 def _all_to_all(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, None)
+    groups = _crosses_slices(ctx, inst, None)
+    if groups is None:
+        return _on_each_device(ctx, inst, operands)
     dims = inst.attrs.get("dimensions")
     split = dims[0] if dims else None
     value = operands[0] if split is not None and len(operands) == 1 else tuple(operands)
@@ -602,7 +657,9 @@ def _all_to_all(ctx: LockstepContext, inst: Instruction, operands: Operands) -> 
 
 @_stacked(Opcode.COLLECTIVE_BROADCAST)
 def _collective_broadcast(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, None)
+    groups = _crosses_slices(ctx, inst, None)
+    if groups is None:
+        return _on_each_device(ctx, inst, operands)
     return collectives.collective_broadcast_stacked(collective_handlers.operand_value(inst, operands), groups)
 
 
@@ -614,6 +671,10 @@ def _collective_permute(ctx: LockstepContext, inst: Instruction, operands: Opera
             ctx.num_replicas, ctx.num_partitions)
         return devices.device_pairs(procs, ctx.num_partitions)
     pairs = _cached(ctx, ("pairs", id(inst)), make)
+    if not ctx.whole_grid:
+        # The per-device handler meets every device (one group of all); within a slice that
+        # is a rendezvous of the whole grid through the exchange.
+        return _on_each_device(ctx, inst, operands)
     value = operands[0]
     result = collectives.collective_permute_stacked(value, pairs)
     if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START:
@@ -625,12 +686,14 @@ def _collective_permute(ctx: LockstepContext, inst: Instruction, operands: Opera
 
 @_stacked(Opcode.REPLICA_ID)
 def _replica_id(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    return collectives.replica_ids_stacked(ctx.num_replicas, ctx.num_partitions)
+    ids = collectives.replica_ids_stacked(ctx.num_replicas, ctx.num_partitions)
+    return ids if ctx.whole_grid else ids[ctx.first:ctx.first + ctx.num_devices].copy()
 
 
 @_stacked(Opcode.PARTITION_ID)
 def _partition_id(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    return collectives.partition_ids_stacked(ctx.num_replicas, ctx.num_partitions)
+    ids = collectives.partition_ids_stacked(ctx.num_replicas, ctx.num_partitions)
+    return ids if ctx.whole_grid else ids[ctx.first:ctx.first + ctx.num_devices].copy()
 
 
 # --- gemms: one BLAS call for every device ----------------------------------------------------------
