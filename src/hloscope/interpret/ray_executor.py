@@ -94,6 +94,41 @@ def _check_reachable(address: str, timeout: float = 5.0) -> None:
         raise ClusterError(f"cannot reach a Ray cluster at {address}: {e.strerror or e}") from None
 
 
+class _Held:
+    """What Ray's native code wrote to the stderr file descriptor while it was held."""
+
+    def __init__(self) -> None:
+        self.text = b""
+
+    def replay(self) -> None:
+        if self.text:
+            os.write(2, self.text)
+
+
+@contextlib.contextmanager
+def _native_stderr_held() -> Iterator[_Held]:
+    """Hold what is written to file descriptor 2 in the body: Ray's C++ client logs a warning
+    a second while it retries an address that answers but is no Ray cluster, and the user
+    should see one line saying so, not twenty (``replay`` passes it on after a success)."""
+    held = _Held()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to hold
+        yield held
+        return
+    import tempfile
+
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield held
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            held.text = sink.read()
+
+
 @contextlib.contextmanager
 def connected(address: str | None) -> Iterator[bool]:
     """Ray, connected for the body: a new local instance when ``address`` is None (shut down
@@ -106,7 +141,9 @@ def connected(address: str | None) -> Iterator[bool]:
         _check_reachable(address)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no usage-stats banner
     try:
-        ray.init(address="local" if address is None else address, **_QUIET)  # type: ignore[arg-type]
+        with _native_stderr_held() as held:
+            ray.init(address="local" if address is None else address, **_QUIET)  # type: ignore[arg-type]
+        held.replay()
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         where = "a local Ray instance could not start" if address is None else f"cannot reach a Ray cluster at {address}"
@@ -182,6 +219,8 @@ class RayExecutor:
         self.per_device_bytes = per_device_bytes
         self.ready_timeout = ready_timeout
         self.last_run: RunStats | None = None
+        # The workers of the run in progress, once started: node id, ip, pid, MemAvailable.
+        self.workers: list[dict[str, Any]] = []
 
     def applies(self, module: Module, options: RunOptions) -> bool:
         return not options.hooks
@@ -298,6 +337,7 @@ class _Run:
         pending = [a.node.remote() for a in self.actors]
         try:
             self.nodes = ray.get(pending, timeout=self.executor.ready_timeout)
+            self.executor.workers = [{**info, "devices": list(s)} for info, s in zip(self.nodes, self.slices, strict=True)]
         except ray.exceptions.GetTimeoutError:
             raise ClusterError(
                 f"the Ray cluster did not start {workers} workers within {self.executor.ready_timeout:.0f} s "
