@@ -192,6 +192,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.check_xla:
         from hloscope.xla.worker import run_on_xla
 
+        assert isinstance(inputs, list)  # drawn here when XLA needs them too
         xla_run = run_on_xla(m.to_text(), inputs, replicas=r, partitions=p, per_device=per_device)
         theirs = xla_run.outputs
         if n == 1:
@@ -215,7 +216,7 @@ def _run(args: argparse.Namespace) -> int:
     xla_summary = None if xla_run is None else {"rewrite": xla_run.rewrite, "custom_calls": xla_run.custom_calls}
     if args.json:
         emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed,
-                    **({"ray": executor.last_run.to_json()} if getattr(executor, "last_run", None) else {}),
+                    **({"ray": last.to_json()} if (last := getattr(executor, "last_run", None)) else {}),
                     **({"grid_note": grid_note} if grid_note else {}),
                     **({"xla": xla_summary} if xla_summary else {}),
                     "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": diffs[k]} if diffs else {})}

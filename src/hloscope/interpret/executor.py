@@ -92,7 +92,7 @@ class LockstepExecutor:
     def run_slice(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
                   options: RunOptions, held: Sequence[int], exchange: Exchange | None, *,
                   donate: bool = False) -> list[Value]:
-        """A consecutive slice of the grid in lockstep (Note [Lockstep slices] in lockstep.py)."""
+        """A consecutive slice of the grid in lockstep (Note [Lockstep slices] in lockstep_collectives.py)."""
         return lockstep.run_lockstep(module, args, replicas, partitions, options, held, exchange)
 
 

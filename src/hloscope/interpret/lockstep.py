@@ -31,16 +31,8 @@ Note [Lockstep]
     second attempt. Mode "lockstep" raises ``Diverged`` there instead (tests compare the two
     paths with it). Hooks see per-device values, so runs with hooks use the per-device path.
 
-Note [Lockstep slices]
-    A Ray worker (ray_worker.py) runs a contiguous slice ``[first, first + n)`` of the grid in
-    lockstep: the stacked axis holds the slice's devices, each per-device context keeps its
-    global ``ProcessId`` (so replica-id, partition-id and ``rng`` streams are those of the
-    whole grid), and the context shared by all of them stays device 0's, as in a whole-grid
-    run (elided constants are filled alike). A collective whose every group lies inside the
-    slice (or wholly outside it) stays an operation along the stacked axis, its groups
-    renumbered into the slice; one whose groups cross the slice runs per device (the ordinary
-    handlers, ``_on_each_device``), and the driver completes each group through the worker's
-    exchange (Note [Members on other workers] in driver.py) with the same pure combine.
+The stacked rules of collectives, and how a slice of the grid meets the others' devices, are
+in lockstep_collectives.py (Note [Lockstep slices]).
 """
 from __future__ import annotations
 
@@ -50,8 +42,8 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InterpretError
-from hloscope.interpret import collective_handlers, collectives, indexing, reduction, shape_ops
 from hloscope.interpret import handlers as _handlers
+from hloscope.interpret import indexing, reduction, shape_ops
 from hloscope.interpret.driver import Exchange
 from hloscope.interpret.evaluator import (
     EvalContext,
@@ -64,11 +56,12 @@ from hloscope.interpret.evaluator import (
 )
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import TOKEN, Value, constant_value
-from hloscope.ir import Computation, Family, Instruction, Module, Opcode, TupleShape
+from hloscope.ir import Computation, Family, Instruction, Module, Opcode
 from hloscope.ir import replica_groups as devices
 from hloscope.ir.op_table import OpTable
 
-__all__ = ["Diverged", "LockstepContext", "applies", "run_lockstep", "stack_values", "unstack_value"]
+__all__ = ["Diverged", "LockstepContext", "STACKED", "applies", "on_each_device", "run_lockstep", "stack_values",
+           "unstack_value"]
 
 Operands = list[Any]
 Handler = Callable[..., Any]
@@ -182,7 +175,7 @@ class LockstepContext(EvalContext):
     run on device 0's context, on stacked arrays, since they do not depend on the device.
 
     ``devices`` (default: the whole grid) is the contiguous slice of the grid held here, and
-    ``exchange`` reaches the other slices' devices (Note [Lockstep slices])."""
+    ``exchange`` reaches the other slices' devices (Note [Lockstep slices] in lockstep_collectives.py)."""
 
     def __init__(self, module: Module, options: RunOptions, num_replicas: int, num_partitions: int,
                  devices_held: Sequence[int] | None = None, exchange: Exchange | None = None) -> None:
@@ -324,7 +317,7 @@ def run_lockstep(module: Module, args: list[list[Value]], r: int, p: int, option
     inputs, which are taken out of the lists as they are stacked. In mode "lockstep", raises
     ``Diverged`` when the devices' control flow differs (Note [Lockstep]). With
     ``devices_held``, only that slice of the grid, ``args[k]`` being its k-th device's inputs
-    (Note [Lockstep slices])."""
+    (Note [Lockstep slices] in lockstep_collectives.py)."""
     ctx = LockstepContext(module, options, r, p, devices_held, exchange)
     n = ctx.num_devices
     stacked = []
@@ -542,7 +535,7 @@ def _agreed(ctx: LockstepContext, x: Any, inst: Instruction, what: str) -> np.nd
     return u
 
 
-def _on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
+def on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
     """``inst`` run by its ordinary handler on every device's slice, the devices meeting at
     collectives through driver.py, and the results stacked again (Note [Lockstep]):
     where control flow differs per device, only that instruction leaves lockstep."""
@@ -567,7 +560,7 @@ def _while(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Gener
     while True:
         go = _agreed(ctx, (yield from ctx.call(cond, [state])), inst, "loop conditions")
         if go is None:  # the rest of the loop per device; it evaluates the condition again
-            return _on_each_device(ctx, inst, [state])
+            return on_each_device(ctx, inst, [state])
         if not bool(go):
             return state
         if stuck:
@@ -583,117 +576,12 @@ def _conditional(ctx: LockstepContext, inst: Instruction, operands: Operands) ->
 
     selector = _agreed(ctx, operands[0], inst, "branch selectors")
     if selector is None:
-        return _on_each_device(ctx, inst, operands)
+        return on_each_device(ctx, inst, operands)
     branch, index = select_branch(inst, selector)
     args = [operands[1 + index]]
     if ctx.donate:
         operands.clear()
     return (yield from ctx.call(branch, args, donate=True))
-
-
-# --- collectives: operations along the device axis -----------------------------------------------------
-
-
-def _in_slice(ctx: LockstepContext, groups: list[list[int]]) -> list[list[int]] | None:
-    """``groups`` renumbered into the slice's stacked axis, dropping those wholly outside it;
-    None when a group has members both inside and outside (Note [Lockstep slices])."""
-    if ctx.whole_grid:
-        return groups
-    lo, hi = ctx.first, ctx.first + ctx.num_devices
-    out = []
-    for g in groups:
-        inside = [lo <= d < hi for d in g]
-        if all(inside):
-            out.append([d - lo for d in g])
-        elif any(inside):
-            return None
-    return out
-
-
-def _crosses_slices(ctx: LockstepContext, inst: Instruction, use_global: bool | None) -> list[list[int]] | None:
-    """The collective's groups in the slice's numbering, or None when they cross slices."""
-    return _in_slice(ctx, collective_handlers.groups(ctx, inst, use_global))
-
-
-@_stacked(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START)
-def _all_reduce(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _crosses_slices(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    if groups is None:
-        return _on_each_device(ctx, inst, operands)
-    return collectives.all_reduce_stacked(collective_handlers.operand_value(inst, operands), groups, collective_handlers.reducer(ctx, inst))
-
-
-@_stacked(Opcode.ALL_GATHER, Opcode.ALL_GATHER_START)
-def _all_gather(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _crosses_slices(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    if groups is None:
-        return _on_each_device(ctx, inst, operands)
-    dim = inst.attrs["dimensions"][0]
-    if inst.opcode is Opcode.ALL_GATHER_START:
-        value = operands[0] if len(operands) == 1 else tuple(operands)
-        return (value, collectives.all_gather_stacked(value, groups, dim))
-    return collectives.all_gather_stacked(collective_handlers.operand_value(inst, operands), groups, dim)
-
-
-@_stacked(Opcode.REDUCE_SCATTER)
-def _reduce_scatter(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _crosses_slices(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    if groups is None:
-        return _on_each_device(ctx, inst, operands)
-    return collectives.reduce_scatter_stacked(collective_handlers.operand_value(inst, operands), groups,
-                                              inst.attrs["dimensions"][0], collective_handlers.reducer(ctx, inst))
-
-
-@_stacked(Opcode.ALL_TO_ALL)
-def _all_to_all(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _crosses_slices(ctx, inst, None)
-    if groups is None:
-        return _on_each_device(ctx, inst, operands)
-    dims = inst.attrs.get("dimensions")
-    split = dims[0] if dims else None
-    value = operands[0] if split is not None and len(operands) == 1 else tuple(operands)
-    return collectives.all_to_all_stacked(value, groups, split)
-
-
-@_stacked(Opcode.COLLECTIVE_BROADCAST)
-def _collective_broadcast(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = _crosses_slices(ctx, inst, None)
-    if groups is None:
-        return _on_each_device(ctx, inst, operands)
-    return collectives.collective_broadcast_stacked(collective_handlers.operand_value(inst, operands), groups)
-
-
-@_stacked(Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START)
-def _collective_permute(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    def make() -> Any:
-        procs = devices.resolve_source_target_pairs(
-            inst.attrs.get("source_target_pairs", ()), inst.attrs.get("channel_id") is not None,
-            ctx.num_replicas, ctx.num_partitions)
-        return devices.device_pairs(procs, ctx.num_partitions)
-    pairs = _cached(ctx, ("pairs", id(inst)), make)
-    if not ctx.whole_grid:
-        # The per-device handler meets every device (one group of all); within a slice that
-        # is a rendezvous of the whole grid through the exchange.
-        return _on_each_device(ctx, inst, operands)
-    value = operands[0]
-    result = collectives.collective_permute_stacked(value, pairs)
-    if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START:
-        from hloscope.interpret.values import zeros_of
-        extra = tuple(zeros_of(s) for s in inst.shape.elements[2:]) if isinstance(inst.shape, TupleShape) else ()
-        return (value, result, *extra)
-    return result
-
-
-@_stacked(Opcode.REPLICA_ID)
-def _replica_id(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    ids = collectives.replica_ids_stacked(ctx.num_replicas, ctx.num_partitions)
-    return ids if ctx.whole_grid else ids[ctx.first:ctx.first + ctx.num_devices].copy()
-
-
-@_stacked(Opcode.PARTITION_ID)
-def _partition_id(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    ids = collectives.partition_ids_stacked(ctx.num_replicas, ctx.num_partitions)
-    return ids if ctx.whole_grid else ids[ctx.first:ctx.first + ctx.num_devices].copy()
 
 
 # --- gemms: one BLAS call for every device ----------------------------------------------------------

@@ -7,7 +7,7 @@ Note [Ray executor]
     One process holds every device's values in a local run, which is what stops a 64-way step
     of a real model. Here the grid is cut into consecutive slices of ``devices_per_worker``
     devices; each slice is one Ray actor (ray_worker.Worker) that runs it with the local
-    executors (lockstep where it applies, Note [Lockstep slices] in lockstep.py), and the
+    executors (lockstep where it applies, Note [Lockstep slices] in lockstep_collectives.py), and the
     workers meet at collectives through one coordinator actor (Note [The exchange board] in
     exchange.py), with the same pure combine a local run calls.
 
