@@ -187,10 +187,12 @@ class WorkerStats:
 
 @dataclasses.dataclass
 class RunStats:
-    """What a Ray run cost: wall seconds from connecting to the outputs back, the seconds
-    spent starting workers, and each worker's figures."""
+    """What a Ray run cost: wall seconds from connecting to the outputs back, of which
+    connecting to Ray (starting a local instance) and then starting the workers, and each
+    worker's figures."""
 
     seconds: float
+    connect_seconds: float
     start_seconds: float
     workers: list[WorkerStats]
 
@@ -235,6 +237,10 @@ class RayExecutor:
             return _Run(self, module, args, replicas, partitions, options, donate, started).run()
 
 
+def _since(t: float) -> float:
+    return time.perf_counter() - t
+
+
 class _Run:
     """One run on the cluster: placement, the memory guard, sending, supervising."""
 
@@ -253,6 +259,7 @@ class _Run:
         self.nodes: list[dict[str, Any]] = []
 
     def run(self) -> list[Value]:
+        connect_seconds = _since(self.started)
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         k = self.executor.devices_per_worker or max(1, math.ceil(self.num_devices / max(1, int(cpus))))
         self.slices = plan_slices(self.num_devices, k)
@@ -260,14 +267,14 @@ class _Run:
         try:
             self._start(cpus, need)
             self._real_guard(need)
-            start_seconds = time.perf_counter() - self.started
+            start_seconds = _since(self.started) - connect_seconds
             refs = self._send()
             results = self._supervise(refs)
         finally:
             self._stop()
         values = [_owned(v) for r in results for v in r.values]
         self.executor.last_run = RunStats(
-            time.perf_counter() - self.started, start_seconds,
+            _since(self.started), connect_seconds, start_seconds,
             [WorkerStats(i, list(s), self.nodes[i].get("ip", "?"), r.executor, r.seconds, r.parse_seconds,
                          r.peak_rss_bytes, r.exchange) for i, (s, r) in enumerate(zip(self.slices, results, strict=True))])
         return values
