@@ -147,6 +147,10 @@ def connected(address: str | None) -> Iterator[bool]:
     except (ConnectionError, RuntimeError, ValueError, TimeoutError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         where = "a local Ray instance could not start" if address is None else f"cannot reach a Ray cluster at {address}"
+        if address not in (None, "auto", "local") and "RAY_AUTH_MODE" not in os.environ:
+            # Ray finds a token by itself only for "auto"; `ray start` enables token
+            # authentication by default (Ray 2.5x), and a client naming the address needs it too.
+            first += " (if the cluster uses token authentication, set RAY_AUTH_MODE=token with its token here)"
         raise ClusterError(f"{where}: {first}") from None
     try:
         yield address is None
