@@ -54,7 +54,7 @@ def _child(cmd: list[str]) -> tuple[float, int, str, str, int]:
 
 def _run(seed: Path, out: Path, workers: int | None) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "hloscope", "run", str(seed), "--per-device-inputs", "--random", "0", "--json",
-           "--force", "--out", str(out)]
+           "--out", str(out)]
     if workers is not None:
         cmd += ["--executor", "ray", "--devices-per-worker", str(8 // workers)]
     load = _load()
@@ -120,6 +120,8 @@ def bench_sweep(args: argparse.Namespace) -> list[dict[str, Any]]:
         corpus = _subset(args.xla_dir, args.limit, Path(tmp) / "modules")
         count = len(list(corpus.iterdir()))
         for name, extra in (("1 process", ["-j", "1"]), ("--jobs 2", ["-j", "2"]), ("Ray tasks", ["--ray"])):
+            if args.only and name not in args.only:
+                continue
             out = Path(tmp) / f"{name.replace(' ', '_')}.jsonl"
             load = _load()
             wall, rss, stdout, stderr, code = _child([sys.executable, "-m", "hloscope", "sweep", str(corpus), "-o",
@@ -146,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("sweep")
     s.add_argument("--xla-dir", type=Path, required=True, help="what tools/xla_corpus.py extract wrote")
     s.add_argument("--limit", type=int, help="sweep this many modules, evenly spread (default all)")
+    s.add_argument("--only", type=lambda v: v.split(","), help="of '1 process,--jobs 2,Ray tasks'")
     s.add_argument("--json", type=Path)
     args = p.parse_args(argv)
     rows = bench_run(args) if args.what == "run" else bench_sweep(args)

@@ -48,6 +48,7 @@ def ray_instance():
     started = False
     if not ray.is_initialized():
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        os.environ.setdefault("RAY_worker_niceness", "0")  # as the executor's own local instance
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR")
         started = True
