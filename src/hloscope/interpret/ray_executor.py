@@ -406,11 +406,11 @@ class _Run:
                 w = pending.pop(ref)
                 try:
                     result = ray.get(ref)
-                except ray.exceptions.RayActorError as e:
-                    raise self._died(w, e) from None
                 except ray.exceptions.RayTaskError as e:
                     raise InterpretError(f"Ray worker {w} ({_span(self.slices[w])}) failed: "
                                          f"{_first_line(e.cause if e.cause is not None else e)}") from None
+                except ray.exceptions.RayError as e:  # died: killed, crashed, or OutOfMemoryError (Ray's monitor)
+                    raise self._died(w, e) from None
                 if isinstance(result, WorkerFailure):
                     raise _rebuild(result, w, self.slices[w])
                 results[w] = result
@@ -424,8 +424,8 @@ class _Run:
 
     def _died(self, worker: int, e: Exception) -> WorkerDiedError:
         text = str(e)
-        cause = ("Ray's memory monitor killed it: its node ran out of memory" if "memory pressure" in text
-                 or "OutOfMemory" in text else
+        oom = isinstance(e, ray.exceptions.OutOfMemoryError) or "memory pressure" in text or "low on memory" in text
+        cause = ("Ray's memory monitor killed it: its node ran out of memory" if oom else
                  "its process exited unexpectedly (killed, or out of memory: the kernel's OOM killer; see dmesg "
                  "on its node)")
         seen: dict[str, Any] = {}
