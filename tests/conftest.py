@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
@@ -36,3 +38,20 @@ MODULE_SEEDS = ("000", "001", "003", "004")
 
 # The JAX-program corpus (hloscope.testing.oracle) as fixtures: oracle_corpus, oracle_case.
 pytest_plugins = ["tests.oracle_fixtures"]
+
+
+@pytest.fixture(scope="session")
+def ray_instance():
+    """One local Ray instance (2 CPUs) for the session's Ray tests; the Ray executor and
+    sweeps use a connection the process already has (Note [Ray executor])."""
+    ray = pytest.importorskip("ray")
+    started = False
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        os.environ.setdefault("RAY_worker_niceness", "0")  # as the executor's own local instance
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR")
+        started = True
+    yield ray
+    if started:
+        ray.shutdown()

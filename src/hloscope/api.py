@@ -18,7 +18,7 @@ from hloscope.fileio import read_input_bytes
 from hloscope.ir.module import Module
 from hloscope.text.parser import parse_module
 
-__all__ = ["load", "load_bytes", "parse", "run", "cost", "memory", "collectives", "estimate_time",
+__all__ = ["load", "load_bytes", "parse", "run", "ray_executor", "cost", "memory", "collectives", "estimate_time",
            "available_memory", "RunMemoryCheck", "check_run_memory", "NotEnoughMemoryError"]
 
 
@@ -74,15 +74,52 @@ def _hlo_text(data: bytes, name: str) -> str:
     return convert_to_hlo_text(data, detected.format, name)
 
 
-def run(module: Module | str | os.PathLike[str], inputs: Any = (), **kwargs: Any) -> Any:
+def run(module: Module | str | os.PathLike[str], inputs: Any = (), *, executor: str | None = None,
+        ray_address: str | None = None, devices_per_worker: int | None = None, force: bool = False,
+        **kwargs: Any) -> Any:
     """Evaluate ``module`` (a Module or a path ``load`` reads) on ``inputs`` with numpy.
 
-    The keyword arguments are those of ``hloscope.interpret.run`` (``replicas``,
+    The other keyword arguments are those of ``hloscope.interpret.run`` (``replicas``,
     ``partitions``, ``options``, ``donate``), which documents the inputs and the result.
+
+    ``executor="ray"`` spreads the devices over Ray actors (``pip install 'hloscope[ray]'``;
+    Note [Ray executor] in ``hloscope/interpret/ray_executor.py``), ``devices_per_worker``
+    each (default: the grid spread over the cluster's CPUs): a local Ray instance started for
+    the run, or the cluster at ``ray_address`` ("auto": the one ``ray start`` runs on this
+    machine, or "host:port"). Its memory guard refuses a worker whose devices' predicted peak
+    exceeds what its node offers (``NotEnoughMemoryError``-like ``WorkerMemoryError``); pass
+    ``force=True`` to skip it. The results are those of a local run, bit for bit.
     """
     from hloscope.interpret import run as interpret_run
 
-    return interpret_run(module if isinstance(module, Module) else load(module), inputs, **kwargs)
+    m = module if isinstance(module, Module) else load(module)
+    if executor in (None, "local"):
+        return interpret_run(m, inputs, **kwargs)
+    if executor != "ray":
+        raise InputError(f"unknown executor {executor!r}: 'local' (this process) or 'ray'")
+    return interpret_run(m, inputs, executor=ray_executor(m, ray_address, devices_per_worker, force=force),
+                         **kwargs)
+
+
+def ray_executor(module: Module, address: str | None = None, devices_per_worker: int | None = None, *,
+                 force: bool = False, fill_elided: str | None = None) -> Any:
+    """A ``RayExecutor`` for ``module`` with its memory guard set from the memory analysis's
+    per-device peak (``check_run_memory``), unless ``force``."""
+    try:
+        from hloscope.interpret.ray_executor import RayExecutor
+    except ModuleNotFoundError as e:
+        if e.name != "ray":
+            raise
+        from hloscope.errors import MissingDependencyError
+
+        raise MissingDependencyError("the Ray executor needs Ray: pip install 'hloscope[ray]'") from None
+    per_device = None
+    if not force:
+        try:
+            per_device = check_run_memory(module, 1, fill_elided=fill_elided, available=0).per_device_bytes
+        except Exception:  # an analysis gap must not stop a run the interpreter can do
+            per_device = None
+    return RayExecutor(address, devices_per_worker, per_device_bytes=per_device)
 
 
 def cost(module: Module):  # -> CostReport

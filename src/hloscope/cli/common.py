@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = ["COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_VERIFY", "EXIT_INTERNAL",
            "EXIT_INTERRUPTED", "command", "console", "emit_json", "file_arg", "format_bytes", "short", "working",
-           "read_module", "input_file", "output_file", "output_dir", "positive_int", "non_negative_int",
+           "read_module", "input_file", "input_file_or_dir", "output_file", "output_dir", "positive_int", "non_negative_int",
            "positive_float", "check_paths", "InputPath", "OutputPath", "OutputDir"]
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_VERIFY, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
@@ -154,6 +154,12 @@ class InputPath(str):
     __slots__ = ()
 
 
+class InputFileOrDir(str):
+    """A file or a folder the command reads (checked by ``check_paths``)."""
+
+    __slots__ = ()
+
+
 class OutputPath(str):
     """A file the command writes (checked by ``check_paths``)."""
 
@@ -169,6 +175,11 @@ class OutputDir(str):
 def input_file(text: str) -> InputPath:
     """argparse type of a file to read."""
     return InputPath(text)
+
+
+def input_file_or_dir(text: str) -> InputFileOrDir:
+    """argparse type of a file or folder to read."""
+    return InputFileOrDir(text)
 
 
 def output_file(text: str) -> OutputPath:
@@ -225,6 +236,10 @@ def check_paths(args: argparse.Namespace) -> None:
         if isinstance(v, OutputPath):
             check_output_path(v)
             check_not_input(v, list(inputs))
+        elif isinstance(v, InputFileOrDir) and not os.path.exists(v):
+            from hloscope.errors import InputError
+
+            raise InputError(f"{v}: no such file or directory")
         elif isinstance(v, OutputDir) and os.path.exists(v) and not os.path.isdir(v):
             from hloscope.errors import InputError
 

@@ -13,6 +13,7 @@ from hloscope.cli.common import (
     command,
     emit_json,
     input_file,
+    input_file_or_dir,
     non_negative_int,
     output_file,
     read_module,
@@ -24,11 +25,21 @@ __all__: list[str] = []
 
 
 def _configure_report(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", nargs="?", metavar="FILE", type=input_file,
-                   help="HLO text file (default: the bundled example module)")
-    p.add_argument("-o", "--output", metavar="OUT", default="report.html", type=output_file,
-                   help="where to write the HTML page (default: report.html)")
+    p.add_argument("file", nargs="?", metavar="FILE", type=input_file_or_dir,
+                   help="HLO text file (default: the bundled example module); a directory or a sweep's "
+                        "RESULTS.jsonl writes the index of its modules (see `hloscope sweep`)")
+    p.add_argument("-o", "--output", metavar="OUT", default=None, type=output_file,
+                   help="where to write the HTML page (default: report.html; index.html for a directory)")
     p.add_argument("--hardware", metavar="NAME", help="hardware for the time estimate (a bundled name or a JSON file)")
+    index = p.add_argument_group("the index of a directory or a sweep")
+    index.add_argument("--results", metavar="RESULTS.jsonl",
+                       help="the sweep results a directory's index reads, and where the modules not in it yet "
+                            "are swept to (default: the index's name with .jsonl)")
+    index.add_argument("--serve", nargs="?", type=int, const=0, metavar="PORT",
+                       help="serve the index on localhost (PORT, default any free one): a module's report is "
+                            "written the first time its link is opened")
+    index.add_argument("--jobs", "-j", type=int, metavar="N", help="processes sweeping a directory (default: CPUs)")
+    index.add_argument("--ray", nargs="?", const="", metavar="ADDR", help="sweep a directory with Ray tasks")
 
 
 @command("report", "write a self-contained HTML report: summary, cost, memory, collectives, graphs, text")(_configure_report)
@@ -41,6 +52,9 @@ def _report(args: argparse.Namespace) -> int:
 
         load_hardware(args.hardware)
     path = args.file
+    if path is not None and (Path(path).is_dir() or path.endswith(".jsonl")):
+        return _report_index(args)
+    args.output = args.output or "report.html"
     if path is None:
         from hloscope.examples import default_example_path
 
@@ -55,6 +69,21 @@ def _report(args: argparse.Namespace) -> int:
     out = write_report(module, args.output, hardware=args.hardware, inputs=[path], progress=progress)
     sys.stdout.write(f"wrote {Path(out).resolve()} ({module.name}, {module.instruction_count} instructions, "
                      f"{time.perf_counter() - started:.1f} s)\n")
+    return EXIT_OK
+
+
+def _report_index(args: argparse.Namespace) -> int:
+    """``hloscope report DIR|RESULTS.jsonl``: the index page of a sweep (cli/sweep.py)."""
+    from hloscope.cli.sweep import index_target, serve_index, write_index
+
+    records, index, source = index_target(args.file, args.output, args.results, args.jobs, args.ray)
+    if not records:
+        raise InputError(f"{args.file}: no modules to index")
+    if args.serve is not None:
+        return serve_index(records, index, source, args.serve)
+    out = write_index(records, index, source=source)
+    sys.stdout.write(f"wrote {out} ({len(records)} modules from {source}; reports are written on demand: "
+                     f"--serve writes each when first opened)\n")
     return EXIT_OK
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from hloscope.cli.common import (
     EXIT_OK,
+    EXIT_USAGE,
     EXIT_VERIFY,
     command,
     console,
@@ -61,6 +62,15 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print a JSON summary of the outputs")
     p.add_argument("--force", action="store_true",
                    help="run even when the memory analysis predicts more memory than is available")
+    p.add_argument("--executor", choices=("local", "ray"), default="local",
+                   help="where the devices run: this process (default), or Ray actors, each holding a slice "
+                        "of the device grid (pip install 'hloscope[ray]')")
+    p.add_argument("--ray-address", metavar="ADDR",
+                   help="with --executor ray: a running cluster ('auto' or host:port, as `ray start --head` "
+                        "prints); default: a local Ray instance started for this run")
+    p.add_argument("--devices-per-worker", type=positive_int, metavar="K",
+                   help="with --executor ray: devices each Ray worker holds (default: the grid spread over "
+                        "the cluster's CPUs)")
 
 
 def _stats(a: np.ndarray) -> dict[str, Any]:
@@ -119,7 +129,17 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_VERIFY
     if grid_note is not None and not args.json:
         sys.stderr.write(f"note: {grid_note}\n")
-    if not args.force:
+    if args.executor == "local" and (args.ray_address or args.devices_per_worker):
+        sys.stderr.write("hloscope run: --ray-address and --devices-per-worker need --executor ray\n")
+        return EXIT_USAGE
+    executor = None
+    if args.executor == "ray":
+        # The memory guard is per worker (Note [Ray executor]): a worker's devices against its node.
+        from hloscope.api import ray_executor
+
+        executor = ray_executor(m, args.ray_address, args.devices_per_worker, force=args.force,
+                                fill_elided=args.fill_elided)
+    elif not args.force:
         # Before any input or value is allocated: a run that cannot fit is refused with the
         # figures and what would fit, instead of swapping the machine to a halt.
         from hloscope.api import NotEnoughMemoryError, check_run_memory
@@ -136,7 +156,13 @@ def _run(args: argparse.Namespace) -> int:
         per_device = n > 1 and len(inputs) == n and all(isinstance(x, list) for x in inputs)
     else:
         per_device = n > 1 and args.per_device_inputs
-        inputs = random_inputs(m, args.random or 0, args.distribution, num_devices=n, per_device=per_device)
+        if executor is not None and not args.check_xla:
+            # Each worker draws its own devices' inputs, the same arrays (Note [Ray executor]).
+            from hloscope.interpret.inputs import RandomInputs
+
+            inputs = RandomInputs(args.random or 0, args.distribution, per_device)
+        else:
+            inputs = random_inputs(m, args.random or 0, args.distribution, num_devices=n, per_device=per_device)
     if args.out:
         from hloscope.fileio import check_not_input
 
@@ -163,9 +189,11 @@ def _run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     if progress_ctx is not None:
         with progress_ctx:
-            results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla)
+            results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla,
+                          executor=executor)
     else:
-        results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla)
+        results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla,
+                      executor=executor)
     elapsed = time.perf_counter() - t0
     # A global program (not partitioned yet) returns its global outputs: one set, not n.
     global_result = n > 1 and not isinstance(results, list)
@@ -178,6 +206,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.check_xla:
         from hloscope.xla.worker import run_on_xla
 
+        assert isinstance(inputs, list)  # drawn here when XLA needs them too
         xla_run = run_on_xla(m.to_text(), inputs, replicas=r, partitions=p, per_device=per_device)
         theirs = xla_run.outputs
         if n == 1:
@@ -201,6 +230,7 @@ def _run(args: argparse.Namespace) -> int:
     xla_summary = None if xla_run is None else {"rewrite": xla_run.rewrite, "custom_calls": xla_run.custom_calls}
     if args.json:
         emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed,
+                    **({"ray": last.to_json()} if (last := getattr(executor, "last_run", None)) else {}),
                     **({"grid_note": grid_note} if grid_note else {}),
                     **({"xla": xla_summary} if xla_summary else {}),
                     "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": diffs[k]} if diffs else {})}
@@ -209,7 +239,9 @@ def _run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     con = console()
-    con.print(f"[bold]{m.name}[/bold]: ran on {r} replica(s) x {p} partition(s) in {elapsed:.2f} s")
+    last = getattr(executor, "last_run", None)
+    on = f" on {len(last.workers)} Ray worker(s)" if last is not None else ""
+    con.print(f"[bold]{m.name}[/bold]: ran on {r} replica(s) x {p} partition(s){on} in {elapsed:.2f} s")
     t = Table(title_justify="left")
     for col in ("output", "shape", "dtype", "min", "max", "mean", "finite") + (("max |hloscope - XLA|",) if diffs else ()):
         t.add_column(col, justify="left" if col in ("output", "shape", "dtype") else "right")

@@ -12,6 +12,17 @@ Note [Cooperative devices]
     complete while devices wait, the devices disagree on which collective comes next: that is
     reported as a deadlock naming where each device waits.
 
+Note [Members on other workers]
+    A driver may hold only some of the grid's devices (a slice run by one Ray worker,
+    ray_worker.py). A group whose members all live here completes as above. One with members
+    elsewhere waits until every local member is pending at the same collective, then goes to
+    an ``Exchange``: ``submit`` hands over the local members' contributions (with the
+    ``Rendezvous`` and so its ``combine``, which the worker leading the group calls on every
+    member's contribution in rank order), and ``wait`` blocks until some submitted groups
+    come back with their members' shares (or an error). The driver only waits when no local
+    device can run, so a worker never sits on work another one needs. The combine is the same
+    pure function the local drivers call, so results are bit-identical wherever a device is.
+
 This is the per-device executor; ``lockstep.py`` is the other, which holds every device's
 value along a leading axis (Note [Lockstep]).
 """
@@ -19,13 +30,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Generator, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from hloscope.errors import InterpretError
 from hloscope.interpret.values import Value
 from hloscope.ir import Instruction
 
-__all__ = ["Rendezvous", "drive"]
+__all__ = ["Exchange", "Rendezvous", "drive", "wire_key"]
 
 
 @dataclasses.dataclass(slots=True)
@@ -58,26 +69,58 @@ def _rendezvous_key(inst: Instruction) -> Any:
     return inst if channel is None else (inst.opcode, channel)
 
 
-def drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
+def wire_key(inst: Instruction) -> tuple[str, ...]:
+    """``_rendezvous_key`` as plain strings, the same in every process that parsed the module
+    (instruction names are unique in a module): what workers name a rendezvous by."""
+    channel = inst.attrs.get("channel_id")
+    return ("instruction", inst.name) if channel is None else ("channel", inst.opcode.text, str(channel))
+
+
+# What an exchange hands back: a submitted group's local members and, for each, its share, or
+# the error to raise in the first of them.
+Completion = tuple[list[int], "dict[int, Value] | BaseException"]
+
+
+class Exchange(Protocol):
+    """Completes rendezvous whose groups have members on other workers (Note [Members on
+    other workers])."""
+
+    def submit(self, request: Rendezvous, group: list[int], values: dict[int, Value]) -> None:
+        """Hand over ``values``, the contributions of ``group``'s members on this worker, all
+        waiting at ``request``'s collective."""
+        ...
+
+    def wait(self, waiting: dict[int, str]) -> list[Completion]:
+        """Block until some submitted groups complete; ``waiting`` says where each local
+        device waits (the instruction's name), for a deadlock's message."""
+        ...
+
+
+def drive(gens: list[Generator[Any, Any, Value]], devices: Sequence[int] | None = None,
+          exchange: Exchange | None = None) -> list[Value]:
     """Run device generators to completion, completing their rendezvous (Note [Cooperative
-    devices]); their results in device order."""
-    return _drive(gens)
+    devices]); their results in order. ``gens[i]`` is device ``devices[i]`` (default: device
+    ``i``); groups with members not among ``devices`` go through ``exchange`` (Note [Members
+    on other workers])."""
+    ids = list(range(len(gens))) if devices is None else list(devices)
+    return _drive(dict(zip(ids, gens, strict=True)), exchange)
 
 
-def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
-    n = len(gens)
+def _drive(gens: dict[int, Generator[Any, Any, Value]], exchange: Exchange | None) -> list[Value]:
     results: dict[int, Value] = {}
-    finished = [False] * n
+    finished: set[int] = set()
     pending: dict[int, Rendezvous] = {}
+    submitted: dict[int, Rendezvous] = {}  # handed to the exchange, waiting for their shares
     # device -> ("send", value) or ("throw", exception) for the next resume
-    resume: dict[int, tuple[str, Any]] = {d: ("send", None) for d in range(n)}
-    while resume:
+    resume: dict[int, tuple[str, Any]] = {d: ("send", None) for d in gens}
+    while resume or submitted:
         for d in sorted(resume):
             how, arg = resume[d]
             try:
                 req = gens[d].send(arg) if how == "send" else gens[d].throw(arg)
             except StopIteration as stop:
-                results[d], finished[d] = stop.value, True
+                results[d] = stop.value
+                finished.add(d)
                 continue
             if not isinstance(req, Rendezvous):
                 raise InterpretError(f"device {d} yielded {req!r}, expected a collective rendezvous")
@@ -93,7 +136,16 @@ def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
                 del pending[d]
                 continue
             key = _rendezvous_key(req.inst)
-            if not all(m in pending and _rendezvous_key(pending[m].inst) == key for m in group):
+            here = [m for m in group if m in gens]
+            if not all(m in pending and _rendezvous_key(pending[m].inst) == key for m in here):
+                continue
+            if len(here) < len(group):
+                if exchange is None:
+                    raise InterpretError(f"{req.inst.name}: devices {[m for m in group if m not in gens]} of "
+                                         f"group {group} are not run here and no exchange reaches them")
+                exchange.submit(req, group, {m: pending[m].value for m in here})
+                for m in here:
+                    submitted[m] = pending.pop(m)
                 continue
             try:
                 outs = req.combine([pending[m].value for m in group], group)
@@ -105,9 +157,21 @@ def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
             for m, out in zip(group, outs, strict=True):
                 resume[m] = ("send", out)
                 del pending[m]
+        if not resume and submitted:
+            assert exchange is not None
+            waiting = {d: r.inst.name for d, r in (*pending.items(), *submitted.items())}
+            for members, outcome in exchange.wait(waiting):
+                for m in members:
+                    del submitted[m]
+                if isinstance(outcome, BaseException):
+                    resume[members[0]] = ("throw", outcome)
+                else:
+                    for m in members:
+                        resume[m] = ("send", outcome[m])
+            continue
         if not resume and pending:
             where = ", ".join(f"device {d} at {r.inst.name}" for d, r in sorted(pending.items()))
-            done = [d for d in range(n) if finished[d]]
+            done = sorted(finished)
             first = min(pending)
             message = (f"collective deadlock: {where}" + (f"; devices {done} finished" if done else "")
                        + " (the devices disagree on the next collective, or a group member never "
@@ -117,4 +181,4 @@ def _drive(gens: list[Generator[Any, Any, Value]]) -> list[Value]:
                 gens[d].close()
             pending.clear()
             resume[first] = ("throw", InterpretError(message))
-    return [results[d] for d in range(n)]
+    return [results[d] for d in gens]

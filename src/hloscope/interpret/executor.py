@@ -12,24 +12,27 @@ Note [Executors]
     exchanges contributions in memory (driver.py, Note [Cooperative devices]); it runs every
     module and observes hooks. ``LockstepExecutor`` holds all devices' values stacked along a
     leading axis and runs each instruction once for all of them (lockstep.py, Note
-    [Lockstep]); it applies to modules whose ops all have stacked rules. An executor placing
-    devices in other processes or hosts would implement the same two methods, sending each
-    rendezvous' contributions where its group's members live; nothing in the op semantics
-    changes. ``choose_executor`` picks one for a run (``RunOptions.mode``).
+    [Lockstep]); it applies to modules whose ops all have stacked rules. Both also run a
+    *slice* of the grid (``run_slice``): the devices one worker holds, with an ``Exchange``
+    reaching the others' (Note [Members on other workers] in driver.py). ``RayExecutor``
+    (ray_executor.py, imported only when chosen) implements the same two methods by placing
+    slices on Ray actors that run them with these two; nothing in the op semantics changes.
+    ``choose_executor`` picks one for a run (``RunOptions.mode``).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from hloscope.errors import InputError
 from hloscope.interpret import lockstep
-from hloscope.interpret.driver import drive
+from hloscope.interpret.driver import Exchange, drive
 from hloscope.interpret.evaluator import EvalContext, RunOptions, evaluate
 from hloscope.interpret.values import Value
 from hloscope.ir import Module
 from hloscope.ir import replica_groups as devices
 
-__all__ = ["Executor", "PerDeviceExecutor", "LockstepExecutor", "choose_executor"]
+__all__ = ["Executor", "PerDeviceExecutor", "LockstepExecutor", "choose_executor", "choose_local_executor"]
 
 
 class Executor(Protocol):
@@ -58,12 +61,20 @@ class PerDeviceExecutor:
 
     def run(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
             options: RunOptions, *, donate: bool = False) -> list[Value]:
+        return self.run_slice(module, args, replicas, partitions, options, range(replicas * partitions),
+                              None, donate=donate)
+
+    def run_slice(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
+                  options: RunOptions, held: Sequence[int], exchange: Exchange | None, *,
+                  donate: bool = False) -> list[Value]:
+        """The devices ``held`` (``args[k]`` is the k-th one's inputs), meeting devices held
+        elsewhere through ``exchange``; their root values in order."""
         shared: dict[str, Any] = {}
         gens = [evaluate(EvalContext(module, options, devices.process_id(d, partitions), replicas, partitions,
-                                     shared=shared), module.entry, args[d], donate=donate)
-                for d in range(replicas * partitions)]
+                                     shared=shared), module.entry, args[k], donate=donate)
+                for k, d in enumerate(held)]
         args.clear()  # the generators hold each device's list now (Note [Donation])
-        return drive(gens)
+        return drive(gens, held, exchange)
 
 
 class LockstepExecutor:
@@ -78,6 +89,12 @@ class LockstepExecutor:
             options: RunOptions, *, donate: bool = False) -> list[Value]:
         return lockstep.run_lockstep(module, args, replicas, partitions, options)
 
+    def run_slice(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
+                  options: RunOptions, held: Sequence[int], exchange: Exchange | None, *,
+                  donate: bool = False) -> list[Value]:
+        """A consecutive slice of the grid in lockstep (Note [Lockstep slices] in lockstep_collectives.py)."""
+        return lockstep.run_lockstep(module, args, replicas, partitions, options, held, exchange)
+
 
 PER_DEVICE = PerDeviceExecutor()
 LOCKSTEP = LockstepExecutor()
@@ -86,6 +103,13 @@ LOCKSTEP = LockstepExecutor()
 def choose_executor(module: Module, options: RunOptions, num_devices: int) -> Executor:
     """The executor of a run: ``options.mode`` "per-device" or "lockstep" (an error when it
     cannot run the module), or "auto": lockstep for several devices where it applies."""
+    return choose_local_executor(module, options, num_devices)
+
+
+def choose_local_executor(module: Module, options: RunOptions,
+                          num_devices: int) -> PerDeviceExecutor | LockstepExecutor:
+    """``choose_executor`` among the executors of this process (what a worker runs its slice
+    of ``num_devices`` devices with)."""
     if options.mode == "per-device" or num_devices == 1:
         return PER_DEVICE
     if options.mode == "lockstep":

@@ -3,6 +3,7 @@ key convention (``arg0``, ``arg0.1``, per-device ``d<k>.arg0``) read back into r
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,8 @@ from hloscope.ir.dtypes import PRIMITIVE_TYPES, PrimitiveType, type_name_of
 from hloscope.ir.module import Module
 from hloscope.ir.shape import ArrayShape, Shape, TupleShape
 
-__all__ = ["random_inputs", "inputs_from_mapping", "outputs_to_mapping", "DISTRIBUTIONS", "UNBOUNDED_SIZE"]
+__all__ = ["random_inputs", "RandomInputs", "inputs_from_mapping", "outputs_to_mapping", "DISTRIBUTIONS",
+           "UNBOUNDED_SIZE"]
 
 DISTRIBUTIONS = ("normal", "uniform", "positive")
 
@@ -67,6 +69,29 @@ def random_inputs(module: Module, seed: int = 0, distribution: str = "normal",
         return [_random_value(p.shape, rng, distribution) for p in params]
     return [[_random_value(p.shape, np.random.default_rng([seed, d, i]), distribution)
              for i, p in enumerate(params)] for d in range(num_devices)]
+
+
+@dataclass(frozen=True)
+class RandomInputs:
+    """``random_inputs(module, seed, distribution, n, per_device)`` as a recipe: an executor
+    whose devices live elsewhere (ray_executor.py) has each worker draw its own devices'
+    inputs, the same arrays bit for bit, instead of sending them."""
+
+    seed: int = 0
+    distribution: str = "normal"
+    per_device: bool = False
+
+    def materialize(self, module: Module, num_devices: int) -> list[Any]:
+        """What ``random_inputs`` returns for this recipe."""
+        return random_inputs(module, self.seed, self.distribution, num_devices, self.per_device)
+
+    def for_device(self, module: Module, device: int, shared: list[Any] | None = None) -> list[Any]:
+        """Device ``device``'s inputs; without ``per_device`` every device's are ``shared``
+        (drawn once by the caller with ``materialize(module, 1)``)."""
+        if not self.per_device:
+            return list(shared) if shared is not None else self.materialize(module, 1)
+        return [_random_value(p.shape, np.random.default_rng([self.seed, device, i]), self.distribution)
+                for i, p in enumerate(module.entry.parameters)]
 
 
 def inputs_from_mapping(module: Module, mapping: Mapping[str, np.ndarray], num_devices: int, *,

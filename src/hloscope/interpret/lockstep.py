@@ -30,6 +30,9 @@ Note [Lockstep]
     it is back in lockstep. Nothing starts over, so run() need not keep the inputs for a
     second attempt. Mode "lockstep" raises ``Diverged`` there instead (tests compare the two
     paths with it). Hooks see per-device values, so runs with hooks use the per-device path.
+
+The stacked rules of collectives, and how a slice of the grid meets the others' devices, are
+in lockstep_collectives.py (Note [Lockstep slices]).
 """
 from __future__ import annotations
 
@@ -39,8 +42,9 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import InterpretError
-from hloscope.interpret import collective_handlers, collectives, indexing, reduction, shape_ops
 from hloscope.interpret import handlers as _handlers
+from hloscope.interpret import indexing, reduction, shape_ops
+from hloscope.interpret.driver import Exchange
 from hloscope.interpret.evaluator import (
     EvalContext,
     Plan,
@@ -52,12 +56,12 @@ from hloscope.interpret.evaluator import (
 )
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import TOKEN, Value, constant_value
-from hloscope.ir import Computation, Family, Instruction, Module, Opcode, TupleShape
+from hloscope.ir import Computation, Family, Instruction, Module, Opcode
 from hloscope.ir import replica_groups as devices
 from hloscope.ir.op_table import OpTable
-from hloscope.ir.shapes.collectives import holds_result_only
 
-__all__ = ["Diverged", "LockstepContext", "applies", "run_lockstep", "stack_values", "unstack_value"]
+__all__ = ["Diverged", "LockstepContext", "STACKED", "applies", "on_each_device", "run_lockstep", "stack_values",
+           "unstack_value"]
 
 Operands = list[Any]
 Handler = Callable[..., Any]
@@ -168,17 +172,28 @@ def _uniform(x: np.ndarray) -> np.ndarray | None:
 class LockstepContext(EvalContext):
     """An ``EvalContext`` for all devices at once. ``contexts`` are the per-device contexts the
     per-device fallback runs on; reducers and comparators (scalar, elementwise computations)
-    run on device 0's context, on stacked arrays, since they do not depend on the device."""
+    run on device 0's context, on stacked arrays, since they do not depend on the device.
 
-    def __init__(self, module: Module, options: RunOptions, num_replicas: int, num_partitions: int) -> None:
+    ``devices`` (default: the whole grid) is the contiguous slice of the grid held here, and
+    ``exchange`` reaches the other slices' devices (Note [Lockstep slices] in lockstep_collectives.py)."""
+
+    def __init__(self, module: Module, options: RunOptions, num_replicas: int, num_partitions: int,
+                 devices_held: Sequence[int] | None = None, exchange: Exchange | None = None) -> None:
         super().__init__(module, options, devices.process_id(0, num_partitions), num_replicas, num_partitions)
-        n = num_replicas * num_partitions
+        held = list(range(num_replicas * num_partitions)) if devices_held is None else list(devices_held)
+        if held != list(range(held[0], held[0] + len(held))):
+            raise InterpretError(f"a lockstep slice holds consecutive devices, not {held}")
+        n = len(held)
+        self.devices = held
+        self.first = held[0]
+        self.whole_grid = n == num_replicas * num_partitions
+        self.exchange = exchange
         self.num_devices = n
         self.weight = n  # Progress counts instructions across devices
         self.lockstep_plans: dict[Computation, Plan] = {}
         shared = {"plans": self.plans, "cache": self.cache, "progress": self.progress}
         self.contexts = [EvalContext(module, options, devices.process_id(d, num_partitions), num_replicas,
-                                     num_partitions, shared=shared) for d in range(n)]
+                                     num_partitions, shared=shared) for d in held]
         for c in self.contexts:
             c.donate = False  # their operands are views of stacked arrays
 
@@ -296,12 +311,15 @@ def applies(module: Module) -> bool:
 _RELEASED: Value = np.empty(0)
 
 
-def run_lockstep(module: Module, args: list[list[Value]], r: int, p: int, options: RunOptions) -> list[Value]:
+def run_lockstep(module: Module, args: list[list[Value]], r: int, p: int, options: RunOptions,
+                 devices_held: Sequence[int] | None = None, exchange: Exchange | None = None) -> list[Value]:
     """Evaluate the entry computation on every device at once; ``args[d]`` are device ``d``'s
     inputs, which are taken out of the lists as they are stacked. In mode "lockstep", raises
-    ``Diverged`` when the devices' control flow differs (Note [Lockstep])."""
-    n = r * p
-    ctx = LockstepContext(module, options, r, p)
+    ``Diverged`` when the devices' control flow differs (Note [Lockstep]). With
+    ``devices_held``, only that slice of the grid, ``args[k]`` being its k-th device's inputs
+    (Note [Lockstep slices] in lockstep_collectives.py)."""
+    ctx = LockstepContext(module, options, r, p, devices_held, exchange)
+    n = ctx.num_devices
     stacked = []
     for i in range(len(module.entry.parameters)):
         stacked.append(stack_values([args[d][i] for d in range(n)]))
@@ -517,7 +535,7 @@ def _agreed(ctx: LockstepContext, x: Any, inst: Instruction, what: str) -> np.nd
     return u
 
 
-def _on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
+def on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
     """``inst`` run by its ordinary handler on every device's slice, the devices meeting at
     collectives through driver.py, and the results stacked again (Note [Lockstep]):
     where control flow differs per device, only that instruction leaves lockstep."""
@@ -525,7 +543,7 @@ def _on_each_device(ctx: LockstepContext, inst: Instruction, operands: Operands)
 
     handler = _registered(inst.opcode)
     gens = [handler(c, inst, [_slice(o, d) for o in operands]) for d, c in enumerate(ctx.contexts)]
-    return _stack(drive(gens))
+    return _stack(drive(gens, ctx.devices, ctx.exchange))
 
 
 @_stacked(Opcode.WHILE)
@@ -542,7 +560,7 @@ def _while(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Gener
     while True:
         go = _agreed(ctx, (yield from ctx.call(cond, [state])), inst, "loop conditions")
         if go is None:  # the rest of the loop per device; it evaluates the condition again
-            return _on_each_device(ctx, inst, [state])
+            return on_each_device(ctx, inst, [state])
         if not bool(go):
             return state
         if stuck:
@@ -558,81 +576,12 @@ def _conditional(ctx: LockstepContext, inst: Instruction, operands: Operands) ->
 
     selector = _agreed(ctx, operands[0], inst, "branch selectors")
     if selector is None:
-        return _on_each_device(ctx, inst, operands)
+        return on_each_device(ctx, inst, operands)
     branch, index = select_branch(inst, selector)
     args = [operands[1 + index]]
     if ctx.donate:
         operands.clear()
     return (yield from ctx.call(branch, args, donate=True))
-
-
-# --- collectives: operations along the device axis -----------------------------------------------------
-
-
-@_stacked(Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START)
-def _all_reduce(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    return collectives.all_reduce_stacked(collective_handlers.operand_value(inst, operands), groups, collective_handlers.reducer(ctx, inst))
-
-
-@_stacked(Opcode.ALL_GATHER, Opcode.ALL_GATHER_START)
-def _all_gather(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    dim = inst.attrs["dimensions"][0]
-    if inst.opcode is Opcode.ALL_GATHER_START:
-        value = operands[0] if len(operands) == 1 else tuple(operands)
-        gathered = collectives.all_gather_stacked(value, groups, dim)
-        return gathered if holds_result_only(inst) else (value, gathered)
-    return collectives.all_gather_stacked(collective_handlers.operand_value(inst, operands), groups, dim)
-
-
-@_stacked(Opcode.REDUCE_SCATTER)
-def _reduce_scatter(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, bool(inst.attrs.get("use_global_device_ids", False)))
-    return collectives.reduce_scatter_stacked(collective_handlers.operand_value(inst, operands), groups,
-                                              inst.attrs["dimensions"][0], collective_handlers.reducer(ctx, inst))
-
-
-@_stacked(Opcode.ALL_TO_ALL)
-def _all_to_all(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, None)
-    dims = inst.attrs.get("dimensions")
-    split = dims[0] if dims else None
-    value = operands[0] if split is not None and len(operands) == 1 else tuple(operands)
-    return collectives.all_to_all_stacked(value, groups, split)
-
-
-@_stacked(Opcode.COLLECTIVE_BROADCAST)
-def _collective_broadcast(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    groups = collective_handlers.groups(ctx, inst, None)
-    return collectives.collective_broadcast_stacked(collective_handlers.operand_value(inst, operands), groups)
-
-
-@_stacked(Opcode.COLLECTIVE_PERMUTE, Opcode.COLLECTIVE_PERMUTE_START)
-def _collective_permute(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    def make() -> Any:
-        procs = devices.resolve_source_target_pairs(
-            inst.attrs.get("source_target_pairs", ()), inst.attrs.get("channel_id") is not None,
-            ctx.num_replicas, ctx.num_partitions)
-        return devices.device_pairs(procs, ctx.num_partitions)
-    pairs = _cached(ctx, ("pairs", id(inst)), make)
-    value = operands[0]
-    result = collectives.collective_permute_stacked(value, pairs)
-    if inst.opcode is Opcode.COLLECTIVE_PERMUTE_START and not holds_result_only(inst):
-        from hloscope.interpret.values import zeros_of
-        extra = tuple(zeros_of(s) for s in inst.shape.elements[2:]) if isinstance(inst.shape, TupleShape) else ()
-        return (value, result, *extra)
-    return result
-
-
-@_stacked(Opcode.REPLICA_ID)
-def _replica_id(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    return collectives.replica_ids_stacked(ctx.num_replicas, ctx.num_partitions)
-
-
-@_stacked(Opcode.PARTITION_ID)
-def _partition_id(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Value:
-    return collectives.partition_ids_stacked(ctx.num_replicas, ctx.num_partitions)
 
 
 # --- gemms: one BLAS call for every device ----------------------------------------------------------

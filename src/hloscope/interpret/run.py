@@ -21,7 +21,8 @@ from hloscope.interpret.evaluator import (
     evaluate,
     run_to_completion,
 )
-from hloscope.interpret.executor import choose_executor
+from hloscope.interpret.executor import Executor, choose_executor
+from hloscope.interpret.inputs import RandomInputs
 from hloscope.interpret.values import Value, array_shapes, coerce_input
 from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir import replica_groups as devices
@@ -117,8 +118,9 @@ def _device_inputs(module: Module, inputs: Sequence[Any], n: int) -> list[list[V
     return out
 
 
-def run(module: Module, inputs: Sequence[Any] = (), *, replicas: int | None = None,
-        partitions: int | None = None, options: RunOptions | None = None, donate: bool = False) -> Any:
+def run(module: Module, inputs: Sequence[Any] | RandomInputs = (), *, replicas: int | None = None,
+        partitions: int | None = None, options: RunOptions | None = None, donate: bool = False,
+        executor: Executor | None = None) -> Any:
     """Evaluate ``module``'s entry computation on ``inputs`` with numpy.
 
     ``inputs`` is a list with one array (or tuple, for tuple parameters) per entry parameter,
@@ -134,6 +136,11 @@ def run(module: Module, inputs: Sequence[Any] = (), *, replicas: int | None = No
     (and each per-device list in it) is emptied, and the arrays may be freed or overwritten
     while the module runs, so a module's outputs can take their memory. Keep no other
     reference to them.
+
+    ``inputs`` may also be a ``RandomInputs`` recipe (what ``random_inputs`` would draw).
+    ``executor`` runs the devices instead of the local choice (Note [Executors]): e.g. a
+    ``RayExecutor``, which spreads them over a Ray cluster and draws a recipe's inputs where
+    each device runs.
     """
     options = options or RunOptions()
     grid_r, grid_p = default_grid(module)
@@ -143,13 +150,17 @@ def run(module: Module, inputs: Sequence[Any] = (), *, replicas: int | None = No
         raise InputError(f"a device grid needs at least one replica and one partition, got {r}x{p}")
     n = r * p
     with kept_freed_memory(options.keep_freed_memory), float_env.using(options.float_env):
-        if n > 1 and is_global_run(module, inputs, n):
-            return _run_global(module, inputs, r, p, options)
-        args = _device_inputs(module, inputs, n)
-        if donate:
+        if isinstance(inputs, RandomInputs) and not (getattr(executor, "draws_inputs", False)
+                                                     and not spmd.is_global_program(module)):
+            inputs = inputs.materialize(module, n)
+        if n > 1 and not isinstance(inputs, RandomInputs) and is_global_run(module, inputs, n):
+            return _run_global(module, inputs, r, p, options)  # in this process, whatever the executor
+        args: Any = inputs if isinstance(inputs, RandomInputs) else _device_inputs(module, inputs, n)
+        if donate and not isinstance(inputs, RandomInputs):
             _hand_over(inputs)
         # Note [Executors]: where the devices' values live and how collectives meet.
-        results = choose_executor(module, options, n).run(module, args, r, p, options, donate=donate)
+        chosen = executor if executor is not None else choose_executor(module, options, n)
+        results = chosen.run(module, args, r, p, options, donate=donate)
     return results[0] if n == 1 else results
 
 
