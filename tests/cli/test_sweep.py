@@ -45,6 +45,7 @@ def lines(path: Path) -> list[dict]:
 def test_sweep_writes_one_line_per_module_with_one_schema(dump: Path, tmp_path: Path, capsys) -> None:
     out = tmp_path / "results.jsonl"
     index = tmp_path / "site" / "index.html"
+    index.parent.mkdir()  # outputs go to folders that exist, as everywhere (test_bad_input)
     assert main(["sweep", str(dump), "-j", "2", "-o", str(out), "--report", str(index)]) == 0
     records = {Path(r["path"]).name: r for r in lines(out)}
     assert sorted(records) == ["b.hlo", "broken.hlo", "module_0001.pmap_step.before_optimizations.txt"]
