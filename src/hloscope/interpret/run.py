@@ -27,7 +27,8 @@ from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleSh
 from hloscope.ir import replica_groups as devices
 from hloscope.ir.collective_shapes import implied_replicas
 
-__all__ = ["run", "default_grid", "infer_grid", "is_global_run", "shards_of", "input_shards"]
+__all__ = ["run", "default_grid", "infer_grid", "is_global_run", "shards_of", "input_shards",
+           "global_arguments"]
 
 Operands = list[Any]
 
@@ -266,11 +267,14 @@ def input_shards(module: Module, inputs: Sequence[Any], n: int) -> list[list[Any
     return per_device
 
 
-def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: RunOptions) -> Any:
-    """Run a sharded, unpartitioned module as one global program (Note [Global programs])."""
-    n = r * p
+def global_arguments(module: Module, inputs: Sequence[Any], n: int) -> list[Value]:
+    """The global arrays a global program (Note [Global programs]) runs on, from ``inputs``
+    as ``run`` takes them: one whole array per parameter, or per-device lists of shards, put
+    back together by each parameter's sharding (``input_shards`` is the inverse)."""
     params = module.entry.parameters
     per_device = len(inputs) == n and all(isinstance(x, list) for x in inputs)
+    if not per_device and len(inputs) != len(params):
+        raise InputError(f"{module.entry.name} takes {len(params)} parameters, got {len(inputs)} inputs")
     args = []
     for i, param in enumerate(params):
         if not per_device:
@@ -284,6 +288,13 @@ def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: 
             else:
                 x = spmd.assemble(shards, layout, shape.dimensions, shape.dtype)
         args.append(coerce_input(x, param.shape, f"parameter {param.parameter_number} ({param.name})"))
+    return args
+
+
+def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: RunOptions) -> Any:
+    """Run a sharded, unpartitioned module as one global program (Note [Global programs])."""
+    n = r * p
+    args = global_arguments(module, inputs, n)
     ctx = EvalContext(module, options, devices.process_id(0, p), r, p)
     result = run_to_completion(evaluate(ctx, module.entry, args), module.entry)
     return shards_of(module, result, n) if options.per_device else result

@@ -28,7 +28,7 @@ import numpy as np
 
 from hloscope.errors import InterpretError, UnsupportedCustomCallError
 from hloscope.interpret.dtype_bits import contiguous
-from hloscope.ir import Instruction, Module, Opcode, TupleShape
+from hloscope.ir import Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir.attributes import ShardingSpec
 from hloscope.ir.sharding import parse_sharding
 
@@ -58,10 +58,37 @@ class Sharded:
         return f"<Sharded over {len(self.values)} devices>"
 
 
+# Note [Recognising a global program]
+#     A module is a global program (not partitioned yet) when it holds manual-region markers,
+#     or when it carries sharding annotations (``sharding=`` or Shardy's ``xla.sdy.sharding``)
+#     and nothing XLA's SPMD partitioner leaves behind: no collective and no partition-id or
+#     replica-id (outside manual regions those only come from partitioning, or from a
+#     per-device pmap program), and it is neither scheduled nor fused (XLA's optimized modules,
+#     already per device, may keep their parameters' ``sharding=``). This is what jax's
+#     lowering of a sharded jit hands XLA (the models tier's "pre" modules: num_partitions is
+#     not even printed); seed 001 (partition-id, all-gather) and every optimized module are
+#     per-device programs. A replicated-only annotation still means one global program, whose
+#     devices all hold the same values. On one device the question does not arise.
+_PARTITIONER_OUTPUT = frozenset((Opcode.PARTITION_ID, Opcode.REPLICA_ID, Opcode.FUSION))
+
+
 def is_global_program(module: Module) -> bool:
-    """True when the module holds manual-region markers, i.e. it was not partitioned yet."""
-    return any(i.opcode is Opcode.CUSTOM_CALL and i.custom_call_target in ENTER_TARGETS + LEAVE_TARGETS
-               for i in module.instructions())
+    """True when ``module`` is a sharded program not partitioned yet (Note [Recognising a
+    global program]): it holds manual-region markers, or sharding annotations and no
+    partitioner output (collectives, partition-id, fusions) and no schedule."""
+    markers = ENTER_TARGETS + LEAVE_TARGETS
+    annotated = False
+    partitioned = module.is_scheduled
+    for inst in module.instructions():
+        opcode = inst.opcode
+        if opcode is Opcode.CUSTOM_CALL and inst.custom_call_target in markers:
+            return True
+        if opcode.family is Family.COLLECTIVE or opcode in _PARTITIONER_OUTPUT:
+            partitioned = True
+        elif not annotated:
+            fa = inst.attrs.get("frontend_attributes")
+            annotated = "sharding" in inst.attrs or (fa is not None and "xla.sdy.sharding" in fa.map)
+    return annotated and not partitioned
 
 
 def region_calls(module: Module) -> frozenset[int]:

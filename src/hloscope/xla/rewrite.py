@@ -45,6 +45,25 @@ Note [Partitioned modules as replicated modules]
     channel_id) hold one device each; flattened ids stay (with one replica a global id is the
     partition number). The partition count comes from the caller, since GPU dumps (seed 001)
     do not print ``num_partitions``.
+
+Note [Collectives XLA:CPU compiles]
+    Two spellings XLA accepts in a module it partitioned itself fail when the module is
+    compiled again, so the rewrite changes them into equivalent ones:
+    - A variadic (tuple-shaped) all-reduce with a ``channel_id``. XLA's layout assignment
+      constrains the layout of every cross-module all-reduce (one with a channel_id) by
+      ``InferArrayLayout(instruction, {})`` (``LayoutAssignment::ConstrainChannelLayouts``,
+      xla/service/layout_assignment.cc), which assumes an array: on a tuple it fails with
+      "LogicalBuffer all-reduce.97[] does not have a layout". jax never hands XLA:CPU one,
+      since XLA combines all-reduces into tuples only after layout assignment; the optimized
+      module of any data-parallel step holds them. With one partition a channel_id changes
+      nothing (cross_replica_and_partition over one partition is cross_replica, and a
+      flattened id is the replica id), so every module compiled with one partition (partitions
+      run as replicas included) has the channel_id and ``use_global_device_ids`` of its
+      all-reduces, all-gathers and reduce-scatters dropped, groups unchanged.
+    - Replica groups in the mesh form (``mesh['axis_0'=4,'axis_1'=2] {'axis_0'}``, with
+      ``device_ids=``) or the iota form (``[4,2]<=[8]``): the MLIR import rejects mesh groups
+      whose axes it cannot find ("Unknown axis axis_2"), so every collective gets its groups as
+      explicit lists (``ReplicaGroups.expanded``), which every importer accepts.
 """
 from __future__ import annotations
 
@@ -64,7 +83,8 @@ from hloscope.ir import (
 )
 from hloscope.ir.shape import without_layouts
 
-__all__ = ["GROUPS_AS_REPLICAS", "Rewrite", "needs_rewrite", "recompilable_text", "rewrite_module"]
+__all__ = ["GROUPS_AS_REPLICAS", "Rewrite", "collectives_need_rewrite", "needs_rewrite", "recompilable_text",
+           "rewrite_module"]
 
 
 def _error(message: str) -> HloscopeError:
@@ -87,6 +107,18 @@ def needs_rewrite(canonical: str) -> bool:
     header = canonical.split("\n", 1)[0]
     return ("is_scheduled=true" in header or bool(_OPTIMIZED.search(canonical))
             or any(expandable_target(t) for t in _TARGET.findall(canonical)))
+
+
+_CHANNEL_ALL_REDUCE = re.compile(r" (?:all-reduce|all-gather|reduce-scatter)(?:-start)?\([^\n]*channel_id=")
+_IMPLICIT_GROUPS = re.compile(r"replica_groups=(?:mesh\[|\[)")
+
+
+def collectives_need_rewrite(canonical: str, *, single_partition: bool) -> bool:
+    """True when ``canonical`` holds collectives XLA:CPU cannot compile again as they are
+    (Note [Collectives XLA:CPU compiles]): replica groups not written as lists, or, when the
+    module will run with one partition, all-reduces (gathers, scatters) with a channel_id."""
+    return bool(_IMPLICIT_GROUPS.search(canonical)
+                or (single_partition and _CHANNEL_ALL_REDUCE.search(canonical)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,10 +219,12 @@ GROUPS_AS_REPLICAS: dict[str, tuple[bool, Callable[[Opcode, int], Groups] | None
     "cross_replica": (False, _each_partition),
     "cross_partition": (True, None),
     "cross_replica_and_partition": (True, _all_partitions),
-    "flattened_id": (False, None),
+    # With one replica a flattened id is the partition's number, now the replica's: the same
+    # groups without channel_id (Note [Collectives XLA:CPU compiles]).
+    "flattened_id": (True, None),
 }
-"""Note [Partitioned modules as replicated modules]: per group mode, (drop channel_id, the
-groups the rewritten collective carries, or None to keep its own)."""
+"""Note [Partitioned modules as replicated modules]: per group mode, (drop channel_id and
+use_global_device_ids, the groups the rewritten collective carries, or None to keep its own)."""
 
 
 def _group_mode(inst: Instruction) -> str:
@@ -214,12 +248,35 @@ def _partition_to_replica(comp: Computation, inst: Instruction, n: int) -> Instr
         drop_channel, groups = GROUPS_AS_REPLICAS[_group_mode(inst)]
         if drop_channel:
             del inst.attrs["channel_id"]
+            inst.attrs.pop("use_global_device_ids", None)
         if groups is not None:
             for key in ("replica_groups", "source_target_pairs"):
                 inst.attrs.pop(key, None)
             key, value = groups(inst.opcode, n)
             inst.attrs[key] = value
     return inst
+
+
+def _explicit_groups(inst: Instruction) -> None:
+    """Replica groups of ``inst`` as explicit lists (Note [Collectives XLA:CPU compiles])."""
+    groups = inst.attrs.get("replica_groups")
+    if not isinstance(groups, ReplicaGroups) or groups.groups is not None:
+        return
+    try:
+        expanded = groups.expanded(inst.attrs.get("device_ids"))
+    except ValueError as e:
+        raise _error(f"cannot rewrite the replica groups of %{inst.name} for XLA:CPU: {e}") from None
+    inst.attrs["replica_groups"] = ReplicaGroups(groups=tuple(tuple(g) for g in expanded))
+    inst.attrs.pop("device_ids", None)
+
+
+def _single_partition_collective(inst: Instruction) -> None:
+    """Drop what a channel_id means nothing for with one partition (Note [Collectives XLA:CPU
+    compiles]): cross_replica_and_partition and flattened-id groups become cross_replica ones
+    naming the same devices."""
+    if inst.opcode in _HAVE_GLOBAL_IDS and "channel_id" in inst.attrs:
+        del inst.attrs["channel_id"]
+        inst.attrs.pop("use_global_device_ids", None)
 
 
 # --- the pass -------------------------------------------------------------------------------------
@@ -267,16 +324,19 @@ class _Counts:
     custom_calls: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
-def rewrite_module(module: Module, *, partitions_as_replicas: int = 0) -> Rewrite:
+def rewrite_module(module: Module, *, partitions_as_replicas: int = 0,
+                   single_partition: bool = False) -> Rewrite:
     """Rewrite ``module`` in place into an equivalent module XLA:CPU compiles (Note
-    [Recompiling optimized HLO], Note [GPU custom calls on XLA:CPU], and with
-    ``partitions_as_replicas`` = n > 0 Note [Partitioned modules as replicated modules]);
-    returns what changed, with the module's text."""
+    [Recompiling optimized HLO], Note [GPU custom calls on XLA:CPU], Note [Collectives XLA:CPU
+    compiles], and with ``partitions_as_replicas`` = n > 0 Note [Partitioned modules as
+    replicated modules]); ``single_partition`` says the module runs with one partition (implied
+    by n > 0). Returns what changed, with the module's text."""
     from hloscope.xla.gpu import expandable_target
 
     for attr in ("entry_computation_layout", "input_output_alias", "buffer_donor", "is_scheduled"):
         module.attrs.pop(attr, None)
     n = partitions_as_replicas
+    single_partition = single_partition or n > 0
     if n:
         module.attrs.pop("replica_count", None)
         module.attrs.pop("num_partitions", None)
@@ -291,6 +351,10 @@ def rewrite_module(module: Module, *, partitions_as_replicas: int = 0) -> Rewrit
             inst.attrs.pop("sharding", None)
             if n:
                 inst = _partition_to_replica(comp, inst, n)
+            if inst.opcode in _COLLECTIVES:
+                _explicit_groups(inst)
+                if single_partition:
+                    _single_partition_collective(inst)
             op = inst.opcode
             if op is Opcode.CUSTOM_CALL:
                 if expandable_target(inst.custom_call_target or ""):
@@ -315,14 +379,17 @@ def rewrite_module(module: Module, *, partitions_as_replicas: int = 0) -> Rewrit
                    partitions_as_replicas, counts.copies)
 
 
-def recompilable_text(canonical: str, *, partitions_as_replicas: int = 0) -> Rewrite:
+def recompilable_text(canonical: str, *, partitions_as_replicas: int = 0,
+                      single_partition: bool = False) -> Rewrite:
     """Rewrite XLA's canonical text of an optimized module into an equivalent unoptimized one.
 
     See Note [Recompiling optimized HLO]. ``canonical`` must be XLA's printing without metadata.
     ``partitions_as_replicas`` is the module's partition count when its partitions are to run
-    as replicas (Note [Partitioned modules as replicated modules]), else 0.
+    as replicas (Note [Partitioned modules as replicated modules]), else 0; ``single_partition``
+    that it runs with one partition (Note [Collectives XLA:CPU compiles]).
     """
     from hloscope.text import parse_module
 
     module = parse_module(canonical, "<XLA's canonical text>")
-    return rewrite_module(module, partitions_as_replicas=partitions_as_replicas)
+    return rewrite_module(module, partitions_as_replicas=partitions_as_replicas,
+                          single_partition=single_partition)
