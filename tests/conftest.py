@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_force_host_platform_device_count" not in _flags:
@@ -36,3 +38,14 @@ MODULE_SEEDS = ("000", "001", "003", "004")
 
 # The JAX-program corpus (hloscope.testing.oracle) as fixtures: oracle_corpus, oracle_case.
 pytest_plugins = ["tests.oracle_fixtures"]
+
+
+@pytest.fixture(scope="session")
+def xla_worker():
+    """XLA in a child process (``hloscope.testing.xla_worker.XlaWorker``), one per test
+    session (per xdist worker): tests that execute on XLA:CPU call it, so that an XLA crash
+    fails one test instead of ending the run."""
+    from hloscope.testing.xla_worker import XlaWorker
+
+    with XlaWorker(timeout=600) as worker:
+        yield worker

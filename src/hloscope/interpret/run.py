@@ -43,8 +43,9 @@ def default_grid(module: Module) -> tuple[int, int]:
 
 
 def infer_grid(module: Module) -> tuple[int, int, str | None]:
-    """(replicas, partitions, note): the module header's counts, or where it names none (old
-    pmap dumps, hand-written modules), what its collectives imply, with a note saying so.
+    """(replicas, partitions, note): the module header's counts (a count it leaves out is 1, as
+    XLA prints only counts other than 1), or where it names neither (old pmap and GPU dumps,
+    hand-written modules), what its collectives imply, with a note saying so.
 
     Ids in replica_groups/source_target_pairs count in the kind XLA's collective-op group mode
     gives them (``replica_groups.group_mode``): replica ids without a channel_id and with a
@@ -54,8 +55,9 @@ def infer_grid(module: Module) -> tuple[int, int, str | None]:
     ids, gathers and scatters over implicit groups imply the replica count their shapes hold
     (``collective_shapes.implied_replicas``)."""
     replicas, partitions = module.replica_count, module.num_partitions
-    if replicas is not None and partitions is not None:
-        return replicas, partitions, None
+    if replicas is not None or partitions is not None:
+        # XLA prints each count only when it is not 1: a header naming one means 1 of the other.
+        return replicas or 1, partitions or 1, None
     most = {"replica": 0, "partition": 0}
     for inst in module.instructions():
         if inst.opcode.family is not Opcode.ALL_REDUCE.family:
@@ -295,6 +297,7 @@ def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: 
     """Run a sharded, unpartitioned module as one global program (Note [Global programs])."""
     n = r * p
     args = global_arguments(module, inputs, n)
+    module = spmd.outline_inline_regions(module)  # Note [Manual regions written inline]
     ctx = EvalContext(module, options, devices.process_id(0, p), r, p)
     result = run_to_completion(evaluate(ctx, module.entry, args), module.entry)
     return shards_of(module, result, n) if options.per_device else result

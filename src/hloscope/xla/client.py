@@ -490,8 +490,10 @@ def compile_hlo(
     canonical = module.to_string(_print_options(metadata=False))
     if spmd_partition is None:
         # An optimized module (scheduled, fusions, bitcasts, GPU kernels) is already partitioned;
-        # GPU dumps such as seed 001 are not scheduled and do not print num_partitions.
-        spmd_partition = partitions > 1 and not needs_rewrite(canonical)
+        # GPU dumps such as seed 001 are not scheduled and do not print num_partitions. Else
+        # hloscope's rule decides (Note [Recognising a global program] in interpret/spmd.py):
+        # a module with collectives and no sharding annotation is a per-device program.
+        spmd_partition = partitions > 1 and not needs_rewrite(canonical) and _is_global_program(canonical)
     # Note [Partitioned modules as replicated modules]
     as_replicas = partitions > 1 and not spmd_partition
     if as_replicas and replicas > 1:
@@ -569,6 +571,14 @@ def compile_hlo(
         rewrite=rewrite,
         **global_info,
     )
+
+
+def _is_global_program(canonical: str) -> bool:
+    """Whether XLA's text of a module is a sharded program not partitioned yet."""
+    from hloscope.interpret.spmd import is_global_program
+    from hloscope.text import parse_module
+
+    return is_global_program(parse_module(canonical, "<XLA's canonical text>"))
 
 
 def _sharding_texts(executable: Any, method: str) -> list[str] | None:
