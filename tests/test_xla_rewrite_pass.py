@@ -2,6 +2,9 @@
 The end-to-end checks against XLA:CPU are in tests/test_xla_gpu_rewrite.py."""
 from __future__ import annotations
 
+import pytest
+
+from hloscope.errors import HloscopeError
 from hloscope.ir import Opcode
 from hloscope.text import parse_module
 from hloscope.xla.rewrite import collectives_need_rewrite, needs_rewrite, recompilable_text
@@ -134,7 +137,9 @@ def test_one_partition_drops_channel_ids_only_when_asked() -> None:
     kept = parse_module(recompilable_text(text).text).entry
     assert kept.instruction("ar").attrs["channel_id"] == 1  # the groups are explicit all the same
     assert kept.instruction("ar").attrs["replica_groups"].groups is not None
-    single = parse_module(recompilable_text(text, single_partition=True).text).entry
+    rewrite = recompilable_text(text, single_partition=True)
+    assert "3 collectives with their groups as lists and no channel_id" in rewrite.describe()
+    single = parse_module(rewrite.text).entry
     assert "channel_id" not in single.instruction("ar").attrs
     assert "channel_id" not in single.instruction("ag").attrs
     assert single.instruction("a2a").attrs["channel_id"] == 3  # cross-partition: not an all-reduce kind
@@ -142,3 +147,27 @@ def test_one_partition_drops_channel_ids_only_when_asked() -> None:
     plain = "ar = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1}}, to_apply=add"
     assert collectives_need_rewrite(plain, single_partition=True)
     assert not collectives_need_rewrite(plain, single_partition=False)
+
+
+CALLBACK = """HloModule cb
+
+ENTRY %e (x: f32[3]) -> f32[3] {
+  %x = f32[3]{0} parameter(0)
+  %print = () custom-call(%x), custom_call_target="xla_ffi_python_cpu_callback", custom_call_has_side_effect=true, api_version=API_VERSION_TYPED_FFI, backend_config={index = 0 : ui64}
+  ROOT %n = f32[3]{0} negate(%x)
+}
+"""
+
+
+def test_debug_callbacks_become_no_value() -> None:
+    """jax.debug.print calls Python code registered in the process that compiled the module;
+    XLA:CPU elsewhere crashed calling it. It returns nothing, so it becomes the empty tuple."""
+    assert needs_rewrite(CALLBACK)
+    rewrite = recompilable_text(CALLBACK)
+    assert rewrite.custom_calls == {"xla_ffi_python_cpu_callback": 1}
+    assert "1 xla_ffi_python_cpu_callback calls as no value" in rewrite.describe()
+    printed = parse_module(rewrite.text).entry.instruction("print")
+    assert printed.opcode is Opcode.TUPLE and printed.operands == []
+    returning = CALLBACK.replace("%print = () custom-call", "%print = f32[3]{0} custom-call")
+    with pytest.raises(HloscopeError, match="jax.pure_callback"):
+        recompilable_text(returning)

@@ -49,7 +49,13 @@ from hloscope.errors import (
     ParseError,
     XlaCompileError,
 )
-from hloscope.xla.rewrite import Rewrite, collectives_need_rewrite, needs_rewrite, recompilable_text
+from hloscope.xla.rewrite import (
+    Rewrite,
+    collectives_need_rewrite,
+    is_optimized,
+    needs_rewrite,
+    recompilable_text,
+)
 
 __all__ = [
     "available",
@@ -489,11 +495,11 @@ def compile_hlo(
     module = parse_hlo_text(text)
     canonical = module.to_string(_print_options(metadata=False))
     if spmd_partition is None:
-        # An optimized module (scheduled, fusions, bitcasts, GPU kernels) is already partitioned;
-        # GPU dumps such as seed 001 are not scheduled and do not print num_partitions. Else
-        # hloscope's rule decides (Note [Recognising a global program] in interpret/spmd.py):
-        # a module with collectives and no sharding annotation is a per-device program.
-        spmd_partition = partitions > 1 and not needs_rewrite(canonical) and _is_global_program(canonical)
+        # An optimized module (scheduled, fusions, bitcasts) is already partitioned; GPU dumps
+        # such as seed 001 are not scheduled and do not print num_partitions. Else hloscope's
+        # rule decides (Note [Recognising a global program] in interpret/spmd.py): a module
+        # with collectives and no sharding annotation is a per-device program.
+        spmd_partition = partitions > 1 and not is_optimized(canonical) and _is_global_program(canonical)
     # Note [Partitioned modules as replicated modules]
     as_replicas = partitions > 1 and not spmd_partition
     if as_replicas and replicas > 1:
@@ -509,10 +515,11 @@ def compile_hlo(
     if (needs_rewrite(canonical) or as_replicas
             or collectives_need_rewrite(canonical, single_partition=single_partition)):
         rewrite = recompilable_text(canonical, partitions_as_replicas=partitions if as_replicas else 0,
-                                    single_partition=single_partition)
+                                    single_partition=single_partition, keep_shardings=spmd_partition)
         compiled_text = rewrite.text
         module = parse_hlo_text(compiled_text)
     client = _cpu_client()
+    _initialize_lapack()
     n = replicas * partitions
     if n > client.device_count():
         raise InputError(
@@ -571,6 +578,20 @@ def compile_hlo(
         rewrite=rewrite,
         **global_info,
     )
+
+
+def _initialize_lapack() -> None:
+    """Fill in jaxlib's LAPACK kernels, which XLA:CPU's ``lapack_*_ffi`` custom calls (jax's
+    linalg: cholesky, qr, eig, solve, ...) call through function pointers that jaxlib sets
+    only when jax lowers a linalg op in the same process (``jaxlib.lapack.prepare_lapack_call``
+    calls ``_lapack.initialize()``). A process that only compiles HLO text, as the XLA:CPU
+    worker does, had them null, and executing such a module crashed it (SIGSEGV)."""
+    for path in ("jax._src.lib.lapack._lapack.initialize", "jaxlib.lapack._lapack.initialize"):
+        try:
+            _resolve(path)()
+            return
+        except (ImportError, AttributeError):
+            continue
 
 
 def _is_global_program(canonical: str) -> bool:

@@ -83,8 +83,8 @@ from hloscope.ir import (
 )
 from hloscope.ir.shape import without_layouts
 
-__all__ = ["GROUPS_AS_REPLICAS", "Rewrite", "collectives_need_rewrite", "needs_rewrite", "recompilable_text",
-           "rewrite_module"]
+__all__ = ["GROUPS_AS_REPLICAS", "Rewrite", "collectives_need_rewrite", "is_optimized", "needs_rewrite",
+           "recompilable_text", "rewrite_module"]
 
 
 def _error(message: str) -> HloscopeError:
@@ -95,18 +95,23 @@ _TARGET = re.compile(r'custom_call_target="([^"]*)"')
 _OPTIMIZED = re.compile(r" (fusion|bitcast|copy-start)\(")
 
 
+def is_optimized(canonical: str) -> bool:
+    """True when ``canonical`` (XLA's printing) is an optimized module: scheduled, or holding
+    fusions, bitcasts or asynchronous copies (so already partitioned, if it ever was sharded).
+    A scan of the text."""
+    header = canonical.split("\n", 1)[0]
+    return "is_scheduled=true" in header or bool(_OPTIMIZED.search(canonical))
+
+
 def needs_rewrite(canonical: str) -> bool:
     """True when XLA:CPU cannot compile ``canonical`` (XLA's printing) as it is: an optimized
-    module (scheduled, or holding fusions, bitcasts or asynchronous copies) or one calling GPU
-    kernels. A scan of the text, so that modules XLA:CPU compiles as they are are never parsed
-    twice."""
+    module (``is_optimized``) or one calling GPU kernels or Python callbacks. A scan of the
+    text, so that modules XLA:CPU compiles as they are are never parsed twice."""
     from hloscope.xla.gpu import expandable_target
 
     # Only already-optimized modules trip the MLIR import (fusion parameters lose layouts);
     # non-default layouts alone survive it as result_layout attributes.
-    header = canonical.split("\n", 1)[0]
-    return ("is_scheduled=true" in header or bool(_OPTIMIZED.search(canonical))
-            or any(expandable_target(t) for t in _TARGET.findall(canonical)))
+    return is_optimized(canonical) or any(expandable_target(t) for t in _TARGET.findall(canonical))
 
 
 _CHANNEL_ALL_REDUCE = re.compile(r" (?:all-reduce|all-gather|reduce-scatter)(?:-start)?\([^\n]*channel_id=")
@@ -134,6 +139,7 @@ class Rewrite:
     custom_calls: dict[str, int] = dataclasses.field(default_factory=dict)
     partitions_as_replicas: int = 0
     copies: int = 0
+    collectives: int = 0  # Note [Collectives XLA:CPU compiles]
 
     def describe(self) -> str:
         """One line for people, e.g. "8 fusions as calls, 3 bitcasts as transpose/reshape,
@@ -147,6 +153,9 @@ class Rewrite:
         parts += [f"{n} {t} calls {EXPANSIONS[t].how}" for t, n in sorted(self.custom_calls.items())]
         if self.partitions_as_replicas:
             parts.append(f"{self.partitions_as_replicas} partitions run as replicas")
+        if self.collectives:
+            parts.append(f"{self.collectives} collectives with their groups as lists and no channel_id "
+                         "where one partition runs")
         return ", ".join(parts)
 
 
@@ -257,26 +266,30 @@ def _partition_to_replica(comp: Computation, inst: Instruction, n: int) -> Instr
     return inst
 
 
-def _explicit_groups(inst: Instruction) -> None:
-    """Replica groups of ``inst`` as explicit lists (Note [Collectives XLA:CPU compiles])."""
+def _explicit_groups(inst: Instruction) -> bool:
+    """Replica groups of ``inst`` as explicit lists (Note [Collectives XLA:CPU compiles]);
+    whether they were not."""
     groups = inst.attrs.get("replica_groups")
     if not isinstance(groups, ReplicaGroups) or groups.groups is not None:
-        return
+        return False
     try:
         expanded = groups.expanded(inst.attrs.get("device_ids"))
     except ValueError as e:
         raise _error(f"cannot rewrite the replica groups of %{inst.name} for XLA:CPU: {e}") from None
     inst.attrs["replica_groups"] = ReplicaGroups(groups=tuple(tuple(g) for g in expanded))
     inst.attrs.pop("device_ids", None)
+    return True
 
 
-def _single_partition_collective(inst: Instruction) -> None:
-    """Drop what a channel_id means nothing for with one partition (Note [Collectives XLA:CPU
+def _single_partition_collective(inst: Instruction) -> bool:
+    """Drop the channel_id, which means nothing with one partition (Note [Collectives XLA:CPU
     compiles]): cross_replica_and_partition and flattened-id groups become cross_replica ones
-    naming the same devices."""
-    if inst.opcode in _HAVE_GLOBAL_IDS and "channel_id" in inst.attrs:
-        del inst.attrs["channel_id"]
-        inst.attrs.pop("use_global_device_ids", None)
+    naming the same devices. Whether there was one."""
+    if inst.opcode not in _HAVE_GLOBAL_IDS or "channel_id" not in inst.attrs:
+        return False
+    del inst.attrs["channel_id"]
+    inst.attrs.pop("use_global_device_ids", None)
+    return True
 
 
 # --- the pass -------------------------------------------------------------------------------------
@@ -321,16 +334,18 @@ class _Counts:
     fusions: int = 0
     bitcasts: int = 0
     copies: int = 0
+    collectives: int = 0
     custom_calls: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 def rewrite_module(module: Module, *, partitions_as_replicas: int = 0,
-                   single_partition: bool = False) -> Rewrite:
+                   single_partition: bool = False, keep_shardings: bool = False) -> Rewrite:
     """Rewrite ``module`` in place into an equivalent module XLA:CPU compiles (Note
     [Recompiling optimized HLO], Note [GPU custom calls on XLA:CPU], Note [Collectives XLA:CPU
     compiles], and with ``partitions_as_replicas`` = n > 0 Note [Partitioned modules as
     replicated modules]); ``single_partition`` says the module runs with one partition (implied
-    by n > 0). Returns what changed, with the module's text."""
+    by n > 0); ``keep_shardings`` that XLA's partitioner will split it (a global program), so
+    its ``sharding=`` attributes stay. Returns what changed, with the module's text."""
     from hloscope.xla.gpu import expandable_target
 
     for attr in ("entry_computation_layout", "input_output_alias", "buffer_donor", "is_scheduled"):
@@ -348,13 +363,15 @@ def rewrite_module(module: Module, *, partitions_as_replicas: int = 0,
             # The module is already partitioned: shardings describe global values that no
             # longer exist, and would make the SPMD partitioner (required for
             # num_partitions > 1) re-split.
-            inst.attrs.pop("sharding", None)
+            if not keep_shardings:
+                inst.attrs.pop("sharding", None)
             if n:
                 inst = _partition_to_replica(comp, inst, n)
             if inst.opcode in _COLLECTIVES:
-                _explicit_groups(inst)
-                if single_partition:
-                    _single_partition_collective(inst)
+                changed = _explicit_groups(inst)
+                if single_partition and not n:  # (partitions as replicas drop them above)
+                    changed |= _single_partition_collective(inst)
+                counts.collectives += changed
             op = inst.opcode
             if op is Opcode.CUSTOM_CALL:
                 if expandable_target(inst.custom_call_target or ""):
@@ -376,20 +393,21 @@ def rewrite_module(module: Module, *, partitions_as_replicas: int = 0,
             if inst not in keep_layouts:
                 inst.shape = without_layouts(inst.shape)
     return Rewrite(module.to_text(), counts.fusions, counts.bitcasts, counts.custom_calls,
-                   partitions_as_replicas, counts.copies)
+                   partitions_as_replicas, counts.copies, counts.collectives)
 
 
 def recompilable_text(canonical: str, *, partitions_as_replicas: int = 0,
-                      single_partition: bool = False) -> Rewrite:
+                      single_partition: bool = False, keep_shardings: bool = False) -> Rewrite:
     """Rewrite XLA's canonical text of an optimized module into an equivalent unoptimized one.
 
     See Note [Recompiling optimized HLO]. ``canonical`` must be XLA's printing without metadata.
     ``partitions_as_replicas`` is the module's partition count when its partitions are to run
     as replicas (Note [Partitioned modules as replicated modules]), else 0; ``single_partition``
-    that it runs with one partition (Note [Collectives XLA:CPU compiles]).
+    that it runs with one partition (Note [Collectives XLA:CPU compiles]); ``keep_shardings``
+    that XLA's partitioner will split it.
     """
     from hloscope.text import parse_module
 
     module = parse_module(canonical, "<XLA's canonical text>")
     return rewrite_module(module, partitions_as_replicas=partitions_as_replicas,
-                          single_partition=single_partition)
+                          single_partition=single_partition, keep_shardings=keep_shardings)
