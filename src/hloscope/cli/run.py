@@ -205,7 +205,7 @@ def _run(args: argparse.Namespace) -> int:
         con.print(f"outputs written to {args.out}")
     if check is not None and check.error is not None:
         # hloscope's results stand (printed above, written to --out); the check could not be made.
-        sys.stderr.write(f"XLA:CPU could not run the module, so nothing was compared: {check.error}\n")
+        sys.stderr.write(f"{check.error}; nothing was compared\n")
         return EXIT_INPUT
     if check is not None:
         for line in check.lines():
