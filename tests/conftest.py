@@ -55,3 +55,14 @@ def ray_instance():
     yield ray
     if started:
         ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def xla_worker():
+    """XLA in a child process (``hloscope.testing.xla_worker.XlaWorker``), one per test
+    session (per xdist worker): tests that execute on XLA:CPU call it, so that an XLA crash
+    fails one test instead of ending the run."""
+    from hloscope.testing.xla_worker import XlaWorker
+
+    with XlaWorker(timeout=600) as worker:
+        yield worker

@@ -66,7 +66,8 @@ def test_rewritten_seed_parses_and_has_no_gpu_custom_call(seed: str) -> None:
 def test_partitioned_seed_collectives_keep_their_groups() -> None:
     """Seed 001's all-reduces (channel_id, no global ids: cross_replica_and_partition over the
     one replica) span all 4 partitions; as replicas they must span all 4 replicas, and its
-    all-gather (flattened ids) keeps its channel_id and ids."""
+    all-gather (flattened ids, with one replica the partitions' numbers) keeps its ids as
+    replica ids, without channel_id (Note [Collectives XLA:CPU compiles])."""
     rewrite = xla.rewrite_for_xla_cpu(SEED_FILES["001"].read_text(), partitions_as_replicas=4)
     assert rewrite is not None and rewrite.partitions_as_replicas == 4
     lines = rewrite.text.splitlines()
@@ -75,7 +76,8 @@ def test_partitioned_seed_collectives_keep_their_groups() -> None:
     assert len(reduces) == 2
     assert all("replica_groups={{0,1,2,3}}" in line and "channel_id" not in line for line in reduces)
     (gather,) = [line for line in lines if " all-gather(" in line]
-    assert "channel_id=1" in gather and "use_global_device_ids=true" in gather
+    assert "replica_groups={{0,1,2,3}}" in gather
+    assert "channel_id" not in gather and "use_global_device_ids" not in gather
     assert not [line for line in lines if " partition-id(" in line]
 
 
@@ -247,7 +249,8 @@ def test_gemm_rewrite_on_xla_cpu_computes_what_the_backend_config_says(case: str
 
 def test_check_xla_on_an_unknown_gpu_custom_call_fails_cleanly(tmp_path, capsys, monkeypatch) -> None:
     """A backend custom call the rewrite does not know still reaches XLA:CPU, which refuses it
-    with its target named, and ``run --check-xla`` says so without a traceback."""
+    with its target named, and ``run --check-xla`` says so without a traceback, after printing
+    (and writing) hloscope's own results; its JSON twin carries the same."""
     from hloscope.cli.main import main
     from hloscope.interpret import custom_calls
 
@@ -256,9 +259,15 @@ def test_check_xla_on_an_unknown_gpu_custom_call_fails_cleanly(tmp_path, capsys,
                    '  ROOT c = f32[4]{0} custom-call(p), custom_call_target="__cudnn$convForward"\n}\n')
     # hloscope's side must run, so the test gives the interpreter the target (for this test only).
     monkeypatch.setitem(custom_calls._TARGETS, "__cudnn$convForward", lambda ctx, inst, ops: ops[0])
-    assert main(["run", str(mod), "--check-xla"]) == 1
-    err = capsys.readouterr().err
-    assert err.startswith("XLA:CPU could not run the module") and "__cudnn$convForward" in err
+    out_npz = tmp_path / "out.npz"
+    assert main(["run", str(mod), "--check-xla", "--out", str(out_npz)]) == 1
+    captured = capsys.readouterr()
+    assert captured.err.startswith("XLA:CPU could not run the module") and "__cudnn$convForward" in captured.err
+    assert "ran on 1 replica(s)" in captured.out and "(4,)" in captured.out and out_npz.exists()
+    assert main(["run", str(mod), "--check-xla", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert "__cudnn$convForward" in report["xla"]["error"] and report["xla"]["worst"] is None
+    assert report["outputs"]["out"]["shape"] == [4]
 
 
 # --- seeds 000 and 001 on XLA:CPU -------------------------------------------------------------

@@ -2,9 +2,12 @@
 The end-to-end checks against XLA:CPU are in tests/test_xla_gpu_rewrite.py."""
 from __future__ import annotations
 
+import pytest
+
+from hloscope.errors import HloscopeError
 from hloscope.ir import Opcode
 from hloscope.text import parse_module
-from hloscope.xla.rewrite import needs_rewrite, recompilable_text
+from hloscope.xla.rewrite import collectives_need_rewrite, needs_rewrite, recompilable_text
 
 OPTIMIZED = """HloModule m, is_scheduled=true, entry_computation_layout={(f16[16,32]{1,0}, f16[32,16]{1,0})->f16[16,16]{0,1}}
 
@@ -91,3 +94,80 @@ def test_asynchronous_copies_become_copies() -> None:
     e = parse_module(rewrite.text).entry
     assert [i.opcode for i in e.instructions] == [Opcode.PARAMETER, Opcode.PARAMETER, Opcode.COPY, Opcode.ADD]
     assert [o.name for o in e.instruction("cd").operands] == ["p"]
+
+
+COLLECTIVES = """HloModule c, num_partitions=8
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %s = f32[] add(%a, %b)
+}
+
+ENTRY %e (x: f32[4], y: f32[]) -> ((f32[4], f32[]), f32[8], f32[4]) {
+  %x = f32[4]{0} parameter(0)
+  %y = f32[] parameter(1)
+  %ar = (f32[4]{0}, f32[]) all-reduce(%x, %y), channel_id=1, replica_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}, use_global_device_ids=true, to_apply=%add
+  %ag = f32[8]{0} all-gather(%x), channel_id=2, replica_groups=[4,2]<=[2,4]T(1,0), dimensions={0}, use_global_device_ids=true
+  %a2a = f32[4]{0} all-to-all(%x), channel_id=3, replica_groups=mesh['axis_0'=1,'axis_1'=2,'axis_2'=4], device_ids=([4,2]T(1,0)) {'axis_1'}, dimensions={0}
+  ROOT %t = ((f32[4]{0}, f32[]), f32[8]{0}, f32[4]{0}) tuple(%ar, %ag, %a2a)
+}
+"""
+
+
+def test_collectives_get_explicit_groups_and_lose_meaningless_channel_ids() -> None:
+    """Note [Collectives XLA:CPU compiles]: mesh and iota groups become the lists they stand
+    for; with one partition a flattened-id all-reduce (variadic or not) and all-gather name the
+    same devices as replica groups without channel_id, which XLA's layout assignment needs."""
+    before = parse_module(COLLECTIVES).entry
+    groups = {name: before.instruction(name).attrs["replica_groups"].expanded(before.instruction(name).attrs.get("device_ids"))
+              for name in ("ar", "ag", "a2a")}
+    e = parse_module(recompilable_text(COLLECTIVES, partitions_as_replicas=8).text).entry
+    for name, expected in groups.items():
+        inst = e.instruction(name)
+        assert inst.attrs["replica_groups"].groups == tuple(map(tuple, expected)), name
+        assert "channel_id" not in inst.attrs and "use_global_device_ids" not in inst.attrs
+        assert "device_ids" not in inst.attrs
+    assert groups["ar"] == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert groups["ag"] == [[0, 4], [1, 5], [2, 6], [3, 7]]
+
+
+def test_one_partition_drops_channel_ids_only_when_asked() -> None:
+    text = COLLECTIVES.replace("num_partitions=8", "replica_count=8")
+    kept = parse_module(recompilable_text(text).text).entry
+    assert kept.instruction("ar").attrs["channel_id"] == 1  # the groups are explicit all the same
+    assert kept.instruction("ar").attrs["replica_groups"].groups is not None
+    rewrite = recompilable_text(text, single_partition=True)
+    assert "3 collectives with their groups as lists and no channel_id" in rewrite.describe()
+    single = parse_module(rewrite.text).entry
+    assert "channel_id" not in single.instruction("ar").attrs
+    assert "channel_id" not in single.instruction("ag").attrs
+    assert single.instruction("a2a").attrs["channel_id"] == 3  # cross-partition: not an all-reduce kind
+    assert collectives_need_rewrite(text, single_partition=False)  # mesh groups
+    plain = "ar = f32[4] all-reduce(x), channel_id=1, replica_groups={{0,1}}, to_apply=add"
+    assert collectives_need_rewrite(plain, single_partition=True)
+    assert not collectives_need_rewrite(plain, single_partition=False)
+
+
+CALLBACK = """HloModule cb
+
+ENTRY %e (x: f32[3]) -> f32[3] {
+  %x = f32[3]{0} parameter(0)
+  %print = () custom-call(%x), custom_call_target="xla_ffi_python_cpu_callback", custom_call_has_side_effect=true, api_version=API_VERSION_TYPED_FFI, backend_config={index = 0 : ui64}
+  ROOT %n = f32[3]{0} negate(%x)
+}
+"""
+
+
+def test_debug_callbacks_become_no_value() -> None:
+    """jax.debug.print calls Python code registered in the process that compiled the module;
+    XLA:CPU elsewhere crashed calling it. It returns nothing, so it becomes the empty tuple."""
+    assert needs_rewrite(CALLBACK)
+    rewrite = recompilable_text(CALLBACK)
+    assert rewrite.custom_calls == {"xla_ffi_python_cpu_callback": 1}
+    assert "1 xla_ffi_python_cpu_callback calls as no value" in rewrite.describe()
+    printed = parse_module(rewrite.text).entry.instruction("print")
+    assert printed.opcode is Opcode.TUPLE and printed.operands == []
+    returning = CALLBACK.replace("%print = () custom-call", "%print = f32[3]{0} custom-call")
+    with pytest.raises(HloscopeError, match="jax.pure_callback"):
+        recompilable_text(returning)

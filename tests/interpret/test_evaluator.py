@@ -418,10 +418,26 @@ def test_seed_000_eight_replicas() -> None:
     assert all(np.isfinite(v).all() for v in leaves0 if v.dtype.kind == "f")
 
 
+@pytest.mark.xla_execute
 def test_seed_001_four_partitions() -> None:
+    """Seed 001's four partitions (partition-id, an all-gather, two all-reduces, cuBLAS gemms)
+    compute what XLA:CPU computes for them, on every device."""
+    pytest.importorskip("jax")
+    from hloscope.xla.worker import run_on_xla
+
     m = hloscope.load(SEED_FILES["001"])
-    out = run(m, _random_inputs(m, 0), partitions=4)
+    inputs = _random_inputs(m, 0)
+    out = run(m, inputs, partitions=4)
     assert len(out) == 4
+    theirs = run_on_xla(SEED_FILES["001"].read_text(), inputs, replicas=1, partitions=4, per_device=False)
+    for d in range(4):
+        ours_d, theirs_d = out[d], theirs.outputs[d]
+        assert len(ours_d) == len(theirs_d) == 3
+        for i, (a, b) in enumerate(zip(ours_d, theirs_d, strict=True)):
+            assert a.dtype == b.dtype and a.shape == b.shape, (d, i)
+            # f32 gemm chains: numpy's BLAS and XLA:CPU sum in different orders.
+            np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-5, err_msg=f"device {d} output {i}")
+    assert all(np.isfinite(a).all() and np.abs(a).max() > 0 for a in out[0])  # not a vacuous match
 
 
 def test_seed_004_four_replicas() -> None:

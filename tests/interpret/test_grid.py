@@ -72,7 +72,17 @@ def test_channel_ids_without_global_device_ids_are_replicas_as_on_xla() -> None:
     from hloscope.errors import XlaCompileError
 
     with pytest.raises(XlaCompileError, match="replica_id < replica_count"):  # the partitions reading
-        client.compile_and_run(CHANNEL_NO_GLOBAL_IDS, xs, replicas=1, partitions=4)
+        client.compile_and_run(CHANNEL_NO_GLOBAL_IDS, xs, replicas=1, partitions=4, spmd_partition=True)
+
+
+def test_a_header_naming_one_count_means_one_of_the_other() -> None:
+    # XLA prints replica_count and num_partitions only when they are not 1; the flattened ids
+    # below were taken for 8 partitions besides the header's 8 replicas (a 64-device run).
+    m = hloscope.parse(CHANNEL_NO_GLOBAL_IDS.replace("HloModule m", "HloModule m, replica_count=8").replace(
+        "channel_id=1, replica_groups={{0,1},{2,3}}",
+        "channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true"))
+    assert infer_grid(m) == (8, 1, None)
+    assert infer_grid(hloscope.parse(GATHER.replace("HloModule m", "HloModule m, num_partitions=2")))[:2] == (1, 2)
 
 
 def test_verify_command_takes_the_device_count(tmp_path, capsys) -> None:

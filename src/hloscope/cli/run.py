@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.cli.common import (
+    EXIT_INPUT,
     EXIT_OK,
     EXIT_USAGE,
     EXIT_VERIFY,
@@ -58,7 +59,9 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fill-elided", choices=("zeros", "random"),
                    help="run modules whose large constants were elided ({...}) with these values")
     p.add_argument("--check-xla", action="store_true",
-                   help="also run the module on XLA:CPU (needs jax) and print the largest difference per output")
+                   help="also run the module on XLA:CPU (needs jax) and print the largest difference per output "
+                        "and the worst over all; when XLA:CPU cannot run the module, hloscope's results are "
+                        "still printed (and written) with XLA's reason, and the exit code is 1")
     p.add_argument("--json", action="store_true", help="print a JSON summary of the outputs")
     p.add_argument("--force", action="store_true",
                    help="run even when the memory analysis predicts more memory than is available")
@@ -107,8 +110,8 @@ def _run(args: argparse.Namespace) -> int:
     from hloscope.api import load
     from hloscope.interpret import RunOptions, run
     from hloscope.interpret.inputs import inputs_from_mapping, outputs_to_mapping, random_inputs
-    from hloscope.interpret.npz_io import flatten_named, load_npz, save_npz
-    from hloscope.interpret.run import infer_grid
+    from hloscope.interpret.npz_io import load_npz, save_npz
+    from hloscope.interpret.run import infer_grid, is_global_run, shards_of
     from hloscope.ir.verifier import verify
 
     m = load(args.file)
@@ -183,8 +186,12 @@ def _run(args: argparse.Namespace) -> int:
 
         progress_cb = show_progress
 
+    # A global program (a sharded module not partitioned yet) runs once, on global arrays; its
+    # per-device shards (--per-device) are cut from the global outputs afterwards.
+    global_run = n > 1 and is_global_run(m, inputs if isinstance(inputs, list) else [], n)
     options = RunOptions(fill_elided=args.fill_elided, seed=args.random or 0, progress=progress_cb,
-                         progress_every=5_000, per_device=args.per_device, float_env=args.float_env)
+                         progress_every=5_000, per_device=args.per_device and not global_run,
+                         float_env=args.float_env)
     # The inputs are ours: hand them over (outputs reuse their memory), unless XLA needs them after.
     t0 = time.perf_counter()
     if progress_ctx is not None:
@@ -195,53 +202,33 @@ def _run(args: argparse.Namespace) -> int:
         results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla,
                       executor=executor)
     elapsed = time.perf_counter() - t0
-    # A global program (not partitioned yet) returns its global outputs: one set, not n.
-    global_result = n > 1 and not isinstance(results, list)
-    outputs = outputs_to_mapping(results, 1 if global_result else n)
+    if global_run:
+        outputs = outputs_to_mapping(shards_of(m, results, n), n) if args.per_device else outputs_to_mapping(results, 1)
+    else:
+        outputs = outputs_to_mapping(results, n)
     if args.out:
         save_npz(args.out, outputs)
 
-    diffs: dict[str, float] = {}
-    xla_run = None
-    if args.check_xla:
-        from hloscope.xla.worker import run_on_xla
-
-        assert isinstance(inputs, list)  # drawn here when XLA needs them too
-        xla_run = run_on_xla(m.to_text(), inputs, replicas=r, partitions=p, per_device=per_device)
-        theirs = xla_run.outputs
-        if n == 1:
-            ref = flatten_named("out", theirs)
-        else:
-            ref = {}
-            for k, value in enumerate(theirs):
-                ref.update({f"d{k}.{key}": v for key, v in flatten_named("out", value).items()})
-        if global_result and not isinstance(results, list):  # XLA gives each device's shard: cut ours the same way
-            from hloscope.interpret.run import shards_of
-
-            ours = outputs_to_mapping(shards_of(m, results, n), n)
-            diffs = {key: max((_max_difference(ours[f"d{k}.{key}"], ref[f"d{k}.{key}"])
-                               if f"d{k}.{key}" in ref else float("inf")) for k in range(n))
-                     for key in outputs}
-        else:
-            diffs = {key: _max_difference(v, ref[key]) if key in ref else float("inf")
-                     for key, v in outputs.items()}
-
-    # What XLA:CPU had to rewrite to compile the module (GPU custom calls as standard HLO, ...).
-    xla_summary = None if xla_run is None else {"rewrite": xla_run.rewrite, "custom_calls": xla_run.custom_calls}
+    check = _check_on_xla(m, inputs, results, r, p, global_run, per_device) if args.check_xla else None
+    del inputs, results
     if args.json:
         emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed,
-                    **({"ray": last.to_json()} if (last := getattr(executor, "last_run", None)) else {}),
-                    **({"grid_note": grid_note} if grid_note else {}),
-                    **({"xla": xla_summary} if xla_summary else {}),
-                    "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": diffs[k]} if diffs else {})}
-                                for k, v in outputs.items()}})
-        return EXIT_OK
+                   **({"ray": last.to_json()} if (last := getattr(executor, "last_run", None)) else {}),
+                   **({"global_program": True} if global_run else {}),
+                   **({"grid_note": grid_note} if grid_note else {}),
+                   **({"xla": check.summary()} if check is not None else {}),
+                   "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": check.difference(k)}
+                                                   if check is not None and check.diffs else {})}
+                               for k, v in outputs.items()}})
+        return EXIT_OK if check is None or check.error is None else EXIT_INPUT
     from rich.table import Table
 
     con = console()
     last = getattr(executor, "last_run", None)
     on = f" on {len(last.workers)} Ray worker(s)" if last is not None else ""
-    con.print(f"[bold]{m.name}[/bold]: ran on {r} replica(s) x {p} partition(s){on} in {elapsed:.2f} s")
+    what = " (a global program: the outputs are the global arrays it declares)" if global_run and not args.per_device else ""
+    con.print(f"[bold]{m.name}[/bold]: ran on {r} replica(s) x {p} partition(s){on} in {elapsed:.2f} s{what}")
+    diffs = check is not None and bool(check.diffs)
     t = Table(title_justify="left")
     for col in ("output", "shape", "dtype", "min", "max", "mean", "finite") + (("max |hloscope - XLA|",) if diffs else ()):
         t.add_column(col, justify="left" if col in ("output", "shape", "dtype") else "right")
@@ -253,14 +240,96 @@ def _run(args: argparse.Namespace) -> int:
         row += [f"{s[k]:.6g}" if k in s else "" for k in ("min", "max", "mean")]
         row.append("" if "finite" not in s else ("yes" if s["finite"] else f"no ({s['nan']} NaN)"))
         if diffs:
-            row.append(f"{diffs[key]:.3g}")
+            assert check is not None
+            row.append(f"{check.difference(key):.3g}")
         t.add_row(*row)
     con.print(t)
     if len(keys) > len(shown):
         con.print(f"... and {len(keys) - len(shown)} more outputs (use --out to save them all)")
-    if xla_run is not None:
-        con.print("XLA:CPU ran the module as it is" if xla_run.rewrite is None else
-                  f"XLA:CPU ran the module rewritten for it: {xla_run.rewrite}")
     if args.out:
         con.print(f"outputs written to {args.out}")
+    if check is not None and check.error is not None:
+        # hloscope's results stand (printed above, written to --out); the check could not be made.
+        sys.stderr.write(f"{check.error}; nothing was compared\n")
+        return EXIT_INPUT
+    if check is not None:
+        for line in check.lines():
+            con.print(line, markup=False, highlight=False)
     return EXIT_OK
+
+
+class _XlaCheck:
+    """What ``--check-xla`` found: XLA's largest difference from hloscope per output (keyed as
+    hloscope's outputs are, or by the global names for a global program), how XLA:CPU had to
+    rewrite the module, or why it could not run it."""
+
+    def __init__(self, diffs: dict[str, float], rewrite: str | None, custom_calls: dict[str, int],
+                 error: str | None, global_run: bool) -> None:
+        self.diffs = diffs
+        self.rewrite = rewrite
+        self.custom_calls = custom_calls
+        self.error = error
+        self.global_run = global_run
+
+    def difference(self, key: str) -> float:
+        """The difference of output ``key`` (a device's shard of a global output: the global one's)."""
+        if key in self.diffs:
+            return self.diffs[key]
+        return self.diffs.get(key.split(".", 1)[-1], float("inf"))
+
+    def worst(self) -> tuple[str, float] | None:
+        if not self.diffs:
+            return None
+        key = max(self.diffs, key=lambda k: (self.diffs[k] != self.diffs[k], self.diffs[k]))
+        return key, self.diffs[key]
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON twin of ``lines``."""
+        worst = self.worst()
+        return {"rewrite": self.rewrite, "custom_calls": self.custom_calls, "error": self.error,
+                **({"compared": "global outputs"} if self.global_run else {}),
+                "worst": None if worst is None else {"output": worst[0], "max_abs_difference": worst[1],
+                                                     "outputs_compared": len(self.diffs)}}
+
+    def lines(self) -> list[str]:
+        """What the table does not say, when XLA ran the module: how it ran it and the one
+        worst difference over every output."""
+        out = ["XLA:CPU ran the module as it is" if self.rewrite is None else
+               f"XLA:CPU ran the module rewritten for it: {self.rewrite}"]
+        if self.global_run:
+            out.append("XLA's partitioner split it; its outputs were put back together into the global arrays")
+        worst = self.worst()
+        if worst is not None:
+            out.append(f"worst |hloscope - XLA| over {len(self.diffs)} outputs: {worst[1]:.3g} ({worst[0]})")
+        return out
+
+
+def _check_on_xla(m: Any, inputs: Any, results: Any, r: int, p: int, global_run: bool,
+                  per_device: bool) -> _XlaCheck:
+    """Run ``m`` on XLA:CPU in a child process on the same ``inputs`` and compare with
+    hloscope's ``results`` (global outputs for a global program, Note [Global runs on XLA:CPU]).
+    XLA's refusal or crash is reported, not raised: hloscope's own results stand."""
+    from hloscope.errors import HloscopeError
+    from hloscope.interpret.inputs import outputs_to_mapping
+    from hloscope.interpret.npz_io import flatten_named
+    from hloscope.interpret.run import global_arguments
+    from hloscope.xla.worker import run_on_xla
+
+    n = r * p
+    try:
+        if global_run:
+            xla_run = run_on_xla(m.to_text(), global_arguments(m, inputs, n), replicas=r, partitions=p,
+                                 per_device=False, global_program=True)
+        else:
+            xla_run = run_on_xla(m.to_text(), inputs, replicas=r, partitions=p, per_device=per_device)
+    except HloscopeError as e:
+        return _XlaCheck({}, None, {}, str(e).splitlines()[0] if str(e) else type(e).__name__, global_run)
+    theirs = xla_run.outputs
+    if n == 1 or global_run:
+        ref = flatten_named("out", theirs)
+        ours = flatten_named("out", results)
+    else:
+        ref = outputs_to_mapping(theirs, n)
+        ours = outputs_to_mapping(results, n)
+    diffs = {key: _max_difference(v, ref[key]) if key in ref else float("inf") for key, v in ours.items()}
+    return _XlaCheck(diffs, xla_run.rewrite, xla_run.custom_calls, None, global_run)

@@ -28,7 +28,8 @@ from hloscope.ir import ArrayShape, Family, Instruction, Module, Opcode, TupleSh
 from hloscope.ir import replica_groups as devices
 from hloscope.ir.collective_shapes import implied_replicas
 
-__all__ = ["run", "default_grid", "infer_grid", "is_global_run", "shards_of", "input_shards"]
+__all__ = ["run", "default_grid", "infer_grid", "is_global_run", "shards_of", "input_shards",
+           "global_arguments"]
 
 Operands = list[Any]
 
@@ -43,8 +44,9 @@ def default_grid(module: Module) -> tuple[int, int]:
 
 
 def infer_grid(module: Module) -> tuple[int, int, str | None]:
-    """(replicas, partitions, note): the module header's counts, or where it names none (old
-    pmap dumps, hand-written modules), what its collectives imply, with a note saying so.
+    """(replicas, partitions, note): the module header's counts (a count it leaves out is 1, as
+    XLA prints only counts other than 1), or where it names neither (old pmap and GPU dumps,
+    hand-written modules), what its collectives imply, with a note saying so.
 
     Ids in replica_groups/source_target_pairs count in the kind XLA's collective-op group mode
     gives them (``replica_groups.group_mode``): replica ids without a channel_id and with a
@@ -54,8 +56,9 @@ def infer_grid(module: Module) -> tuple[int, int, str | None]:
     ids, gathers and scatters over implicit groups imply the replica count their shapes hold
     (``collective_shapes.implied_replicas``)."""
     replicas, partitions = module.replica_count, module.num_partitions
-    if replicas is not None and partitions is not None:
-        return replicas, partitions, None
+    if replicas is not None or partitions is not None:
+        # XLA prints each count only when it is not 1: a header naming one means 1 of the other.
+        return replicas or 1, partitions or 1, None
     most = {"replica": 0, "partition": 0}
     # Only what runs: computations the entry never calls do not ask for devices.
     for inst in (i for c in module.reachable_computations() for i in c.instructions):
@@ -278,11 +281,14 @@ def input_shards(module: Module, inputs: Sequence[Any], n: int) -> list[list[Any
     return per_device
 
 
-def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: RunOptions) -> Any:
-    """Run a sharded, unpartitioned module as one global program (Note [Global programs])."""
-    n = r * p
+def global_arguments(module: Module, inputs: Sequence[Any], n: int) -> list[Value]:
+    """The global arrays a global program (Note [Global programs]) runs on, from ``inputs``
+    as ``run`` takes them: one whole array per parameter, or per-device lists of shards, put
+    back together by each parameter's sharding (``input_shards`` is the inverse)."""
     params = module.entry.parameters
     per_device = len(inputs) == n and all(isinstance(x, list) for x in inputs)
+    if not per_device and len(inputs) != len(params):
+        raise InputError(f"{module.entry.name} takes {len(params)} parameters, got {len(inputs)} inputs")
     args = []
     for i, param in enumerate(params):
         if not per_device:
@@ -296,6 +302,14 @@ def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: 
             else:
                 x = spmd.assemble(shards, layout, shape.dimensions, shape.dtype)
         args.append(coerce_input(x, param.shape, f"parameter {param.parameter_number} ({param.name})"))
+    return args
+
+
+def _run_global(module: Module, inputs: Sequence[Any], r: int, p: int, options: RunOptions) -> Any:
+    """Run a sharded, unpartitioned module as one global program (Note [Global programs])."""
+    n = r * p
+    args = global_arguments(module, inputs, n)
+    module = spmd.outline_inline_regions(module)  # Note [Manual regions written inline]
     ctx = EvalContext(module, options, devices.process_id(0, p), r, p)
     result = run_to_completion(evaluate(ctx, module.entry, args), module.entry)
     return shards_of(module, result, n) if options.per_device else result

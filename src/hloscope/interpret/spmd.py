@@ -28,7 +28,7 @@ import numpy as np
 
 from hloscope.errors import InterpretError, UnsupportedCustomCallError
 from hloscope.interpret.dtype_bits import contiguous
-from hloscope.ir import Instruction, Module, Opcode, TupleShape
+from hloscope.ir import Computation, Family, Instruction, Module, Opcode, TupleShape
 from hloscope.ir.attributes import ShardingSpec
 from hloscope.ir.sharding import parse_sharding
 
@@ -58,10 +58,37 @@ class Sharded:
         return f"<Sharded over {len(self.values)} devices>"
 
 
+# Note [Recognising a global program]
+#     A module is a global program (not partitioned yet) when it holds manual-region markers,
+#     or when it carries sharding annotations (``sharding=`` or Shardy's ``xla.sdy.sharding``)
+#     and nothing XLA's SPMD partitioner leaves behind: no collective and no partition-id or
+#     replica-id (outside manual regions those only come from partitioning, or from a
+#     per-device pmap program), and it is neither scheduled nor fused (XLA's optimized modules,
+#     already per device, may keep their parameters' ``sharding=``). This is what jax's
+#     lowering of a sharded jit hands XLA (the models tier's "pre" modules: num_partitions is
+#     not even printed); seed 001 (partition-id, all-gather) and every optimized module are
+#     per-device programs. A replicated-only annotation still means one global program, whose
+#     devices all hold the same values. On one device the question does not arise.
+_PARTITIONER_OUTPUT = frozenset((Opcode.PARTITION_ID, Opcode.REPLICA_ID, Opcode.FUSION))
+
+
 def is_global_program(module: Module) -> bool:
-    """True when the module holds manual-region markers, i.e. it was not partitioned yet."""
-    return any(i.opcode is Opcode.CUSTOM_CALL and i.custom_call_target in ENTER_TARGETS + LEAVE_TARGETS
-               for i in module.instructions())
+    """True when ``module`` is a sharded program not partitioned yet (Note [Recognising a
+    global program]): it holds manual-region markers, or sharding annotations and no
+    partitioner output (collectives, partition-id, fusions) and no schedule."""
+    markers = ENTER_TARGETS + LEAVE_TARGETS
+    annotated = False
+    partitioned = module.is_scheduled
+    for inst in module.instructions():
+        opcode = inst.opcode
+        if opcode is Opcode.CUSTOM_CALL and inst.custom_call_target in markers:
+            return True
+        if opcode.family is Family.COLLECTIVE or opcode in _PARTITIONER_OUTPUT:
+            partitioned = True
+        elif not annotated:
+            fa = inst.attrs.get("frontend_attributes")
+            annotated = "sharding" in inst.attrs or (fa is not None and "xla.sdy.sharding" in fa.map)
+    return annotated and not partitioned
 
 
 def region_calls(module: Module) -> frozenset[int]:
@@ -262,3 +289,191 @@ def nested_region_marker(inst: Instruction, operands: list[Any]) -> Any:
             "that splits values over further mesh axes; hloscope runs such regions only when their "
             "values are not split (Note [Nested manual regions]); run the partitioned module instead")
     return operands[0] if len(operands) == 1 else tuple(operands)
+
+
+# Note [Manual regions written inline]
+#     GSPMD's shard_map lowering calls the region's body (``call(SPMDFullToShardShape(...))``),
+#     but XLA's CallInliner (the first passes of its SPMD pipeline, dumped with
+#     ``--xla_dump_hlo_pass_re``) and older lowerings leave the body's instructions in the
+#     calling computation, between the custom calls:
+#
+#         s = f32[16,2] custom-call(x), custom_call_target="Sharding", sharding={devices=[8,1]<=[8]}
+#         f = f32[2,2] custom-call(s), custom_call_target="SPMDFullToShardShape"    <- enters
+#         m = f32[2,2] multiply(f, two)                  \
+#         r = f32[2,2] all-reduce(m), channel_id=1, ...  |  per device: the region
+#         a = f32[2,2] add(r, f)                         /
+#         l = f32[16,2] custom-call(a), custom_call_target="SPMDShardToFullShape"   <- leaves
+#
+#     ``outline_inline_regions`` turns such a module back into the called form, which the
+#     evaluator runs (Note [Global programs]): the region is what the entering markers' values
+#     reach before the leaving markers, plus what only the region reads and computes from no
+#     parameter (constants, partition-id: per-device code); values from outside it become the
+#     call's operands (every device reads them whole, as a called body's non-sharded
+#     arguments); the leaving markers read the call's results. A region reading nothing from
+#     an entering marker (``shard_map(f, in_specs=())``) is what the leaving markers compute
+#     from no parameter. The module given is left alone: the pass works on a copy.
+
+_WIRING = frozenset((Opcode.CALL, Opcode.GET_TUPLE_ELEMENT, Opcode.TUPLE))
+
+
+def _is_marker(inst: Instruction, targets: tuple[str, ...]) -> bool:
+    return inst.opcode is Opcode.CUSTOM_CALL and inst.custom_call_target in targets
+
+
+def _inline_regions(comp: Any) -> list[list[Instruction]]:
+    """The inline manual regions of ``comp`` (Note [Manual regions written inline]), each as
+    its instructions in computation order; called regions (only a call and its wiring between
+    the markers) are not listed."""
+    order = {id(inst): k for k, inst in enumerate(comp.instructions)}
+    label: dict[int, int] = {}  # instruction id -> region number (union-find roots below)
+    parent: list[int] = []
+
+    def find(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    for enter in comp.instructions:
+        if not _is_marker(enter, ENTER_TARGETS):
+            continue
+        k = len(parent)
+        parent.append(k)
+        stack = list(comp.users(enter))
+        while stack:
+            inst = stack.pop()
+            if _is_marker(inst, LEAVE_TARGETS):
+                continue
+            seen = label.get(id(inst))
+            if seen is not None:
+                parent[find(seen)] = find(k)
+                continue
+            label[id(inst)] = k
+            stack.extend(comp.users(inst))
+    # Regions reading no entering marker: what a leaving marker computes from no parameter.
+    closed: dict[int, bool] = {}
+
+    def from_no_parameter(inst: Instruction) -> bool:
+        if id(inst) not in closed:
+            closed[id(inst)] = False  # cycles cannot occur; this only guards the recursion
+            closed[id(inst)] = inst.opcode is not Opcode.PARAMETER and not _is_marker(
+                inst, ENTER_TARGETS + LEAVE_TARGETS) and all(from_no_parameter(o) for o in inst.operands)
+        return closed[id(inst)]
+
+    for leave in comp.instructions:
+        if not _is_marker(leave, LEAVE_TARGETS) or any(id(o) in label for o in leave.operands):
+            continue
+        if not all(from_no_parameter(o) for o in leave.operands):
+            continue
+        k = len(parent)
+        parent.append(k)
+        stack = list(leave.operands)
+        while stack:
+            inst = stack.pop()
+            if id(inst) not in label:
+                label[id(inst)] = k
+                stack.extend(inst.operands)
+    # Pull in what only a region reads and that is computed from no parameter.
+    for inst in reversed(comp.instructions):
+        if id(inst) in label or inst is comp.root or not from_no_parameter(inst):
+            continue
+        users = comp.users(inst)
+        regions = {find(label[id(u)]) for u in users if id(u) in label}
+        if users and len(regions) == 1 and all(id(u) in label for u in users):
+            label[id(inst)] = regions.pop()
+    groups: dict[int, list[Instruction]] = {}
+    for inst in comp.instructions:
+        if id(inst) in label:
+            groups.setdefault(find(label[id(inst)]), []).append(inst)
+    regions = []
+    for members in groups.values():
+        if all(i.opcode in _WIRING or (i.opcode is Opcode.CUSTOM_CALL and i.custom_call_target == "Sharding")
+               for i in members) and any(i.opcode is Opcode.CALL for i in members):
+            continue  # the called form
+        regions.append(sorted(members, key=lambda i: order[id(i)]))
+    return regions
+
+
+def _outline(module: Module, comp: Any, members: list[Instruction], number: int) -> None:
+    """Move the inline region ``members`` of ``comp`` into a new computation called in their
+    place (Note [Manual regions written inline])."""
+    inside = {id(i) for i in members}
+    outside_users = [(u, i) for i in members for u in comp.users(i) if id(u) not in inside]
+    if any(not _is_marker(u, LEAVE_TARGETS) for u, _ in outside_users) or comp.root in members:
+        raise UnsupportedCustomCallError(
+            f"the manual region written inline in {comp.name} hands a value to "
+            f"{next((u.name for u, _ in outside_users if not _is_marker(u, LEAVE_TARGETS)), comp.root.name)} "
+            "without a leaving SPMDShardToFullShape; hloscope cannot tell where the region ends")
+    outputs = list(dict.fromkeys(i for _, i in outside_users))
+    operands = list(dict.fromkeys(o for i in members for o in i.operands if id(o) not in inside))
+    base = f"{comp.name}.hloscope_region{number}"
+    params = [Instruction(f"{base}.arg{k}", Opcode.PARAMETER, o.shape, [], {"parameter_number": k})
+              for k, o in enumerate(operands)]
+    shape = TupleShape(tuple(o.shape for o in outputs))
+    call = comp.add_instruction(Instruction(f"{base}.call", Opcode.CALL, shape, list(operands)))
+    results = [comp.add_instruction(Instruction(f"{base}.result{k}", Opcode.GET_TUPLE_ELEMENT, o.shape, [call],
+                                         {"index": k})) for k, o in enumerate(outputs)]
+    for user, value in outside_users:
+        for j, o in enumerate(user.operands):
+            if o is value:
+                comp.replace_operand(user, j, results[outputs.index(value)])
+    first = comp.instructions.index(members[0])
+    for inst in reversed(members):
+        comp.remove_instruction(inst)
+    by_operand = {id(o): p for o, p in zip(operands, params, strict=True)}
+    for inst in members:
+        inst.operands = [by_operand.get(id(o), o) for o in inst.operands]
+    root = Instruction(f"{base}.outputs", Opcode.TUPLE, shape, list(outputs))
+    body = module.add_computation(Computation(base, [*params, *members, root], root), before=comp)
+    call.attrs["to_apply"] = body
+    # The call goes where the region began; operands defined later move up before it.
+    rest = comp.instructions[:-1 - len(results)]
+    rest[first:first] = [call, *results]
+    comp.instructions[:] = _topological(rest)
+
+
+def _topological(instructions: list[Instruction]) -> list[Instruction]:
+    """``instructions`` reordered so that operands come first, otherwise in the given order."""
+    placed: set[int] = set()
+    present = {id(i) for i in instructions}
+    out: list[Instruction] = []
+
+    def place(inst: Instruction) -> None:
+        stack = [(inst, False)]
+        while stack:
+            cur, ready = stack.pop()
+            if id(cur) in placed:
+                continue
+            if ready:
+                placed.add(id(cur))
+                out.append(cur)
+                continue
+            stack.append((cur, True))
+            stack.extend((o, False) for o in reversed(cur.operands) if id(o) in present and id(o) not in placed)
+
+    for inst in instructions:
+        place(inst)
+    return out
+
+
+def has_inline_regions(module: Module) -> bool:
+    """Whether some computation of ``module`` holds a manual region written inline."""
+    return any(_is_marker(i, ENTER_TARGETS + LEAVE_TARGETS) for i in module.instructions()) and any(
+        _inline_regions(comp) for comp in module.computations)
+
+
+def outline_inline_regions(module: Module) -> Module:
+    """``module`` with every manual region written inline turned into a called computation
+    (Note [Manual regions written inline]): a new module, or ``module`` itself when it has
+    none."""
+    from hloscope.text import parse_module
+
+    if not has_inline_regions(module):
+        return module
+    copy = parse_module(module.to_text(), f"<{module.name} with its manual regions outlined>")
+    number = 0
+    for comp in list(copy.computations):
+        for members in _inline_regions(comp):
+            _outline(copy, comp, members, number)
+            number += 1
+    return copy

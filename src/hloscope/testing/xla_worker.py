@@ -4,7 +4,9 @@ hloscope's tests, tools and benchmarks for calls into XLA that can abort the pro
 ``XlaWorker.call(kind, ...)`` sends one request to a long-lived child (``python -m
 hloscope.testing.xla_worker``) and returns ``(status, value)``; XLA's CHECK failures kill only
 the child, which is restarted on the next call, and a call that outlives ``timeout`` is
-reported as such and its child killed. Requests: ``parse``, ``cost``, ``compile``, ``run``,
+reported as such and its child killed. Requests: ``parse``, ``cost``, ``compile``, ``run``
+(with ``compile_hlo``'s keywords, such as the device grid, as an optional dict),
+``run-global`` (a global program on its global arrays, partitioned by XLA: ``CompiledHlo.run_global``),
 ``run-optimized`` (XLA's own), and ``call`` (any function of a module or script, run in the
 child: how the oracle sweep runs each case where XLA may hang or abort). The child inherits the
 parent's environment (``XLA_FLAGS`` device counts included). For one module run in a fresh
@@ -58,9 +60,14 @@ def _xla_request(req: tuple[Any, ...]) -> Any:
     if kind == "compile":
         xla.compile_hlo(req[1])
         return None
-    if kind == "run":
-        compiled = xla.compile_hlo(req[1])
-        return compiled.run(req[2])
+    if kind == "run":  # ("run", text, inputs[, {"replicas": r, "partitions": p, ...}])
+        _, text, inputs, *options = req
+        compiled = xla.compile_hlo(text, **(options[0] if options else {}))
+        return compiled.run(inputs)
+    if kind == "run-global":  # ("run-global", text, global inputs, devices): a global program
+        _, text, inputs, devices = req
+        compiled = xla.compile_hlo(text, replicas=1, partitions=devices, spmd_partition=True)
+        return compiled.run_global(inputs)
     if kind == "run-optimized":  # the outputs and the module XLA:CPU compiled after optimizing
         compiled = xla.compile_hlo(req[1])
         return compiled.run(req[2]), compiled.executable.hlo_modules()[0].to_string()

@@ -13,6 +13,16 @@ Optimized and GPU modules are rewritten before XLA:CPU compiles them (``rewrite_
 Note [Recompiling optimized HLO], Note [GPU custom calls on XLA:CPU] and Note [Partitioned
 modules as replicated modules] are in ``hloscope/xla/rewrite.py``.
 
+Note [Global runs on XLA:CPU]
+    A sharded module not partitioned yet (jax's lowering of a sharded jit, a shard_map or a
+    pmap: ``hloscope.interpret.spmd.is_global_program``) is one global program, and hloscope
+    runs it as such. XLA:CPU compiles it through its SPMD partitioner, after which each device
+    takes and returns only its shards. ``CompiledHlo.run_global`` bridges the two: it cuts each
+    global input by the parameter sharding XLA's partitioner chose (``get_parameter_shardings``,
+    which may differ from the text's where propagation decided), runs, and puts the devices'
+    outputs back together by the output shardings XLA chose, so the result is the global
+    arrays the module declares: like is compared with like, whatever XLA propagated.
+
 Note [Device numbering]
     A run on ``replicas`` x ``partitions`` devices uses device ``k = replica * partitions +
     partition``, the order of ``DeviceAssignment`` rows; inputs and outputs are lists indexed
@@ -41,7 +51,13 @@ from hloscope.errors import (
     XlaCompileError,
 )
 from hloscope.xla.jaxlib_probes import PROBES
-from hloscope.xla.rewrite import Rewrite, needs_rewrite, recompilable_text
+from hloscope.xla.rewrite import (
+    Rewrite,
+    collectives_need_rewrite,
+    is_optimized,
+    needs_rewrite,
+    recompilable_text,
+)
 
 __all__ = [
     "available",
@@ -236,9 +252,12 @@ def rewrite_for_xla_cpu(text: str, *, partitions_as_replicas: int = 0) -> Rewrit
     as replicated modules].
     Raises ``ParseError`` when XLA cannot parse ``text``."""
     canonical = parse_hlo_text(text).to_string(_print_options(metadata=False))
-    if not (needs_rewrite(canonical) or partitions_as_replicas):
+    single_partition = bool(partitions_as_replicas) or module_config(text)["num_partitions"] == 1
+    if not (needs_rewrite(canonical) or partitions_as_replicas
+            or collectives_need_rewrite(canonical, single_partition=single_partition)):
         return None
-    return recompilable_text(canonical, partitions_as_replicas=partitions_as_replicas)
+    return recompilable_text(canonical, partitions_as_replicas=partitions_as_replicas,
+                             single_partition=single_partition)
 
 
 # --------------------------------------------------------------------------------------------
@@ -294,6 +313,14 @@ class CompiledHlo:
     result_tree: Any
     compiled_text: str
     rewrite: Rewrite | None = None  # what was rewritten before compiling; None if nothing
+    # For a module XLA's SPMD partitioner split (Note [Global runs on XLA:CPU]): the global
+    # (dtype, dims) of each parameter and result leaf, and the HloSharding text XLA chose for
+    # each; None otherwise.
+    global_parameter_shapes: list[tuple[np.dtype[Any], tuple[int, ...]]] | None = None
+    global_result_tree: Any = None
+    global_result_shapes: list[tuple[np.dtype[Any], tuple[int, ...]]] | None = None
+    parameter_shardings: list[str] | None = None
+    output_shardings: list[str] | None = None
 
     @property
     def num_devices(self) -> int:
@@ -368,6 +395,48 @@ class CompiledHlo:
         return values[0] if n == 1 else values
 
 
+    def run_global(self, inputs: Sequence[Any]) -> Any:
+        """Run a module XLA partitioned on its global inputs and return its global outputs
+        (Note [Global runs on XLA:CPU]): ``inputs`` holds one whole array per parameter leaf,
+        the result is nested like the module's (unpartitioned) root shape."""
+        from hloscope.interpret.spmd import assemble, cut, hlo_layout, parse_sharding
+
+        if self.parameter_shardings is None or self.output_shardings is None:
+            raise InputError("run_global needs a module compiled by XLA's SPMD partitioner "
+                             "(compile_hlo(..., spmd_partition=True))")
+        assert self.global_parameter_shapes is not None and self.global_result_shapes is not None
+        n = self.num_devices
+        flat = [np.asarray(a) for arg in inputs for a in _flatten(arg)]
+        if len(flat) != len(self.global_parameter_shapes):
+            raise InputError(f"the module takes {len(self.global_parameter_shapes)} array "
+                             f"parameters, got {len(flat)}")
+        per_device: list[list[np.ndarray]] = [[] for _ in range(n)]
+        for i, (x, (dtype, dims), text, (_, local)) in enumerate(zip(
+                flat, self.global_parameter_shapes, self.parameter_shardings, self.parameter_shapes,
+                strict=True)):
+            if x.dtype != dtype or x.shape != dims:
+                raise InputError(f"array parameter {i} must be {dtype}{list(dims)}, "
+                                 f"got {x.dtype}{list(x.shape)}")
+            for k, piece in enumerate(cut(x, hlo_layout(parse_sharding(text), dims, n))):
+                per_device[k].append(piece.reshape(local) if piece.size == int(np.prod(local)) else piece)
+        del flat
+        outputs = self.run(per_device)
+        leaves = [_flatten(v) for v in outputs]
+        whole = []
+        for j, ((dtype, dims), text) in enumerate(zip(self.global_result_shapes, self.output_shardings,
+                                                      strict=True)):
+            layout = hlo_layout(parse_sharding(text), dims, n)
+            shards = []
+            for k in range(n):
+                want = tuple(s.stop - s.start for s in layout[k])
+                shard = np.asarray(leaves[k][j])
+                # A partitioned scalar may come back as f32[1] (a size-1 axis XLA kept).
+                shards.append(shard.reshape(want) if shard.size == int(np.prod(want)) else shard)
+                leaves[k][j] = None
+            whole.append(assemble(shards, layout, dims, dtype))
+        return _unflatten(self.global_result_tree, whole)[0]
+
+
 def _assemble(shards: list[Any], devices: list[Any]) -> Any:
     """One jax Array whose per-device buffers are ``shards`` (for ``execute_sharded``).
 
@@ -409,9 +478,11 @@ def compile_hlo(
     module = parse_hlo_text(text)
     canonical = module.to_string(_print_options(metadata=False))
     if spmd_partition is None:
-        # An optimized module (scheduled, fusions, bitcasts, GPU kernels) is already partitioned;
-        # GPU dumps such as seed 001 are not scheduled and do not print num_partitions.
-        spmd_partition = partitions > 1 and not needs_rewrite(canonical)
+        # An optimized module (scheduled, fusions, bitcasts) is already partitioned; GPU dumps
+        # such as seed 001 are not scheduled and do not print num_partitions. Else hloscope's
+        # rule decides (Note [Recognising a global program] in interpret/spmd.py): a module
+        # with collectives and no sharding annotation is a per-device program.
+        spmd_partition = partitions > 1 and not is_optimized(canonical) and _is_global_program(canonical)
     # Note [Partitioned modules as replicated modules]
     as_replicas = partitions > 1 and not spmd_partition
     if as_replicas and replicas > 1:
@@ -421,11 +492,17 @@ def compile_hlo(
         )
     rewrite = None
     compiled_text = canonical
-    if needs_rewrite(canonical) or as_replicas:
-        rewrite = recompilable_text(canonical, partitions_as_replicas=partitions if as_replicas else 0)
+    # Note [Collectives XLA:CPU compiles]: with one partition (as compiled), channel ids on
+    # all-reduces mean nothing and make combined ones fail in layout assignment.
+    single_partition = as_replicas or partitions == 1
+    if (needs_rewrite(canonical) or as_replicas
+            or collectives_need_rewrite(canonical, single_partition=single_partition)):
+        rewrite = recompilable_text(canonical, partitions_as_replicas=partitions if as_replicas else 0,
+                                    single_partition=single_partition, keep_shardings=spmd_partition)
         compiled_text = rewrite.text
         module = parse_hlo_text(compiled_text)
     client = _cpu_client()
+    _initialize_lapack()
     n = replicas * partitions
     if n > client.device_count():
         raise InputError(
@@ -458,6 +535,16 @@ def compile_hlo(
         executable = client.compile_and_load(mlir, api.DeviceList(tuple(devices)), options)
     except Exception as e:
         raise XlaCompileError(f"XLA:CPU could not compile the module: {e}") from None
+    global_info: dict[str, Any] = {}
+    if compile_partitions > 1:
+        # The partitioner changed the entry signature from global to per-device shapes.
+        global_info = {
+            "global_parameter_shapes": parameter_shapes,
+            "global_result_tree": _result_tree(program_shape.result_shape()),
+            "global_result_shapes": _leaf_shapes(program_shape.result_shape()),
+            "parameter_shardings": _sharding_texts(executable, "get_parameter_shardings"),
+            "output_shardings": _sharding_texts(executable, "get_output_shardings"),
+        }
     # The executable's own signature: the partitioner changes it from global to per-device
     # shapes, and an entry_computation_layout that disagrees with the entry computation (XLA's
     # layouts_and_names.hlo: f32 over an f16 computation) is dropped on the way to MLIR, while
@@ -474,7 +561,42 @@ def compile_hlo(
         result_tree=_result_tree(program_shape.result_shape()),
         compiled_text=compiled_text,
         rewrite=rewrite,
+        **global_info,
     )
+
+
+def _initialize_lapack() -> None:
+    """Fill in jaxlib's LAPACK kernels, which XLA:CPU's ``lapack_*_ffi`` custom calls (jax's
+    linalg: cholesky, qr, eig, solve, ...) call through function pointers that jaxlib sets
+    only when jax lowers a linalg op in the same process (``jaxlib.lapack.prepare_lapack_call``
+    calls ``_lapack.initialize()``). A process that only compiles HLO text, as the XLA:CPU
+    worker does, had them null, and executing such a module crashed it (SIGSEGV)."""
+    for path in ("jax._src.lib.lapack._lapack.initialize", "jaxlib.lapack._lapack.initialize"):
+        try:
+            _resolve(path)()
+            return
+        except (ImportError, AttributeError):
+            continue
+
+
+def _is_global_program(canonical: str) -> bool:
+    """Whether XLA's text of a module is a sharded program not partitioned yet."""
+    from hloscope.interpret.spmd import is_global_program
+    from hloscope.text import parse_module
+
+    return is_global_program(parse_module(canonical, "<XLA's canonical text>"))
+
+
+def _sharding_texts(executable: Any, method: str) -> list[str] | None:
+    """XLA's text (``{devices=[8,1]<=[8]}``) of each OpSharding ``executable.<method>()``
+    returns (one per parameter or output leaf); None when this jaxlib does not expose them."""
+    try:
+        from jax._src.lib import xla_client
+
+        shardings = getattr(executable, method)()
+        return None if shardings is None else [str(xla_client.HloSharding.from_proto(o)) for o in shardings]
+    except (ImportError, AttributeError):
+        return None
 
 
 def compile_and_run(

@@ -1,4 +1,5 @@
-"""GPU custom calls written as standard HLO, so that GPU dumps compile on XLA:CPU.
+"""GPU custom calls (and jax's host callbacks) written as standard HLO, so that GPU dumps, and
+modules calling back into the Python process that compiled them, compile on XLA:CPU.
 
 Part of the rewrite of ``hloscope.xla.rewrite`` (Note [GPU custom calls on XLA:CPU] there):
 ``expand_custom_call`` turns one custom-call instruction whose target is in ``EXPANSIONS`` into
@@ -22,7 +23,7 @@ from hloscope.ir import ArrayShape, Instruction, Literal, Opcode, Shape, TupleSh
 from hloscope.ir.backend_configs import gemm_spec
 from hloscope.ir.shape import without_layouts
 
-__all__ = ["EXPANSIONS", "Expansion", "expand_custom_call", "expandable_target"]
+__all__ = ["EXPANSIONS", "Expansion", "HOST_CALLBACKS", "expand_custom_call", "expandable_target"]
 
 
 class _Builder:
@@ -193,6 +194,41 @@ def _threefry(out: _Builder, inst: Instruction) -> list[Instruction]:
     return out.finish(without_layouts(inst.shape), Opcode.TUPLE, y0, y1)
 
 
+# --- host callbacks -------------------------------------------------------------------------
+# jax.debug.print / jax.debug.callback call Python code registered in the process that
+# compiled the module (backend_config names its index there); another process has no such
+# callback, and XLA:CPU crashes calling it. Such a call returns no data (() or a token), so the
+# module's values do not depend on it: it becomes the empty tuple (or a token), as hloscope's
+# interpreter skips it. A callback returning data (pure_callback) has no standard-HLO form.
+
+HOST_CALLBACKS = ("xla_ffi_python_cpu_callback", "xla_python_cpu_callback",
+                  "xla_ffi_python_gpu_callback", "xla_python_gpu_callback")
+
+
+def _no_data(shape: Shape) -> Instruction | None:
+    """Standard HLO for a value of ``shape`` that holds no data, or None if it holds some."""
+    if isinstance(shape, TupleShape):
+        elements = [_no_data(e) for e in shape.elements]
+        if any(e is None for e in elements):
+            return None
+        return Instruction("", Opcode.TUPLE, shape, [e for e in elements if e is not None])
+    if isinstance(shape, ArrayShape) and shape.element_type == "token":
+        return Instruction("", Opcode.AFTER_ALL, shape, [])
+    return None
+
+
+def _host_callback(out: _Builder, inst: Instruction) -> list[Instruction]:
+    value = _no_data(without_layouts(inst.shape))
+    if value is None:
+        raise HloscopeError(f"{inst.custom_call_target} ({inst.name}) returns {inst.shape}: a Python "
+                            "callback (jax.pure_callback) computes it, outside the module")
+
+    def emit(v: Instruction) -> Instruction:
+        return out.emit(v.shape, v.opcode, *[emit(o) for o in v.operands])
+
+    return out.finish_as(emit(value))
+
+
 # --- the table ------------------------------------------------------------------------------
 
 
@@ -210,6 +246,7 @@ EXPANSIONS: dict[str, Expansion] = {
     **{t: Expansion(_threefry, "as HLO") for t in ("cuda_threefry2x32", "cu_threefry2x32",
                                                      "cu_threefry2x32_ffi", "hip_threefry2x32",
                                                      "hip_threefry2x32_ffi")},
+    **{t: Expansion(_host_callback, "as no value (host callbacks: debug prints)") for t in HOST_CALLBACKS},
 }
 
 

@@ -45,6 +45,25 @@ Note [Partitioned modules as replicated modules]
     channel_id) hold one device each; flattened ids stay (with one replica a global id is the
     partition number). The partition count comes from the caller, since GPU dumps (seed 001)
     do not print ``num_partitions``.
+
+Note [Collectives XLA:CPU compiles]
+    Two spellings XLA accepts in a module it partitioned itself fail when the module is
+    compiled again, so the rewrite changes them into equivalent ones:
+    - A variadic (tuple-shaped) all-reduce with a ``channel_id``. XLA's layout assignment
+      constrains the layout of every cross-module all-reduce (one with a channel_id) by
+      ``InferArrayLayout(instruction, {})`` (``LayoutAssignment::ConstrainChannelLayouts``,
+      xla/service/layout_assignment.cc), which assumes an array: on a tuple it fails with
+      "LogicalBuffer all-reduce.97[] does not have a layout". jax never hands XLA:CPU one,
+      since XLA combines all-reduces into tuples only after layout assignment; the optimized
+      module of any data-parallel step holds them. With one partition a channel_id changes
+      nothing (cross_replica_and_partition over one partition is cross_replica, and a
+      flattened id is the replica id), so every module compiled with one partition (partitions
+      run as replicas included) has the channel_id and ``use_global_device_ids`` of its
+      all-reduces, all-gathers and reduce-scatters dropped, groups unchanged.
+    - Replica groups in the mesh form (``mesh['axis_0'=4,'axis_1'=2] {'axis_0'}``, with
+      ``device_ids=``) or the iota form (``[4,2]<=[8]``): the MLIR import rejects mesh groups
+      whose axes it cannot find ("Unknown axis axis_2"), so every collective gets its groups as
+      explicit lists (``ReplicaGroups.expanded``), which every importer accepts.
 """
 from __future__ import annotations
 
@@ -64,7 +83,8 @@ from hloscope.ir import (
 )
 from hloscope.ir.shape import without_layouts
 
-__all__ = ["GROUPS_AS_REPLICAS", "Rewrite", "needs_rewrite", "recompilable_text", "rewrite_module"]
+__all__ = ["GROUPS_AS_REPLICAS", "Rewrite", "collectives_need_rewrite", "is_optimized", "needs_rewrite",
+           "recompilable_text", "rewrite_module"]
 
 
 def _error(message: str) -> HloscopeError:
@@ -75,18 +95,35 @@ _TARGET = re.compile(r'custom_call_target="([^"]*)"')
 _OPTIMIZED = re.compile(r" (fusion|bitcast|copy-start)\(")
 
 
+def is_optimized(canonical: str) -> bool:
+    """True when ``canonical`` (XLA's printing) is an optimized module: scheduled, or holding
+    fusions, bitcasts or asynchronous copies (so already partitioned, if it ever was sharded).
+    A scan of the text."""
+    header = canonical.split("\n", 1)[0]
+    return "is_scheduled=true" in header or bool(_OPTIMIZED.search(canonical))
+
+
 def needs_rewrite(canonical: str) -> bool:
     """True when XLA:CPU cannot compile ``canonical`` (XLA's printing) as it is: an optimized
-    module (scheduled, or holding fusions, bitcasts or asynchronous copies) or one calling GPU
-    kernels. A scan of the text, so that modules XLA:CPU compiles as they are are never parsed
-    twice."""
+    module (``is_optimized``) or one calling GPU kernels or Python callbacks. A scan of the
+    text, so that modules XLA:CPU compiles as they are are never parsed twice."""
     from hloscope.xla.gpu import expandable_target
 
     # Only already-optimized modules trip the MLIR import (fusion parameters lose layouts);
     # non-default layouts alone survive it as result_layout attributes.
-    header = canonical.split("\n", 1)[0]
-    return ("is_scheduled=true" in header or bool(_OPTIMIZED.search(canonical))
-            or any(expandable_target(t) for t in _TARGET.findall(canonical)))
+    return is_optimized(canonical) or any(expandable_target(t) for t in _TARGET.findall(canonical))
+
+
+_CHANNEL_ALL_REDUCE = re.compile(r" (?:all-reduce|all-gather|reduce-scatter)(?:-start)?\([^\n]*channel_id=")
+_IMPLICIT_GROUPS = re.compile(r"replica_groups=(?:mesh\[|\[)")
+
+
+def collectives_need_rewrite(canonical: str, *, single_partition: bool) -> bool:
+    """True when ``canonical`` holds collectives XLA:CPU cannot compile again as they are
+    (Note [Collectives XLA:CPU compiles]): replica groups not written as lists, or, when the
+    module will run with one partition, all-reduces (gathers, scatters) with a channel_id."""
+    return bool(_IMPLICIT_GROUPS.search(canonical)
+                or (single_partition and _CHANNEL_ALL_REDUCE.search(canonical)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +139,7 @@ class Rewrite:
     custom_calls: dict[str, int] = dataclasses.field(default_factory=dict)
     partitions_as_replicas: int = 0
     copies: int = 0
+    collectives: int = 0  # Note [Collectives XLA:CPU compiles]
 
     def describe(self) -> str:
         """One line for people, e.g. "8 fusions as calls, 3 bitcasts as transpose/reshape,
@@ -115,6 +153,9 @@ class Rewrite:
         parts += [f"{n} {t} calls {EXPANSIONS[t].how}" for t, n in sorted(self.custom_calls.items())]
         if self.partitions_as_replicas:
             parts.append(f"{self.partitions_as_replicas} partitions run as replicas")
+        if self.collectives:
+            parts.append(f"{self.collectives} collectives with their groups as lists and no channel_id "
+                         "where one partition runs")
         return ", ".join(parts)
 
 
@@ -187,10 +228,12 @@ GROUPS_AS_REPLICAS: dict[str, tuple[bool, Callable[[Opcode, int], Groups] | None
     "cross_replica": (False, _each_partition),
     "cross_partition": (True, None),
     "cross_replica_and_partition": (True, _all_partitions),
-    "flattened_id": (False, None),
+    # With one replica a flattened id is the partition's number, now the replica's: the same
+    # groups without channel_id (Note [Collectives XLA:CPU compiles]).
+    "flattened_id": (True, None),
 }
-"""Note [Partitioned modules as replicated modules]: per group mode, (drop channel_id, the
-groups the rewritten collective carries, or None to keep its own)."""
+"""Note [Partitioned modules as replicated modules]: per group mode, (drop channel_id and
+use_global_device_ids, the groups the rewritten collective carries, or None to keep its own)."""
 
 
 def _group_mode(inst: Instruction) -> str:
@@ -214,12 +257,39 @@ def _partition_to_replica(comp: Computation, inst: Instruction, n: int) -> Instr
         drop_channel, groups = GROUPS_AS_REPLICAS[_group_mode(inst)]
         if drop_channel:
             del inst.attrs["channel_id"]
+            inst.attrs.pop("use_global_device_ids", None)
         if groups is not None:
             for key in ("replica_groups", "source_target_pairs"):
                 inst.attrs.pop(key, None)
             key, value = groups(inst.opcode, n)
             inst.attrs[key] = value
     return inst
+
+
+def _explicit_groups(inst: Instruction) -> bool:
+    """Replica groups of ``inst`` as explicit lists (Note [Collectives XLA:CPU compiles]);
+    whether they were not."""
+    groups = inst.attrs.get("replica_groups")
+    if not isinstance(groups, ReplicaGroups) or groups.groups is not None:
+        return False
+    try:
+        expanded = groups.expanded(inst.attrs.get("device_ids"))
+    except ValueError as e:
+        raise _error(f"cannot rewrite the replica groups of %{inst.name} for XLA:CPU: {e}") from None
+    inst.attrs["replica_groups"] = ReplicaGroups(groups=tuple(tuple(g) for g in expanded))
+    inst.attrs.pop("device_ids", None)
+    return True
+
+
+def _single_partition_collective(inst: Instruction) -> bool:
+    """Drop the channel_id, which means nothing with one partition (Note [Collectives XLA:CPU
+    compiles]): cross_replica_and_partition and flattened-id groups become cross_replica ones
+    naming the same devices. Whether there was one."""
+    if inst.opcode not in _HAVE_GLOBAL_IDS or "channel_id" not in inst.attrs:
+        return False
+    del inst.attrs["channel_id"]
+    inst.attrs.pop("use_global_device_ids", None)
+    return True
 
 
 # --- the pass -------------------------------------------------------------------------------------
@@ -264,19 +334,24 @@ class _Counts:
     fusions: int = 0
     bitcasts: int = 0
     copies: int = 0
+    collectives: int = 0
     custom_calls: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
-def rewrite_module(module: Module, *, partitions_as_replicas: int = 0) -> Rewrite:
+def rewrite_module(module: Module, *, partitions_as_replicas: int = 0,
+                   single_partition: bool = False, keep_shardings: bool = False) -> Rewrite:
     """Rewrite ``module`` in place into an equivalent module XLA:CPU compiles (Note
-    [Recompiling optimized HLO], Note [GPU custom calls on XLA:CPU], and with
-    ``partitions_as_replicas`` = n > 0 Note [Partitioned modules as replicated modules]);
-    returns what changed, with the module's text."""
+    [Recompiling optimized HLO], Note [GPU custom calls on XLA:CPU], Note [Collectives XLA:CPU
+    compiles], and with ``partitions_as_replicas`` = n > 0 Note [Partitioned modules as
+    replicated modules]); ``single_partition`` says the module runs with one partition (implied
+    by n > 0); ``keep_shardings`` that XLA's partitioner will split it (a global program), so
+    its ``sharding=`` attributes stay. Returns what changed, with the module's text."""
     from hloscope.xla.gpu import expandable_target
 
     for attr in ("entry_computation_layout", "input_output_alias", "buffer_donor", "is_scheduled"):
         module.attrs.pop(attr, None)
     n = partitions_as_replicas
+    single_partition = single_partition or n > 0
     if n:
         module.attrs.pop("replica_count", None)
         module.attrs.pop("num_partitions", None)
@@ -288,9 +363,15 @@ def rewrite_module(module: Module, *, partitions_as_replicas: int = 0) -> Rewrit
             # The module is already partitioned: shardings describe global values that no
             # longer exist, and would make the SPMD partitioner (required for
             # num_partitions > 1) re-split.
-            inst.attrs.pop("sharding", None)
+            if not keep_shardings:
+                inst.attrs.pop("sharding", None)
             if n:
                 inst = _partition_to_replica(comp, inst, n)
+            if inst.opcode in _COLLECTIVES:
+                changed = _explicit_groups(inst)
+                if single_partition and not n:  # (partitions as replicas drop them above)
+                    changed |= _single_partition_collective(inst)
+                counts.collectives += changed
             op = inst.opcode
             if op is Opcode.CUSTOM_CALL:
                 if expandable_target(inst.custom_call_target or ""):
@@ -312,17 +393,21 @@ def rewrite_module(module: Module, *, partitions_as_replicas: int = 0) -> Rewrit
             if inst not in keep_layouts:
                 inst.shape = without_layouts(inst.shape)
     return Rewrite(module.to_text(), counts.fusions, counts.bitcasts, counts.custom_calls,
-                   partitions_as_replicas, counts.copies)
+                   partitions_as_replicas, counts.copies, counts.collectives)
 
 
-def recompilable_text(canonical: str, *, partitions_as_replicas: int = 0) -> Rewrite:
+def recompilable_text(canonical: str, *, partitions_as_replicas: int = 0,
+                      single_partition: bool = False, keep_shardings: bool = False) -> Rewrite:
     """Rewrite XLA's canonical text of an optimized module into an equivalent unoptimized one.
 
     See Note [Recompiling optimized HLO]. ``canonical`` must be XLA's printing without metadata.
     ``partitions_as_replicas`` is the module's partition count when its partitions are to run
-    as replicas (Note [Partitioned modules as replicated modules]), else 0.
+    as replicas (Note [Partitioned modules as replicated modules]), else 0; ``single_partition``
+    that it runs with one partition (Note [Collectives XLA:CPU compiles]); ``keep_shardings``
+    that XLA's partitioner will split it.
     """
     from hloscope.text import parse_module
 
     module = parse_module(canonical, "<XLA's canonical text>")
-    return rewrite_module(module, partitions_as_replicas=partitions_as_replicas)
+    return rewrite_module(module, partitions_as_replicas=partitions_as_replicas,
+                          single_partition=single_partition, keep_shardings=keep_shardings)

@@ -32,14 +32,19 @@ class XlaRun(NamedTuple):
 
 
 def run_on_xla(text: str, inputs: list[Any], *, replicas: int, partitions: int, per_device: bool,
-               timeout: float = 1800.0) -> XlaRun:
+               global_program: bool = False, timeout: float = 1800.0) -> XlaRun:
     """Run ``text`` on XLA:CPU in a child process on ``inputs`` (same conventions as
-    ``hloscope.run``). ``timeout`` (seconds) guards against collectives that never rendezvous;
-    seed 003 on 8 replicas takes minutes on a busy machine."""
+    ``hloscope.run``). With ``global_program`` the module is a sharded program not partitioned
+    yet: ``inputs`` are its global arrays, XLA's partitioner splits it and the outputs are the
+    global arrays again (Note [Global runs on XLA:CPU] in client.py). ``timeout`` (seconds)
+    guards against collectives that never rendezvous; seed 003 on 8 replicas takes minutes on
+    a busy machine."""
     from hloscope.interpret.inputs import outputs_to_mapping
     from hloscope.interpret.npz_io import device_values, load_npz, save_npz
 
     n = replicas * partitions
+    global_program = global_program and n > 1
+    per_device = per_device and not global_program
     with tempfile.TemporaryDirectory(prefix="hloscope-xla-") as d:
         work = Path(d)
         (work / "module.hlo").write_text(text)
@@ -54,7 +59,8 @@ def run_on_xla(text: str, inputs: list[Any], *, replicas: int, partitions: int, 
                                 for key in [key.replace("out", f"arg{i}", 1)]})
         save_npz(work / "inputs.npz", mapping)
         (work / "config.json").write_text(json.dumps({"replicas": replicas, "partitions": partitions,
-                                                      "per_device": per_device}))
+                                                      "per_device": per_device,
+                                                      "global": global_program}))
         env = dict(os.environ, JAX_PLATFORMS="cpu")
         flags = " ".join(f for f in env.get("XLA_FLAGS", "").split()
                          if not f.startswith("--xla_force_host_platform_device_count"))
@@ -72,8 +78,8 @@ def run_on_xla(text: str, inputs: list[Any], *, replicas: int, partitions: int, 
             killed = f" (killed by signal {-proc.returncode})" if proc.returncode < 0 else ""
             raise HloscopeError(f"XLA:CPU could not run the module{killed}: {last[0]}")
         report = json.loads((work / "rewrite.json").read_text())
-        return XlaRun(device_values(load_npz(work / "outputs.npz"), "out", n), report["rewrite"],
-                      report["custom_calls"])
+        outputs = device_values(load_npz(work / "outputs.npz"), "out", 1 if global_program else n)
+        return XlaRun(outputs, report["rewrite"], report["custom_calls"])
 
 
 def _main(work: Path) -> int:
@@ -90,23 +96,34 @@ def _main(work: Path) -> int:
         return 3
     cfg = json.loads((work / "config.json").read_text())
     n = cfg["replicas"] * cfg["partitions"]
-    if cfg["per_device"]:
+    global_program = cfg.get("global", False)
+    if global_program:
+        inputs = device_values(load_npz(work / "inputs.npz"), "arg", 1)
+    elif cfg["per_device"]:
         inputs = device_values(load_npz(work / "inputs.npz"), "arg", n)
     else:
         inputs = device_values(load_npz(work / "inputs.npz"), "arg", 1)
         if n > 1:
             inputs = [inputs] * n  # the same arrays for every device
     try:
-        compiled = xla.compile_hlo((work / "module.hlo").read_text(), replicas=cfg["replicas"],
-                                   partitions=cfg["partitions"])
-        arrays = compiled.put(inputs)
-        del inputs  # on the devices now; XLA:CPU needs the memory (seed 003: 12 GB)
-        out = compiled.execute(arrays)
-        del arrays
+        # A global program's devices are the partitions of one SPMD program, whatever grid
+        # the caller named them by.
+        compiled = xla.compile_hlo((work / "module.hlo").read_text(),
+                                   replicas=1 if global_program else cfg["replicas"],
+                                   partitions=n if global_program else cfg["partitions"],
+                                   spmd_partition=True if global_program else None)
+        if global_program:
+            out = compiled.run_global(inputs)
+            del inputs
+        else:
+            arrays = compiled.put(inputs)
+            del inputs  # on the devices now; XLA:CPU needs the memory (seed 003: 12 GB)
+            out = compiled.execute(arrays)
+            del arrays
     except HloscopeError as e:
         sys.stderr.write(str(e).splitlines()[0] + "\n")
         return 1
-    save_npz(work / "outputs.npz", outputs_to_mapping(out, n))
+    save_npz(work / "outputs.npz", outputs_to_mapping(out, 1 if global_program else n))
     rewrite = compiled.rewrite
     (work / "rewrite.json").write_text(json.dumps({
         "rewrite": None if rewrite is None else rewrite.describe(),
