@@ -43,6 +43,36 @@ class Workload:
     args: Callable[[np.random.Generator], tuple[Any, ...]]
 
 
+def _model_workloads(names: list[str]) -> list[Compiled]:
+    """The models tier's training steps (``hloscope.testing.models``), compiled as their
+    programs are, but without donation (every round reruns the step on the same inputs).
+
+    A step on ``devices`` devices runs one program per device, all in this process on its one
+    core (XLA:CPU's devices are threads), so its CPU time is the devices' time together: the
+    row compares the estimate of one device's program with that divided by ``devices``.
+    """
+    import jax
+
+    from hloscope.testing.models.programs import by_name
+
+    out = []
+    for name in names:
+        case = by_name(name)
+        options = {k: v for k, v in case.jit_options().items() if k != "donate_argnums"}
+        transform = jax.pmap if case.lowering == "pmap" else jax.jit
+        inputs = case.inputs()
+        compiled = transform(case.fn, **options).lower(*inputs).compile()
+        text = compiled.as_text()
+        w = Workload(name, f"models tier, {case.devices} device{'s' if case.devices > 1 else ''}",
+                     case.fn, lambda r: ())
+
+        def fresh_run(compiled: Any = compiled, inputs: Any = inputs) -> Callable[[], Any]:
+            return lambda: jax.block_until_ready(compiled(*inputs))
+
+        out.append(Compiled(w, fresh_run(), text, fresh_run, case.devices))
+    return out
+
+
 def _workloads() -> list[Workload]:
     import jax
     import jax.numpy as jnp
@@ -162,6 +192,31 @@ def _workloads() -> list[Workload]:
         return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                         feature_group_count=x.shape[-1])
 
+    def segment_sum(data: Any, ids: Any) -> Any:
+        return jax.ops.segment_sum(data, ids, num_segments=4096)
+
+    def int8_matmul(a: Any, b: Any) -> Any:
+        return jnp.matmul(a, b, preferred_element_type=jnp.int32)
+
+    def conv_transpose(x: Any, w: Any) -> Any:
+        return lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def fft2(x: Any) -> Any:
+        return jnp.fft.fft2(x)
+
+    def kv_decode(x: Any, kc: Any, vc: Any, pos: Any, wq: Any, wk: Any, wv: Any, wo: Any, w1: Any,
+                  w2: Any) -> Any:
+        b, d = x.shape
+        _, t, h, hd = kc.shape
+        q = (x @ wq).reshape(b, h, hd)
+        kc = lax.dynamic_update_slice(kc, (x @ wk).reshape(b, 1, h, hd), (0, pos, 0, 0))
+        vc = lax.dynamic_update_slice(vc, (x @ wv).reshape(b, 1, h, hd), (0, pos, 0, 0))
+        s = jnp.einsum("bhd,bthd->bht", q, kc) / np.sqrt(hd)
+        s = jnp.where(jnp.arange(t)[None, None, :] <= pos, s, -1e30)
+        o = jnp.einsum("bht,bthd->bhd", jax.nn.softmax(s, axis=-1), vc).reshape(b, d)
+        y = x + o @ wo
+        return y + jax.nn.gelu(y @ w1) @ w2, kc, vc
+
     bf16 = jnp.bfloat16
     return [
         Workload("matmul_f32", "dot 1536^3", matmul,
@@ -220,6 +275,18 @@ def _workloads() -> list[Workload]:
                  lambda r: (np.array([0, 42], dtype=np.uint32),)),
         Workload("depthwise_conv", "depthwise 3x3, 8x64x64x64", depthwise,
                  lambda r: (normal(r, 8, 64, 64, 64), normal(r, 3, 3, 1, 64))),
+        Workload("segment_sum", "segment_sum 256K x 32 -> 4096", segment_sum,
+                 lambda r: (normal(r, 262144, 32), r.integers(0, 4096, 262144).astype(np.int32))),
+        Workload("int8_matmul", "dot 1024^3 s8 -> s32", int8_matmul,
+                 lambda r: (r.integers(-128, 128, (1024, 1024)).astype(np.int8),
+                            r.integers(-128, 128, (1024, 1024)).astype(np.int8))),
+        Workload("conv_transpose", "conv_transpose 3x3 s2, 8x32x32x64", conv_transpose,
+                 lambda r: (normal(r, 8, 32, 32, 64), normal(r, 3, 3, 64, 32) * 0.1)),
+        Workload("fft2", "fft2 1024x1024", fft2, lambda r: (normal(r, 1024, 1024),)),
+        Workload("kv_decode", "decode step, 8 x 2048-token cache", kv_decode,
+                 lambda r: (normal(r, 8, 1024), normal(r, 8, 2048, 16, 64), normal(r, 8, 2048, 16, 64),
+                            np.int32(1000), *(normal(r, 1024, 1024) * 0.03 for _ in range(4)),
+                            normal(r, 1024, 4096) * 0.03, normal(r, 4096, 1024) * 0.03)),
     ]
 
 
@@ -289,6 +356,7 @@ class Compiled:
     run: Callable[[], Any]
     text: str
     fresh_run: Callable[[], Callable[[], Any]]
+    devices: int = 1
 
 
 def compile_workload(w: Workload) -> Compiled:
@@ -384,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dynamic-malloc", action="store_true",
                         help="leave glibc's allocator thresholds dynamic (Note [Fresh pages, made steady])")
     parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--no-models", action="store_true",
+                        help="leave out the models tier's training steps (hloscope.testing.models)")
     parser.add_argument("--hardware", default="", help="a profile name or path instead of calibrating")
     parser.add_argument("--save-hardware", default="", help="write the calibrated profile to this path")
     parser.add_argument("--top", type=int, default=0, help="print the N longest estimated ops per workload")
@@ -393,14 +463,21 @@ def main(argv: list[str] | None = None) -> int:
         _use_cores(opts.cores)
     if not opts.dynamic_malloc:
         _steady_allocator()
+    from hloscope.testing.models import MODEL_NAMES
+
+    wanted = {n for n in opts.only.split(",") if n}
+    models = [] if opts.no_models else [n for n in MODEL_NAMES if not wanted or n in wanted]
+    if models and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        # The models' meshes need 8 devices; set before jax starts.
+        os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
 
     import hloscope
     from hloscope.analysis.hardware import load_hardware, save_hardware
     from hloscope.analysis.timing import estimate_time
     from hloscope.xla.calibrate import CLOCKS, calibrate
 
-    wanted = {n for n in opts.only.split(",") if n}
     work = [compile_workload(w) for w in _workloads() if not wanted or w.name in wanted]
+    work += _model_workloads(models)
     profiles = []
     measured: dict[str, list[float]] = {}
     runs: dict[str, int] = {}
@@ -424,7 +501,8 @@ def main(argv: list[str] | None = None) -> int:
     for c in work:
         est = estimate_time(hloscope.parse(c.text), hw)
         w = c.workload
-        rows.append(Row(w.name, w.character, fastest(measured[w.name]), est.total_seconds, runs[w.name]))
+        rows.append(Row(w.name, w.character, fastest(measured[w.name]) / c.devices, est.total_seconds,
+                        runs[w.name]))
         if opts.top:
             for op in est.to_json(top=opts.top)["longest"]:
                 print(f"    {w.name}: {op['opcode']:<14} {op['seconds'] * 1e3:8.3f} ms  {op['instruction']}",

@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 import hloscope
-from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP, fresh_page_bytes, is_library_fusion
+from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP, fresh_allocations, is_library_fusion
 from hloscope.analysis.hardware import FRESH_BUFFER_BYTES, HardwareSpec, load_hardware
 from hloscope.analysis.timing import estimate_time, roofline_seconds
 from tests.analysis.test_timing import SOFTMAX_FUSION
@@ -123,26 +123,73 @@ ENTRY e {
 """
 
 
+# A 1 KiB fusion writes first into the temporary block it shares with a 32 MiB value (the GPT
+# step of issue 25: a select_bitcast_fusion ranked first with the block's faults).
+FIRST_WRITER_IS_SMALL = """HloModule s, is_scheduled=true
+fused_small {
+  p = s32[256]{0} parameter(0)
+  ROOT n = s32[256]{0} negate(p)
+}
+ENTRY e {
+  i = s32[256]{0} parameter(0)
+  x = f32[8388608]{0} parameter(1)
+  small = s32[256]{0} fusion(i), kind=kLoop, calls=fused_small
+  a = f32[8388608]{0} exponential(x)
+  b = f32[8388608]{0} tanh(a)
+  c = f32[8388608]{0} add(a, b)
+  d = s32[256]{0} add(small, small)
+  ROOT t = (s32[256]{0}, f32[8388608]{0}) tuple(d, c)
+}
+"""
+
+
 def test_fresh_pages_are_charged_per_allocation() -> None:
     """Note [Fresh pages per allocation]: each output or temporary allocation of 32 MiB or more
-    faults once per run, charged to the first instruction that writes it; values sharing an
+    faults once per run, before the first instruction that writes it; values sharing an
     allocation do not fault again."""
     module = hloscope.parse(CHAIN)
-    fresh = fresh_page_bytes(module)
+    fresh = fresh_allocations(module)
     assignment = hloscope.memory(module).buffer_assignment
     assert assignment is not None
-    allocated = sum(a.size for a in assignment.allocations
-                    if a.size >= FRESH_BUFFER_BYTES and not a.is_entry_parameter and not a.is_constant)
+    allocated = {f"allocation {a.index}": a.size for a in assignment.allocations
+                 if a.size >= FRESH_BUFFER_BYTES and not a.is_entry_parameter and not a.is_constant}
     results = 5 * 4 * 8388608
-    assert sum(fresh.values()) == allocated < results
-    # The first writer of each allocation pays; the parameter is not allocated by the run.
-    assert module.entry.instructions[1] in fresh
-    assert all(i.opcode.text != "parameter" for i in fresh)
+    assert {f.label: f.size for f in fresh} == allocated and sum(allocated.values()) < results
+    # The first writer of each allocation is where its faults are scheduled; the parameter is
+    # not allocated by the run.
+    assert fresh[0].first_writer is module.entry.instructions[1]
+    assert all(f.first_writer.opcode.text != "parameter" for f in fresh)
+
+
+def test_fresh_pages_are_the_allocations_own_line() -> None:
+    """The issue-25 case: a 64 MiB temporary block first written by a small fusion. Its page
+    faults are an interval of their own (and a term of their own), not the fusion's time: the
+    1 KiB fusion stays a microsecond op and does not rank first."""
+    module = hloscope.parse(FIRST_WRITER_IS_SMALL)
+    hw = _cpu(cached_bandwidth=0.0)
+    r = hw.cpu_rates
+    assert r is not None and r.fresh_page_bandwidth > 0
+    est = estimate_time(module, hw)
+    small = est.per_instruction["small"]
+    assert small.seconds < 1e-5
+    # The temporary block (``small`` and ``b``) and the output block (``a`` and ``c``).
+    assert [(p.first_writer, p.kind) for p in est.fresh_pages] == [("small", "preallocated-temp"),
+                                                                    ("a", "maybe-live-out")]
+    assert est.fresh_page_seconds == pytest.approx(sum(p.bytes for p in est.fresh_pages) / r.fresh_page_bandwidth)
+    longest = est.to_json(top=1)["longest"][0]
+    assert longest["opcode"] == "fresh-pages" and longest["instruction"].startswith("allocation ")
+    assert max(est.per_instruction.values(), key=lambda t: t.seconds).name != "small"
+    # Its own term: not memory time, and the total is the instructions' plus the faults.
+    assert est.total_seconds == pytest.approx(sum(t.seconds for t in est.per_instruction.values())
+                                              + est.fresh_page_seconds)
+    # Accelerators allocate from a pool: no such term on a GPU profile.
+    gpu = estimate_time(module, load_hardware("h100-sxm"))
+    assert gpu.fresh_page_seconds == 0 and gpu.fresh_pages == ()
 
 
 def test_page_faults_add_to_a_compute_bound_thunk() -> None:
-    """Faults run in the kernel on the thunk's thread: a compute-bound loop with a 32 MiB result
-    pays them on top of its roofline, not hidden under its compute time."""
+    """Faults run on the thunk's thread: a compute-bound loop with a 32 MiB result pays them on
+    top of its roofline, not hidden under its compute time (as an interval before it)."""
     module = hloscope.parse("HloModule t\nENTRY e {\n  x = f32[8388608]{0} parameter(0)\n"
                             "  ROOT y = f32[8388608]{0} tanh(x)\n}\n")
     hw = _cpu(cached_bandwidth=0.0, transcendentals=2e8)
@@ -155,6 +202,8 @@ def test_page_faults_add_to_a_compute_bound_thunk() -> None:
     est = estimate_time(module, hw)
     assert est.total_seconds == pytest.approx(
         roofline_seconds(compute, memory) + 4 * n / r.fresh_page_bandwidth + hw.kernel_launch_overhead)
+    assert est.per_instruction["y"].seconds == pytest.approx(roofline_seconds(compute, memory)
+                                                             + hw.kernel_launch_overhead)
 
 
 def test_a_given_memory_report_gives_the_same_estimate() -> None:
@@ -165,7 +214,7 @@ def test_a_given_memory_report_gives_the_same_estimate() -> None:
     module = hloscope.parse(CHAIN)
     hw = _cpu(cached_bandwidth=0.0)
     memory = analyze_memory(module)
-    assert fresh_page_bytes(module, memory) == fresh_page_bytes(module) != {}
+    assert fresh_allocations(module, memory) == fresh_allocations(module) != []
     given, own = estimate_time(module, hw, memory_report=memory), estimate_time(module, hw)
     assert given.total_seconds == own.total_seconds > 0
     assert given.per_instruction == own.per_instruction
@@ -202,9 +251,11 @@ def test_library_graph_writes_and_reads_back_inner_dot_results() -> None:
     scores = 4 * 8 * 256 * 256
     assert estimate_time(module, hw).memory_seconds == pytest.approx(
         (cost.bytes_accessed + 2 * scores) / hw.memory_bandwidth)
-    assert fresh_page_bytes(module) == {}
+    assert fresh_allocations(module) == []
     large = hloscope.parse(ATTENTION.replace("8,256,", "128,256,"))  # 128x256x256 f32 scores: 32 MiB
-    assert fresh_page_bytes(large) == {large.entry.root: 128 * 256 * 256 * 4}
+    [scratch] = fresh_allocations(large)
+    assert (scratch.label, scratch.kind, scratch.size, scratch.first_writer) == (
+        f"scratch of {large.entry.root.name}", "library scratch", 128 * 256 * 256 * 4, large.entry.root)
 
 
 CHAINS = """HloModule t

@@ -23,10 +23,14 @@ def seeds():
 @pytest.mark.parametrize("seed", MODULE_SEEDS)
 def test_seeds_estimate_and_trace(seeds, seed: str, hw: str) -> None:
     est = estimate_time(seeds[seed], load_hardware(hw))
-    assert est.total_seconds > 0
     assert est.schedule
     assert all(op.end >= op.start >= 0 for op in est.schedule)
-    assert max(op.end for op in est.schedule) <= est.total_seconds + 1e-12
+    # The step ends when its last interval does, and every interval is an instruction's.
+    assert max(op.end for op in est.schedule) == pytest.approx(est.total_seconds, rel=1e-12)
+    assert {op.instruction for op in est.schedule} <= set(est.per_instruction)
+    # A kernel's time is at least its launch, and the terms are the per-instruction terms' sums.
+    assert est.launch_seconds == pytest.approx(load_hardware(hw).kernel_launch_overhead * sum(
+        t.executions for t in est.per_instruction.values() if t.bound not in ("control", "communication")))
     trace = json.loads(json.dumps(est.to_chrome_trace()))
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert len(spans) == len(est.schedule)
@@ -269,11 +273,12 @@ def test_cpu_model_large_results_pay_for_fresh_pages() -> None:
     r = cpu.cpu_rates
     assert r is not None and r.fresh_page_bandwidth > 0
     without = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, fresh_page_bandwidth=0.0))
-    large = estimate_time(hloscope.parse(FRESH), cpu).memory_seconds
-    assert large - estimate_time(hloscope.parse(FRESH), without).memory_seconds == pytest.approx(
-        4 * 8388608 / r.fresh_page_bandwidth)
+    large, plain = estimate_time(hloscope.parse(FRESH), cpu), estimate_time(hloscope.parse(FRESH), without)
+    assert large.fresh_page_seconds == pytest.approx(4 * 8388608 / r.fresh_page_bandwidth)
+    assert large.total_seconds - plain.total_seconds == pytest.approx(large.fresh_page_seconds)
+    assert large.memory_seconds == plain.memory_seconds and plain.fresh_page_seconds == 0
     small = hloscope.parse(SMALL)
-    assert estimate_time(small, cpu).memory_seconds == estimate_time(small, without).memory_seconds
+    assert estimate_time(small, cpu).total_seconds == estimate_time(small, without).total_seconds
 
 
 # One instruction of each kind the estimate models differently, at a size n (Note [The XLA:CPU

@@ -9,6 +9,7 @@ calibrated rate (``CpuRates``), measured on an XLA:CPU kernel of that family and
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from hloscope.analysis.cost import ELEMENTWISE, TRANSCENDENTAL, Cost, transpose_is_bitcast
 from hloscope.analysis.hardware import (
@@ -23,7 +24,8 @@ from hloscope.analysis.hardware import (
 from hloscope.analysis.memory.report import MemoryReport, analyze_memory
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 
-__all__ = ["LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_page_bytes", "is_library_fusion", "math_dtype"]
+__all__ = ["FreshAllocation", "LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_allocations", "is_library_fusion",
+           "math_dtype"]
 
 MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
 
@@ -44,14 +46,9 @@ def math_dtype(inst: Instruction) -> str:
     return leaf.element_type if isinstance(leaf, ArrayShape) else "f32"
 
 
-def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
-                fresh_bytes: int = 0) -> tuple[float, float, float]:
-    """(compute, memory, page-fault) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model].
-
-    The third is the first writes to freshly mapped pages: the kernel's fault handler runs them
-    one page at a time on the thunk's thread, so they add to its time instead of overlapping
-    its loads and arithmetic as compute and streaming do.
-    """
+def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -> tuple[float, float]:
+    """(compute, memory) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model]. Its
+    allocations' page faults are their own (``fresh_allocations``)."""
     body = inst.attrs["calls"].instructions if inst.opcode is Opcode.FUSION else (inst,)
     flops, transcendentals = max(c.flops, 0), max(c.transcendentals, 0)
     nbytes_again = 0.0
@@ -96,9 +93,7 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
         bandwidth = max(rates.cached_bandwidth, hw.memory_bandwidth)
     else:
         bandwidth = rates.transpose_bandwidth if strided else _stream_rate(hw, rates, nbytes)
-    # ``fresh_bytes``: what ``fresh_page_bytes`` charges this instruction.
-    faults = fresh_bytes / rates.fresh_page_bandwidth if rates.fresh_page_bandwidth > 0 else 0.0
-    return compute, nbytes / bandwidth, faults
+    return compute, nbytes / bandwidth
 
 
 # XLA:CPU's library fusions (``library_fusion_kinds.h``): a kCustom fusion whose backend config
@@ -120,28 +115,47 @@ def is_library_fusion(inst: Instruction) -> bool:
     return isinstance(fusion_config, dict) and fusion_config.get("kind") in LIBRARY_FUSION_KINDS
 
 
-def fresh_page_bytes(module: Module, memory: MemoryReport | None = None) -> dict[Instruction, int]:
-    """Bytes each top-level instruction writes to freshly mapped pages on every run.
+@dataclass(frozen=True, slots=True)
+class FreshAllocation:
+    """An allocation whose pages are mapped anew on every run (Note [Fresh pages per allocation]).
 
-    ``memory`` reuses an ``analyze_memory(module)`` result (the report's memory section).
+    ``label`` names it (``"allocation 3"`` of the buffer assignment, or ``"scratch of X"`` for
+    a library fusion's own buffer), ``kind`` is the buffer assignment's kind (``temp``,
+    ``maybe-live-out``, ...) or ``"library scratch"``, ``size`` is in bytes and
+    ``first_writer`` is the top-level instruction whose writes fault its pages in.
+    """
+
+    label: str
+    kind: str
+    size: int
+    first_writer: Instruction
+
+
+def fresh_allocations(module: Module, memory: MemoryReport | None = None) -> list[FreshAllocation]:
+    """The allocations of ``module`` mapped anew on every run, in schedule order of their first
+    writers. ``memory`` reuses an ``analyze_memory(module)`` result (the report's memory section).
 
     Note [Fresh pages per allocation]
         XLA:CPU allocates each of the buffer assignment's output and temporary allocations anew
         for every execution (``MemoryForAllocation`` in ``pjrt/cpu/cpu_client.cc``), and
         glibc maps a block of ``FRESH_BUFFER_BYTES`` or more anew each time, so every page of
         such an allocation faults once per run, whichever of the values sharing it writes it
-        first. The faults are charged to that first writer, allocation by allocation: a
-        softmax-then-norm whose four 32 MiB results share one output and one temporary
-        allocation faults on 64 MiB a run (16,384 faults counted), not on 128. Parameters
-        and constants are not allocated by the run; an allocation first written inside a loop
-        body is charged to no one (its later trips reuse it).
+        first: a softmax-then-norm whose four 32 MiB results share one output and one
+        temporary allocation faults on 64 MiB a run (16,384 faults counted), not on 128.
+        Parameters and constants are not allocated by the run; an allocation first written
+        inside a loop body is charged to no one (its later trips reuse it).
+        The faults are the allocation's cost, not its first writer's: a 1 KiB fusion that
+        happens to write first into a 64 MiB temporary block is not slow. The estimate shows
+        each such allocation as its own interval (``fresh-pages``), on the compute stream just
+        before its first writer, whose thread takes the faults; the writer's own time is its
+        roofline. Only an XLA:CPU profile has this term: accelerators allocate from a pool.
     """
     report = memory if memory is not None else analyze_memory(module)
     if report.build_allocations is None:
-        return {}
+        return []
     order = {inst.name: k for k, inst in enumerate(module.entry.instructions)}
     by_name = {inst.name: inst for inst in module.entry.instructions}
-    fresh: dict[Instruction, int] = {}
+    fresh: list[tuple[int, FreshAllocation]] = []
     # The allocations' sizes and kinds and who writes them: not ``buffer_assignment``, which
     # would make every value's positions and uses (gigabytes at 3 M instructions).
     for alloc in report.allocations:
@@ -151,12 +165,13 @@ def fresh_page_bytes(module: Module, memory: MemoryReport | None = None) -> dict
         writers = [name for name in alloc.instructions if name in order]
         first = min(writers, key=order.__getitem__, default=None)
         if first is not None and by_name[first].opcode not in _NOT_WRITERS:
-            fresh[by_name[first]] = fresh.get(by_name[first], 0) + alloc.size
-    for inst in module.entry.instructions:  # Note [Library graphs with dots]: their scratch
+            fresh.append((order[first], FreshAllocation(f"allocation {alloc.index}", alloc.kind, alloc.size,
+                                                        by_name[first])))
+    for k, inst in enumerate(module.entry.instructions):  # Note [Library graphs with dots]: their scratch
         scratch = sum(n for n in _materialized_bytes(inst) if n >= FRESH_BUFFER_BYTES)
         if scratch:
-            fresh[inst] = fresh.get(inst, 0) + scratch
-    return fresh
+            fresh.append((k, FreshAllocation(f"scratch of {inst.name}", "library scratch", scratch, inst)))
+    return [a for _, a in sorted(fresh, key=lambda kv: kv[0])]
 
 
 def _materialized_bytes(inst: Instruction) -> list[int]:
