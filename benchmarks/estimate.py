@@ -43,33 +43,92 @@ class Workload:
     args: Callable[[np.random.Generator], tuple[Any, ...]]
 
 
-def _model_workloads(names: list[str]) -> list[Compiled]:
-    """The models tier's training steps (``hloscope.testing.models``), compiled as their
-    programs are, but without donation (every round reruns the step on the same inputs).
+# The models tier's steps the benchmark runs on one device (Note [Models on one device]).
+MODELS = ("gpt_dp8", "gpt_bf16_remat", "resnet_1", "lstm_scan", "vit_pmap8")
 
-    A step on ``devices`` devices runs one program per device, all in this process on its one
-    core (XLA:CPU's devices are threads), so its CPU time is the devices' time together: the
-    row compares the estimate of one device's program with that divided by ``devices``.
-    """
+
+def export_models(names: list[str], out: str) -> None:
+    """Write each model's step for one device as HLO text and its inputs (``<name>.hlo``,
+    ``<name>.npz``: the flattened arguments in parameter order) into the directory ``out``.
+    Runs in a child process with the 8 devices the models' programs build their meshes on
+    (Note [Models on one device])."""
     import jax
 
     from hloscope.testing.models.programs import by_name
 
-    out = []
     for name in names:
         case = by_name(name)
-        options = {k: v for k, v in case.jit_options().items() if k != "donate_argnums"}
-        transform = jax.pmap if case.lowering == "pmap" else jax.jit
-        inputs = case.inputs()
-        compiled = transform(case.fn, **options).lower(*inputs).compile()
-        text = compiled.as_text()
-        w = Workload(name, f"models tier, {case.devices} device{'s' if case.devices > 1 else ''}",
-                     case.fn, lambda r: ())
+        inputs = jax.device_get(case.inputs())  # whole arrays on the host, whatever their sharding
+        fn = case.fn
+        if case.lowering == "pmap":  # one device's share, its collectives over an axis of size 1
+            inputs = jax.tree.map(lambda a: np.asarray(a)[:1], inputs)
+            fn = jax.vmap(case.fn, axis_name=case.jit_options().get("axis_name"))
+        lowered = jax.jit(fn, keep_unused=True).lower(*inputs)
+        with open(os.path.join(out, f"{name}.hlo"), "w") as f:
+            f.write(lowered.as_text(dialect="hlo"))
+        # Typed PRNG keys are their key data in HLO.
+        leaves = [jax.random.key_data(a) if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else a
+                  for a in jax.tree.leaves(inputs)]
+        arrays = [np.asarray(a) for a in leaves]  # bf16 is saved as its bits, its name beside
+        np.savez(os.path.join(out, f"{name}.npz"), dtypes=np.array([a.dtype.name for a in arrays]),
+                 **{f"a{k}": a.view(f"u{a.itemsize}") if a.dtype.kind == "V" or a.dtype.name == "bfloat16" else a
+                    for k, a in enumerate(arrays)})
 
-        def fresh_run(compiled: Any = compiled, inputs: Any = inputs) -> Callable[[], Any]:
-            return lambda: jax.block_until_ready(compiled(*inputs))
 
-        out.append(Compiled(w, fresh_run(), text, fresh_run, case.devices))
+def _model_workloads(names: list[str]) -> list[Compiled]:
+    """The models tier's training steps (``hloscope.testing.models``) on one device.
+
+    Note [Models on one device]
+        On one core, XLA:CPU runs the 8 devices of a sharded step as 8 threads that meet at
+        every collective, and the CPU time of a step is then mostly that meeting (one
+        all-reduce of the pmapped ViT measured 5-15 ms against its 10 us of work), a
+        scheduling artefact of the benchmark, not a cost of the program; and a process with 8
+        CPU devices ran the one-device workloads 18-40% slower (softmax, a transposed
+        convolution) than one with a single device. So a child process with 8 devices lowers
+        each step's own function for one device and this process (one device) compiles and
+        runs it on XLA:CPU (``hloscope.xla.client.compile_hlo``, timed as the calibration's
+        kernels are: on device buffers, without jax's dispatch): a data-parallel step (the
+        GPTs) on the whole batch, a pmapped step (the ViT) as ``jax.vmap`` over the first
+        device's share with its collectives over an axis of size 1, the one-device steps
+        (ResNet, LSTM) as they are. The tensor-parallel GPT is the same program as the
+        data-parallel one, and the MoE step is written for a mesh of 8 (``shard_map``): both
+        are left out. Donation is off (every round reruns the step on the same inputs).
+    """
+    import subprocess
+    import tempfile
+
+    import jax
+    import ml_dtypes
+
+    from hloscope.xla.client import compile_hlo
+
+    out: list[Compiled] = []
+    if not names:
+        return out
+    with tempfile.TemporaryDirectory(prefix="hloscope-estimate-models-") as tmp:
+        env = dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8")
+        subprocess.run([sys.executable, __file__, "--export-models", ",".join(names), "--export-dir", tmp],
+                       env=env, check=True)
+        for name in names:
+            with open(os.path.join(tmp, f"{name}.hlo")) as f:
+                compiled = compile_hlo(f.read())
+            with np.load(os.path.join(tmp, f"{name}.npz")) as z:
+                dtypes = [str(d) for d in z["dtypes"]]
+                leaves = [z[f"a{k}"].view(ml_dtypes.bfloat16) if d == "bfloat16" else z[f"a{k}"]
+                          for k, d in enumerate(dtypes)]
+            w = Workload(name, "models tier step, one device", lambda: None, lambda r: ())
+
+            def fresh_run(compiled: Any = compiled, leaves: Any = leaves) -> Callable[[], Any]:
+                arrays = compiled.put(leaves)
+
+                def once() -> None:
+                    jax.block_until_ready(compiled.executable.execute_sharded(arrays)
+                                          .disassemble_into_single_device_arrays())
+
+                return once
+
+            optimized = compiled.executable.hlo_modules()[0].to_string()
+            out.append(Compiled(w, fresh_run(), optimized, fresh_run))
     return out
 
 
@@ -299,6 +358,9 @@ FAMILY = {
     "sort": "sort", "argsort": "sort", "top_k": "sort", "gather_scatter": "gather/scatter",
     "gather_rows": "gather/scatter", "scatter_add": "gather/scatter", "embedding_grad": "gather/scatter",
     "softmax_layernorm": "softmax/norm", "softmax": "softmax/norm", "layernorm": "softmax/norm",
+    "segment_sum": "gather/scatter", "int8_matmul": "matmul", "conv_transpose": "conv", "fft2": "fft",
+    "kv_decode": "model", "gpt_dp8": "models tier", "gpt_bf16_remat": "models tier",
+    "resnet_1": "models tier", "lstm_scan": "models tier", "vit_pmap8": "models tier",
 }
 
 
@@ -356,7 +418,6 @@ class Compiled:
     run: Callable[[], Any]
     text: str
     fresh_run: Callable[[], Callable[[], Any]]
-    devices: int = 1
 
 
 def compile_workload(w: Workload) -> Compiled:
@@ -454,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="comma-separated workload names")
     parser.add_argument("--no-models", action="store_true",
                         help="leave out the models tier's training steps (hloscope.testing.models)")
+    parser.add_argument("--export-models", default="", help=argparse.SUPPRESS)  # the child of _model_workloads
+    parser.add_argument("--export-dir", default="", help=argparse.SUPPRESS)
     parser.add_argument("--hardware", default="", help="a profile name or path instead of calibrating")
     parser.add_argument("--save-hardware", default="", help="write the calibrated profile to this path")
     parser.add_argument("--top", type=int, default=0, help="print the N longest estimated ops per workload")
@@ -463,13 +526,11 @@ def main(argv: list[str] | None = None) -> int:
         _use_cores(opts.cores)
     if not opts.dynamic_malloc:
         _steady_allocator()
-    from hloscope.testing.models import MODEL_NAMES
-
+    if opts.export_models:
+        export_models(opts.export_models.split(","), opts.export_dir)
+        return 0
     wanted = {n for n in opts.only.split(",") if n}
-    models = [] if opts.no_models else [n for n in MODEL_NAMES if not wanted or n in wanted]
-    if models and "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-        # The models' meshes need 8 devices; set before jax starts.
-        os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+    models = [] if opts.no_models else [n for n in MODELS if not wanted or n in wanted]
 
     import hloscope
     from hloscope.analysis.hardware import load_hardware, save_hardware
@@ -501,8 +562,7 @@ def main(argv: list[str] | None = None) -> int:
     for c in work:
         est = estimate_time(hloscope.parse(c.text), hw)
         w = c.workload
-        rows.append(Row(w.name, w.character, fastest(measured[w.name]) / c.devices, est.total_seconds,
-                        runs[w.name]))
+        rows.append(Row(w.name, w.character, fastest(measured[w.name]), est.total_seconds, runs[w.name]))
         if opts.top:
             for op in est.to_json(top=opts.top)["longest"]:
                 print(f"    {w.name}: {op['opcode']:<14} {op['seconds'] * 1e3:8.3f} ms  {op['instruction']}",

@@ -133,27 +133,37 @@ ENTRY e {
 """
 
 
+def _streamed(read: float, written: float, bandwidth: float) -> float:
+    """Note [Reads and writes]: a written byte costs two transfers, a read one; the rates are
+    z = x + y's (16 transfers per 12 bytes)."""
+    return (read + 2 * written) * 12 / 16 / bandwidth
+
+
 def test_cpu_model_uses_loop_rates() -> None:
     """Note [The XLA:CPU model]: transcendentals at their own rate, strided copies at theirs."""
     bundled = load_hardware("cpu")
     assert bundled.cpu_rates is not None
     # Without the cache speed-up first: every loop streams at memory_bandwidth.
-    cpu = dataclasses.replace(bundled, cpu_rates=dataclasses.replace(bundled.cpu_rates, cached_bandwidth=0.0))
+    cpu = dataclasses.replace(bundled, cpu_rates=dataclasses.replace(bundled.cpu_rates, cached_bandwidth=0.0,
+                                                                     cached_transpose_bandwidth=0.0))
     rates = cpu.cpu_rates
     assert rates is not None
     loop = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), cpu)
     # The exp depends on no other transcendental, the tanh on the exp (Note [Chained
     # transcendentals] in cpu_model.py).
-    compute = (1048576 / UNCHAINED_SPEEDUP + 1048576) / rates.transcendentals
-    memory = 2 * 4 * 1048576 / cpu.memory_bandwidth
-    # With it, the 8 MiB this loop moves stay in the cache (CACHED_STREAM_BYTES): the cached
-    # rate; four times as many stream between the cached and the memory rate.
-    cached = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), bundled).memory_seconds
-    assert cached == pytest.approx(2 * 4 * 1048576 / bundled.cpu_rates.cached_bandwidth)
-    larger = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP.replace("1048576", "4194304")), bundled)
-    assert 4 * cached < larger.memory_seconds < 4 * memory
+    n = 1048576
+    compute = (n / UNCHAINED_SPEEDUP + n) / rates.transcendentals
+    memory = _streamed(4 * n, 4 * n, cpu.memory_bandwidth)
     assert loop.compute_seconds == pytest.approx(compute)
-    assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead)
+    assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead
+                                               + rates.execution_overhead)
+    # With it, a loop whose bytes the core's cache keeps (CACHED_STREAM_BYTES) runs at the
+    # cached rate; larger ones between the cached and the memory rate, on log(bytes).
+    small = TRANSCENDENTAL_LOOP.replace("1048576", "32768")
+    cached = estimate_time(hloscope.parse(small), bundled).memory_seconds
+    assert cached == pytest.approx(_streamed(4 * 32768, 4 * 32768, bundled.cpu_rates.cached_bandwidth))
+    larger = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), bundled)
+    assert 32 * cached < larger.memory_seconds < memory
     # The same module on a profile without cpu_rates: transcendentals at the matmul peak.
     plain = dataclasses.replace(cpu, cpu_rates=None)
     assert estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), plain).compute_seconds < compute / 10
@@ -202,7 +212,8 @@ def test_cpu_model_families_run_at_their_own_rates() -> None:
     # Two more comparator instructions cost two over comparator_ops per comparison.
     assert _compute(_FAMILIES["sort"], cpu, _LONG_LT) == pytest.approx(
         comparisons * (1 / r.sort_comparisons + 2 / r.comparator_ops))
-    assert _compute(_FAMILIES["gather"], cpu) == pytest.approx(1000 * 32 / r.gather_elements)
+    # A 4096-row table is CACHED_TABLE_BYTES: the cached gather rate.
+    assert _compute(_FAMILIES["gather"], cpu) == pytest.approx(1000 * 32 / r.cached_gather_elements)
     # XLA's FLOPs of the depthwise convolution (valid window positions only), at its own rate.
     flops = hloscope.cost(hloscope.parse("HloModule m\n" + _FAMILIES["depthwise"])).total.flops
     assert 0 < flops < 2 * 2 * 16 * 16 * 8 * 9
@@ -212,7 +223,7 @@ def test_cpu_model_families_run_at_their_own_rates() -> None:
     assert _compute(_FAMILIES["reduce_window"], cpu) == pytest.approx(walk, rel=0.5)
     assert _compute(_FAMILIES["reduce_window"], cpu) >= walk
     # Each rate is the one that decides: halving it doubles that family's compute time.
-    for name, field in [("gather", "gather_elements"), ("depthwise", "grouped_conv_flops"),
+    for name, field in [("gather", "cached_gather_elements"), ("depthwise", "grouped_conv_flops"),
                         ("topk", "topk_elements")]:
         slow = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, **{field: getattr(r, field) / 2}))
         assert _compute(_FAMILIES[name], slow) == pytest.approx(2 * _compute(_FAMILIES[name], cpu), rel=0.05)

@@ -29,7 +29,9 @@ Note [The XLA:CPU model]
       type, sped up towards ``cpu_rates.cached_dot_flops`` when its bytes fit in cache; a
       library fusion's other work (attention's softmax between two dots) at the loop rates
       below (Note [Library graphs with dots] in ``cpu_model.py``); a grouped (depthwise)
-      convolution is XLA's own loop, at ``grouped_conv_flops``;
+      convolution is XLA's own loop, at ``grouped_conv_flops``; a plain convolution thunk
+      (Eigen's kernel, not a library fusion) takes at least its output elements at
+      ``conv_outputs`` (Note [Eigen convolutions]);
     * a sort costs ``elements * ceil(log2 n)`` comparisons (``n`` the sorted dimension) at
       ``cpu_rates.sort_comparisons``; a scatter its update elements at ``scatter_elements``;
       the TopK custom call its input elements at ``topk_elements``;
@@ -41,16 +43,23 @@ Note [The XLA:CPU model]
       sqrt and rsqrt, transcendentals to XLA's cost analysis, are the hardware's square root
       and cost elementwise FLOPs (Note [Hardware roots]);
     * memory time is bytes at ``memory_bandwidth`` (calibrated as XLA's own streaming loop),
-      faster towards ``cpu_rates.cached_bandwidth`` when they fit in cache, at that cached
-      rate for a library dot (it blocks and prefetches), or at
-      ``cpu_rates.transpose_bandwidth`` when the instruction (or one in its fusion) changes the
-      physical order of an array: a layout-changing ``copy`` or a non-bitcast ``transpose``
-      walks one side with a stride;
+      faster towards ``cpu_rates.cached_bandwidth`` when they fit in the core's cache, a
+      written byte costing two transfers and a read one (Note [Reads and writes]); or at the
+      transposing rate when the instruction (or one in its fusion) changes the physical order
+      of an array in runs shorter than two cache lines (Note [Transposes]);
     * an XLA fusion evaluates an elementwise producer once per loop that reads it (Note
       [Recomputed producers] in ``cpu_model.py``), though XLA's cost analysis counts it once;
       a library fusion runs its graph tile by tile and evaluates each once;
     * compute and memory combine as on GPUs (the larger plus 5% of the smaller); each thunk
-      costs ``kernel_launch_overhead`` (the thunk executor's dispatch, not a launch);
+      costs ``kernel_launch_overhead`` (the thunk executor's dispatch, not a launch), or
+      ``cpu_rates.dag_thunk_overhead`` when the executor runs it while it hands ready thunks
+      to its thread pool, and an execution ``cpu_rates.execution_overhead`` (Note [Thunk
+      dispatch]);
+    * an FFT costs 5 N log2 N per transform of N points (half for a real one) at
+      ``cpu_rates.fft_flops`` (XLA:CPU calls DUCC); a gather's or scatter's rate depends on
+      the size of the table it indexes (from ``cached_gather_elements`` to
+      ``gather_elements`` and on); a reduce-window's walk runs its reducer's further
+      instructions at ``comparator_ops``;
     * each output or temporary allocation of 32 MiB or more is mapped anew on every run: its
       page faults, at ``fresh_page_bandwidth``, are an interval of their own just before its
       first writer (Note [Fresh pages per allocation] in ``cpu_model.py``), counted in
@@ -83,7 +92,13 @@ from hloscope.analysis.cost import (
     analyze_cost,
     custom_call_cost,
 )
-from hloscope.analysis.cpu_model import FreshAllocation, cpu_seconds, fresh_allocations, math_dtype
+from hloscope.analysis.cpu_model import (
+    FreshAllocation,
+    cpu_seconds,
+    fresh_allocations,
+    math_dtype,
+    wide_thunks,
+)
 from hloscope.analysis.hardware import HardwareSpec
 from hloscope.analysis.memory.report import MemoryReport
 from hloscope.analysis.trip_count import infer_trip_count
@@ -267,6 +282,7 @@ class _Simulator:
             for alloc in fresh_allocations(module, memory):
                 self.fresh.setdefault(alloc.first_writer, []).append(alloc)
         self.fresh_pages: list[FreshPages] = []
+        self._wide: dict[Computation, set[Instruction]] = {}
         # instruction -> [seconds over all executions, executions, bound]
         self.charged: dict[Instruction, list[Any]] = {}
 
@@ -298,11 +314,23 @@ class _Simulator:
             memory = max(c.bytes_accessed, 0) / self.hw.memory_bandwidth
         self.compute += compute * scale
         self.memory += memory * scale
-        self.launch += self.hw.kernel_launch_overhead * scale
-        launch = self.hw.kernel_launch_overhead
+        launch = self._launch_overhead(inst)
+        self.launch += launch * scale
         self._bound = ("launch" if launch > max(compute, memory) else
                        "compute" if compute >= memory else "memory")
         return roofline_seconds(compute, memory) + launch
+
+    def _launch_overhead(self, inst: Instruction) -> float:
+        """``kernel_launch_overhead``, or on XLA:CPU the graph executor's cost for a thunk it
+        runs while more than 8 others are ready (Note [Thunk dispatch] in cpu_model.py)."""
+        rates = self.hw.cpu_rates
+        if rates is None or rates.dag_thunk_overhead <= 0 or inst.computation is None:
+            return self.hw.kernel_launch_overhead
+        comp = inst.computation
+        wide = self._wide.get(comp)
+        if wide is None:
+            wide = self._wide[comp] = wide_thunks(comp)
+        return rates.dag_thunk_overhead if inst in wide else self.hw.kernel_launch_overhead
 
     def fresh_page_faults(self, inst: Instruction, clock: float, record: bool) -> float:
         """Schedule the page faults of the allocations ``inst`` writes first (Note [Fresh pages
@@ -425,7 +453,10 @@ def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostRe
     cost = cost_report if cost_report is not None else analyze_cost(module)
     backend = infer_backend(module)
     sim = _Simulator(module, hardware, cost, memory_report)
-    total = sim.run(module.entry, 0.0, 1.0, True)
+    # Note [Thunk dispatch] in cpu_model.py: an execution's fixed cost, before its first thunk.
+    start = hardware.cpu_rates.execution_overhead if hardware.kind == "cpu" and hardware.cpu_rates else 0.0
+    sim.launch += start
+    total = sim.run(module.entry, start, 1.0, True)
     per_instruction = {
         inst.name: InstructionTime(inst.name, inst.computation.name if inst.computation else "",
                                    inst.opcode.text, seconds, runs, bound,
