@@ -421,3 +421,21 @@ def test_thunks_in_sequence_and_as_a_graph() -> None:
         est = estimate_time(m, hw)
         expected = wide * r.dag_thunk_overhead + (k - wide) * hw.kernel_launch_overhead + r.execution_overhead
         assert est.launch_seconds == pytest.approx(expected)
+
+
+def test_parameters_are_read_from_memory_and_fresh_results_from_cache() -> None:
+    """Note [Cold operands]: a small loop reading the step's parameter reads it at the memory
+    rate; the next loop reading what the first just wrote reads it at the cached rate."""
+    hw = _cpu()
+    r = hw.cpu_rates
+    assert r is not None and r.cached_bandwidth > hw.memory_bandwidth
+    n = 16384  # 64 KiB arrays: every loop's bytes well inside CACHED_STREAM_BYTES
+    est = estimate_time(_one(f"  x = f32[{n}]{{0}} parameter(0)\n  a = f32[{n}]{{0}} negate(x)\n"
+                             f"  ROOT b = f32[{n}]{{0}} negate(a)"), hw)
+    share = 12 / 16
+    write = 2 * 4 * n * share / r.cached_bandwidth
+    negate = n / r.elementwise_flops
+    assert est.per_instruction["a"].seconds - hw.kernel_launch_overhead == pytest.approx(
+        roofline_seconds(negate, 4 * n * share / hw.memory_bandwidth + write))
+    assert est.per_instruction["b"].seconds - hw.kernel_launch_overhead == pytest.approx(
+        roofline_seconds(negate, 4 * n * share / r.cached_bandwidth + write))

@@ -30,7 +30,7 @@ from hloscope.analysis.memory.report import MemoryReport, analyze_memory
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 
 __all__ = ["FreshAllocation", "LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_allocations", "is_library_fusion",
-           "math_dtype", "runs_in_sequence", "thunks_of", "wide_thunks"]
+           "REUSE_BYTES", "math_dtype", "runs_in_sequence", "thunks_of", "wide_thunks"]
 
 MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
 
@@ -51,9 +51,11 @@ def math_dtype(inst: Instruction) -> str:
     return leaf.element_type if isinstance(leaf, ArrayShape) else "f32"
 
 
-def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -> tuple[float, float]:
+def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
+                cold_bytes: float = 0.0) -> tuple[float, float]:
     """(compute, memory) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model]. Its
-    allocations' page faults are their own (``fresh_allocations``)."""
+    allocations' page faults are their own (``fresh_allocations``). ``cold_bytes`` of its
+    operands are not in the cache when it runs (Note [Cold operands])."""
     body = inst.attrs["calls"].instructions if inst.opcode is Opcode.FUSION else (inst,)
     flops, transcendentals = max(c.flops, 0), max(c.transcendentals, 0)
     nbytes_again = 0.0
@@ -105,7 +107,22 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates) -
         # Note [Transposes]
         moved = 2.0 * max(_bytes_of(i) for i in transposed)
         return compute, nbytes / _transpose_rate(rates, moved)
-    return compute, (nbytes - written + 2 * written) * _STREAM_SHARE / _stream_rate(hw, rates, nbytes)
+    # Note [Cold operands]
+    read = nbytes - written
+    cold = min(max(cold_bytes, 0.0), read)
+    return compute, ((read - cold + 2 * written) * _STREAM_SHARE / _stream_rate(hw, rates, nbytes)
+                     + cold * _STREAM_SHARE / hw.memory_bandwidth)
+
+
+# Note [Cold operands]
+#     The cache speed-up of a small loop holds for operands a recent instruction wrote, not for
+#     the step's parameters or values written long before: an optimizer's update of 50
+#     parameters of 256 KiB each read its 50 x 1 MiB of parameters and moments from memory
+#     (11.4 ms here, where every fusion's bytes at the cached rate gave 4.7). The simulation
+#     (``analysis.timing``) passes the bytes of each instruction's operands that are cold: an
+#     entry parameter or constant, or a value produced before more than ``REUSE_BYTES`` of other
+#     traffic went through the cache since; those are read at ``memory_bandwidth``.
+REUSE_BYTES = CACHED_STREAM_BYTES
 
 
 # Note [Eigen convolutions]

@@ -93,6 +93,7 @@ from hloscope.analysis.cost import (
     custom_call_cost,
 )
 from hloscope.analysis.cpu_model import (
+    REUSE_BYTES,
     FreshAllocation,
     cpu_seconds,
     fresh_allocations,
@@ -283,6 +284,9 @@ class _Simulator:
                 self.fresh.setdefault(alloc.first_writer, []).append(alloc)
         self.fresh_pages: list[FreshPages] = []
         self._wide: dict[Computation, set[Instruction]] = {}
+        # Note [Cold operands] in cpu_model.py: bytes moved so far, and where each result was.
+        self._traffic = 0.0
+        self._written_at: dict[Instruction, float] = {}
         # instruction -> [seconds over all executions, executions, bound]
         self.charged: dict[Instruction, list[Any]] = {}
 
@@ -307,7 +311,7 @@ class _Simulator:
     def kernel_seconds(self, inst: Instruction, scale: float, cost: Cost | None = None) -> float:
         c = self._cost_of(inst) if cost is None else cost
         if self.hw.kind == "cpu" and self.hw.cpu_rates is not None:
-            compute, memory = cpu_seconds(inst, c, self.hw, self.hw.cpu_rates)
+            compute, memory = cpu_seconds(inst, c, self.hw, self.hw.cpu_rates, self._cold_bytes(inst, c))
         else:
             rate = self.hw.flops_per_second(math_dtype(inst))
             compute = max(c.flops, 0) / rate + max(c.transcendentals, 0) / rate
@@ -319,6 +323,25 @@ class _Simulator:
         self._bound = ("launch" if launch > max(compute, memory) else
                        "compute" if compute >= memory else "memory")
         return roofline_seconds(compute, memory) + launch
+
+    def _cold_bytes(self, inst: Instruction, c: Cost) -> float:
+        """Bytes of ``inst``'s operands not in the cache when it runs (Note [Cold operands] in
+        cpu_model.py), and the bookkeeping of what it leaves there."""
+        cold = 0.0
+        for o in inst.operands:
+            producer = o
+            while producer.opcode in (Opcode.BITCAST, Opcode.GET_TUPLE_ELEMENT) and producer.operands:
+                producer = producer.operands[0]
+            size = sum(s.byte_size() for _, s in o.shape.leaves())
+            written = self._written_at.get(producer)
+            entry_input = producer.opcode in (Opcode.PARAMETER, Opcode.CONSTANT) and (
+                producer.computation is self.module.entry)
+            if entry_input or (written is not None and self._traffic - written + size > REUSE_BYTES) or (
+                    written is None and size > REUSE_BYTES):
+                cold += size
+        self._traffic += max(c.bytes_accessed, 0)
+        self._written_at[inst] = self._traffic
+        return cold
 
     def _launch_overhead(self, inst: Instruction) -> float:
         """``kernel_launch_overhead``, or on XLA:CPU the graph executor's cost for a thunk it

@@ -465,10 +465,10 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
         work = estimate_time(module, bare).total_seconds
         return seconds - work, len(thunks_of(module.entry)), len(wide_thunks(module.entry))
 
-    short, long = 20, 80
+    short, long = 20, 200
     (c0, n0, _), (c1, n1, _) = beyond_work(chain(short)), beyond_work(chain(long))
     launch = max(c1 - c0, 1e-9) / max(n1 - n0, 1)
-    (g0, m0, w0), (g1, m1, w1) = beyond_work(graph(short)), beyond_work(graph(long))
+    (g0, m0, w0), (g1, m1, w1) = beyond_work(graph(short)), beyond_work(graph(80))
     dag = max(g1 - g0 - (m1 - w1 - m0 + w0) * launch, 1e-9) / max(w1 - w0, 1)
     one = ("HloModule calibrate_one\nENTRY e {\n  x = f32[16]{0} parameter(0)\n"
            "  ROOT y = f32[16]{0} negate(x)\n}\n")
