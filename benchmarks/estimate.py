@@ -43,6 +43,95 @@ class Workload:
     args: Callable[[np.random.Generator], tuple[Any, ...]]
 
 
+# The models tier's steps the benchmark runs on one device (Note [Models on one device]).
+MODELS = ("gpt_dp8", "gpt_bf16_remat", "resnet_1", "lstm_scan", "vit_pmap8")
+
+
+def export_models(names: list[str], out: str) -> None:
+    """Write each model's step for one device as HLO text and its inputs (``<name>.hlo``,
+    ``<name>.npz``: the flattened arguments in parameter order) into the directory ``out``.
+    Runs in a child process with the 8 devices the models' programs build their meshes on
+    (Note [Models on one device])."""
+    import jax
+
+    from hloscope.testing.models.programs import by_name
+
+    for name in names:
+        case = by_name(name)
+        inputs = jax.device_get(case.inputs())  # whole arrays on the host, whatever their sharding
+        fn = case.fn
+        if case.lowering == "pmap":  # one device's share, its collectives over an axis of size 1
+            inputs = jax.tree.map(lambda a: np.asarray(a)[:1], inputs)
+            fn = jax.vmap(case.fn, axis_name=case.jit_options().get("axis_name"))
+        lowered = jax.jit(fn, keep_unused=True).lower(*inputs)
+        with open(os.path.join(out, f"{name}.hlo"), "w") as f:
+            f.write(lowered.as_text(dialect="hlo"))
+        # Typed PRNG keys are their key data in HLO.
+        leaves = [jax.random.key_data(a) if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else a
+                  for a in jax.tree.leaves(inputs)]
+        arrays = [np.asarray(a) for a in leaves]  # bf16 is saved as its bits, its name beside
+        np.savez(os.path.join(out, f"{name}.npz"), dtypes=np.array([a.dtype.name for a in arrays]),
+                 **{f"a{k}": a.view(f"u{a.itemsize}") if a.dtype.kind == "V" or a.dtype.name == "bfloat16" else a
+                    for k, a in enumerate(arrays)})
+
+
+def _model_workloads(names: list[str]) -> list[Compiled]:
+    """The models tier's training steps (``hloscope.testing.models``) on one device.
+
+    Note [Models on one device]
+        On one core, XLA:CPU runs the 8 devices of a sharded step as 8 threads that meet at
+        every collective, and the CPU time of a step is then mostly that meeting (one
+        all-reduce of the pmapped ViT measured 5-15 ms against its 10 us of work), a
+        scheduling artefact of the benchmark, not a cost of the program; and a process with 8
+        CPU devices ran the one-device workloads 18-40% slower (softmax, a transposed
+        convolution) than one with a single device. So a child process with 8 devices lowers
+        each step's own function for one device and this process (one device) compiles and
+        runs it on XLA:CPU (``hloscope.xla.client.compile_hlo``, timed as the calibration's
+        kernels are: on device buffers, without jax's dispatch): a data-parallel step (the
+        GPTs) on the whole batch, a pmapped step (the ViT) as ``jax.vmap`` over the first
+        device's share with its collectives over an axis of size 1, the one-device steps
+        (ResNet, LSTM) as they are. The tensor-parallel GPT is the same program as the
+        data-parallel one, and the MoE step is written for a mesh of 8 (``shard_map``): both
+        are left out. Donation is off (every round reruns the step on the same inputs).
+    """
+    import subprocess
+    import tempfile
+
+    import jax
+    import ml_dtypes
+
+    from hloscope.xla.client import compile_hlo
+
+    out: list[Compiled] = []
+    if not names:
+        return out
+    with tempfile.TemporaryDirectory(prefix="hloscope-estimate-models-") as tmp:
+        env = dict(os.environ, XLA_FLAGS=os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8")
+        subprocess.run([sys.executable, __file__, "--export-models", ",".join(names), "--export-dir", tmp],
+                       env=env, check=True)
+        for name in names:
+            with open(os.path.join(tmp, f"{name}.hlo")) as f:
+                compiled = compile_hlo(f.read())
+            with np.load(os.path.join(tmp, f"{name}.npz")) as z:
+                dtypes = [str(d) for d in z["dtypes"]]
+                leaves = [z[f"a{k}"].view(ml_dtypes.bfloat16) if d == "bfloat16" else z[f"a{k}"]
+                          for k, d in enumerate(dtypes)]
+            w = Workload(name, "models tier step, one device", lambda: None, lambda r: ())
+
+            def fresh_run(compiled: Any = compiled, leaves: Any = leaves) -> Callable[[], Any]:
+                arrays = compiled.put(leaves)
+
+                def once() -> None:
+                    jax.block_until_ready(compiled.executable.execute_sharded(arrays)
+                                          .disassemble_into_single_device_arrays())
+
+                return once
+
+            optimized = compiled.executable.hlo_modules()[0].to_string()
+            out.append(Compiled(w, fresh_run(), optimized, fresh_run))
+    return out
+
+
 def _workloads() -> list[Workload]:
     import jax
     import jax.numpy as jnp
@@ -162,6 +251,31 @@ def _workloads() -> list[Workload]:
         return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"),
                                         feature_group_count=x.shape[-1])
 
+    def segment_sum(data: Any, ids: Any) -> Any:
+        return jax.ops.segment_sum(data, ids, num_segments=4096)
+
+    def int8_matmul(a: Any, b: Any) -> Any:
+        return jnp.matmul(a, b, preferred_element_type=jnp.int32)
+
+    def conv_transpose(x: Any, w: Any) -> Any:
+        return lax.conv_transpose(x, w, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+    def fft2(x: Any) -> Any:
+        return jnp.fft.fft2(x)
+
+    def kv_decode(x: Any, kc: Any, vc: Any, pos: Any, wq: Any, wk: Any, wv: Any, wo: Any, w1: Any,
+                  w2: Any) -> Any:
+        b, d = x.shape
+        _, t, h, hd = kc.shape
+        q = (x @ wq).reshape(b, h, hd)
+        kc = lax.dynamic_update_slice(kc, (x @ wk).reshape(b, 1, h, hd), (0, pos, 0, 0))
+        vc = lax.dynamic_update_slice(vc, (x @ wv).reshape(b, 1, h, hd), (0, pos, 0, 0))
+        s = jnp.einsum("bhd,bthd->bht", q, kc) / np.sqrt(hd)
+        s = jnp.where(jnp.arange(t)[None, None, :] <= pos, s, -1e30)
+        o = jnp.einsum("bht,bthd->bhd", jax.nn.softmax(s, axis=-1), vc).reshape(b, d)
+        y = x + o @ wo
+        return y + jax.nn.gelu(y @ w1) @ w2, kc, vc
+
     bf16 = jnp.bfloat16
     return [
         Workload("matmul_f32", "dot 1536^3", matmul,
@@ -220,6 +334,18 @@ def _workloads() -> list[Workload]:
                  lambda r: (np.array([0, 42], dtype=np.uint32),)),
         Workload("depthwise_conv", "depthwise 3x3, 8x64x64x64", depthwise,
                  lambda r: (normal(r, 8, 64, 64, 64), normal(r, 3, 3, 1, 64))),
+        Workload("segment_sum", "segment_sum 256K x 32 -> 4096", segment_sum,
+                 lambda r: (normal(r, 262144, 32), r.integers(0, 4096, 262144).astype(np.int32))),
+        Workload("int8_matmul", "dot 1024^3 s8 -> s32", int8_matmul,
+                 lambda r: (r.integers(-128, 128, (1024, 1024)).astype(np.int8),
+                            r.integers(-128, 128, (1024, 1024)).astype(np.int8))),
+        Workload("conv_transpose", "conv_transpose 3x3 s2, 8x32x32x64", conv_transpose,
+                 lambda r: (normal(r, 8, 32, 32, 64), normal(r, 3, 3, 64, 32) * 0.1)),
+        Workload("fft2", "fft2 1024x1024", fft2, lambda r: (normal(r, 1024, 1024),)),
+        Workload("kv_decode", "decode step, 8 x 2048-token cache", kv_decode,
+                 lambda r: (normal(r, 8, 1024), normal(r, 8, 2048, 16, 64), normal(r, 8, 2048, 16, 64),
+                            np.int32(1000), *(normal(r, 1024, 1024) * 0.03 for _ in range(4)),
+                            normal(r, 1024, 4096) * 0.03, normal(r, 4096, 1024) * 0.03)),
     ]
 
 
@@ -232,6 +358,9 @@ FAMILY = {
     "sort": "sort", "argsort": "sort", "top_k": "sort", "gather_scatter": "gather/scatter",
     "gather_rows": "gather/scatter", "scatter_add": "gather/scatter", "embedding_grad": "gather/scatter",
     "softmax_layernorm": "softmax/norm", "softmax": "softmax/norm", "layernorm": "softmax/norm",
+    "segment_sum": "gather/scatter", "int8_matmul": "matmul", "conv_transpose": "conv", "fft2": "fft",
+    "kv_decode": "model", "gpt_dp8": "models tier", "gpt_bf16_remat": "models tier",
+    "resnet_1": "models tier", "lstm_scan": "models tier", "vit_pmap8": "models tier",
 }
 
 
@@ -384,6 +513,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dynamic-malloc", action="store_true",
                         help="leave glibc's allocator thresholds dynamic (Note [Fresh pages, made steady])")
     parser.add_argument("--only", default="", help="comma-separated workload names")
+    parser.add_argument("--no-models", action="store_true",
+                        help="leave out the models tier's training steps (hloscope.testing.models)")
+    parser.add_argument("--export-models", default="", help=argparse.SUPPRESS)  # the child of _model_workloads
+    parser.add_argument("--export-dir", default="", help=argparse.SUPPRESS)
     parser.add_argument("--hardware", default="", help="a profile name or path instead of calibrating")
     parser.add_argument("--save-hardware", default="", help="write the calibrated profile to this path")
     parser.add_argument("--top", type=int, default=0, help="print the N longest estimated ops per workload")
@@ -393,14 +526,19 @@ def main(argv: list[str] | None = None) -> int:
         _use_cores(opts.cores)
     if not opts.dynamic_malloc:
         _steady_allocator()
+    if opts.export_models:
+        export_models(opts.export_models.split(","), opts.export_dir)
+        return 0
+    wanted = {n for n in opts.only.split(",") if n}
+    models = [] if opts.no_models else [n for n in MODELS if not wanted or n in wanted]
 
     import hloscope
     from hloscope.analysis.hardware import load_hardware, save_hardware
     from hloscope.analysis.timing import estimate_time
     from hloscope.xla.calibrate import CLOCKS, calibrate
 
-    wanted = {n for n in opts.only.split(",") if n}
     work = [compile_workload(w) for w in _workloads() if not wanted or w.name in wanted]
+    work += _model_workloads(models)
     profiles = []
     measured: dict[str, list[float]] = {}
     runs: dict[str, int] = {}

@@ -144,12 +144,17 @@ def collectives(module: Module, *, replicas: int | None = None, partitions: int 
     return analyze_collectives(module, num_replicas=replicas, num_partitions=partitions)
 
 
-def estimate_time(module: Module, hardware: str = "h100-sxm"):  # -> TimeEstimate
-    """Estimated step time on ``hardware`` (a profile name or JSON path)."""
+def estimate_time(module: Module, hardware: Any = None):  # -> TimeEstimate
+    """Estimated step time on ``hardware`` (a profile name, a JSON path or a ``HardwareSpec``);
+    by default the profile of the backend the module was compiled for (Note [Inferring the
+    backend] in ``hloscope.analysis.backend``; the result's ``backend`` says which and why)."""
+    from hloscope.analysis.backend import infer_backend
     from hloscope.analysis.hardware import load_hardware
     from hloscope.analysis.timing import estimate_time as _estimate
 
-    return _estimate(module, load_hardware(hardware) if isinstance(hardware, str) else hardware)
+    if hardware is None:
+        hardware = infer_backend(module).profile
+    return _estimate(module, load_hardware(hardware) if isinstance(hardware, (str, os.PathLike)) else hardware)
 
 
 # --- will a run fit in memory? -------------------------------------------------------------------

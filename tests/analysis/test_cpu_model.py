@@ -11,7 +11,7 @@ import dataclasses
 import pytest
 
 import hloscope
-from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP, fresh_page_bytes, is_library_fusion
+from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP, fresh_allocations, is_library_fusion
 from hloscope.analysis.hardware import FRESH_BUFFER_BYTES, HardwareSpec, load_hardware
 from hloscope.analysis.timing import estimate_time, roofline_seconds
 from tests.analysis.test_timing import SOFTMAX_FUSION
@@ -41,7 +41,9 @@ def test_library_fusion_evaluates_each_producer_once() -> None:
     n = 256 * 1024
     once = cost.flops / r.elementwise_flops + n / r.transcendentals
     assert estimate_time(library, hw).compute_seconds == pytest.approx(once)
-    assert estimate_time(library, hw).memory_seconds == pytest.approx(cost.bytes_accessed / hw.memory_bandwidth)
+    # Note [Reads and writes]: the 1 MiB result is written, the 1 MiB input read.
+    assert estimate_time(library, hw).memory_seconds == pytest.approx(
+        (cost.bytes_accessed / 2 + 2 * cost.bytes_accessed / 2) * 12 / 16 / hw.memory_bandwidth)
     # XLA's loops evaluate the exp twice; it depends on no other transcendental, so at the
     # unchained rate (Note [Chained transcendentals]).
     assert estimate_time(loop, hw).compute_seconds == pytest.approx(
@@ -123,26 +125,73 @@ ENTRY e {
 """
 
 
+# A 1 KiB fusion writes first into the temporary block it shares with a 32 MiB value (the GPT
+# step of issue 25: a select_bitcast_fusion ranked first with the block's faults).
+FIRST_WRITER_IS_SMALL = """HloModule s, is_scheduled=true
+fused_small {
+  p = s32[256]{0} parameter(0)
+  ROOT n = s32[256]{0} negate(p)
+}
+ENTRY e {
+  i = s32[256]{0} parameter(0)
+  x = f32[8388608]{0} parameter(1)
+  small = s32[256]{0} fusion(i), kind=kLoop, calls=fused_small
+  a = f32[8388608]{0} exponential(x)
+  b = f32[8388608]{0} tanh(a)
+  c = f32[8388608]{0} add(a, b)
+  d = s32[256]{0} add(small, small)
+  ROOT t = (s32[256]{0}, f32[8388608]{0}) tuple(d, c)
+}
+"""
+
+
 def test_fresh_pages_are_charged_per_allocation() -> None:
     """Note [Fresh pages per allocation]: each output or temporary allocation of 32 MiB or more
-    faults once per run, charged to the first instruction that writes it; values sharing an
+    faults once per run, before the first instruction that writes it; values sharing an
     allocation do not fault again."""
     module = hloscope.parse(CHAIN)
-    fresh = fresh_page_bytes(module)
+    fresh = fresh_allocations(module)
     assignment = hloscope.memory(module).buffer_assignment
     assert assignment is not None
-    allocated = sum(a.size for a in assignment.allocations
-                    if a.size >= FRESH_BUFFER_BYTES and not a.is_entry_parameter and not a.is_constant)
+    allocated = {f"allocation {a.index}": a.size for a in assignment.allocations
+                 if a.size >= FRESH_BUFFER_BYTES and not a.is_entry_parameter and not a.is_constant}
     results = 5 * 4 * 8388608
-    assert sum(fresh.values()) == allocated < results
-    # The first writer of each allocation pays; the parameter is not allocated by the run.
-    assert module.entry.instructions[1] in fresh
-    assert all(i.opcode.text != "parameter" for i in fresh)
+    assert {f.label: f.size for f in fresh} == allocated and sum(allocated.values()) < results
+    # The first writer of each allocation is where its faults are scheduled; the parameter is
+    # not allocated by the run.
+    assert fresh[0].first_writer is module.entry.instructions[1]
+    assert all(f.first_writer.opcode.text != "parameter" for f in fresh)
+
+
+def test_fresh_pages_are_the_allocations_own_line() -> None:
+    """The issue-25 case: a 64 MiB temporary block first written by a small fusion. Its page
+    faults are an interval of their own (and a term of their own), not the fusion's time: the
+    1 KiB fusion stays a microsecond op and does not rank first."""
+    module = hloscope.parse(FIRST_WRITER_IS_SMALL)
+    hw = _cpu(cached_bandwidth=0.0)
+    r = hw.cpu_rates
+    assert r is not None and r.fresh_page_bandwidth > 0
+    est = estimate_time(module, hw)
+    small = est.per_instruction["small"]
+    assert small.seconds < 1e-5
+    # The temporary block (``small`` and ``b``) and the output block (``a`` and ``c``).
+    assert [(p.first_writer, p.kind) for p in est.fresh_pages] == [("small", "preallocated-temp"),
+                                                                    ("a", "maybe-live-out")]
+    assert est.fresh_page_seconds == pytest.approx(sum(p.bytes for p in est.fresh_pages) / r.fresh_page_bandwidth)
+    longest = est.to_json(top=1)["longest"][0]
+    assert longest["opcode"] == "fresh-pages" and longest["instruction"].startswith("allocation ")
+    assert max(est.per_instruction.values(), key=lambda t: t.seconds).name != "small"
+    # Its own term: not memory time, and the total is the instructions' plus the faults.
+    assert est.total_seconds == pytest.approx(sum(t.seconds for t in est.per_instruction.values())
+                                              + est.fresh_page_seconds + r.execution_overhead)
+    # Accelerators allocate from a pool: no such term on a GPU profile.
+    gpu = estimate_time(module, load_hardware("h100-sxm"))
+    assert gpu.fresh_page_seconds == 0 and gpu.fresh_pages == ()
 
 
 def test_page_faults_add_to_a_compute_bound_thunk() -> None:
-    """Faults run in the kernel on the thunk's thread: a compute-bound loop with a 32 MiB result
-    pays them on top of its roofline, not hidden under its compute time."""
+    """Faults run on the thunk's thread: a compute-bound loop with a 32 MiB result pays them on
+    top of its roofline, not hidden under its compute time (as an interval before it)."""
     module = hloscope.parse("HloModule t\nENTRY e {\n  x = f32[8388608]{0} parameter(0)\n"
                             "  ROOT y = f32[8388608]{0} tanh(x)\n}\n")
     hw = _cpu(cached_bandwidth=0.0, transcendentals=2e8)
@@ -150,11 +199,14 @@ def test_page_faults_add_to_a_compute_bound_thunk() -> None:
     assert r is not None and r.fresh_page_bandwidth > 0
     n = 8388608
     compute = n / UNCHAINED_SPEEDUP / r.transcendentals  # one tanh, unchained
-    memory = 2 * 4 * n / hw.memory_bandwidth
+    memory = (4 * n + 2 * 4 * n) * 12 / 16 / hw.memory_bandwidth  # Note [Reads and writes]
     assert compute > memory + 4 * n / r.fresh_page_bandwidth  # compute-bound, faults and all
     est = estimate_time(module, hw)
     assert est.total_seconds == pytest.approx(
-        roofline_seconds(compute, memory) + 4 * n / r.fresh_page_bandwidth + hw.kernel_launch_overhead)
+        roofline_seconds(compute, memory) + 4 * n / r.fresh_page_bandwidth + hw.kernel_launch_overhead
+        + r.execution_overhead)
+    assert est.per_instruction["y"].seconds == pytest.approx(roofline_seconds(compute, memory)
+                                                             + hw.kernel_launch_overhead)
 
 
 def test_a_given_memory_report_gives_the_same_estimate() -> None:
@@ -165,7 +217,7 @@ def test_a_given_memory_report_gives_the_same_estimate() -> None:
     module = hloscope.parse(CHAIN)
     hw = _cpu(cached_bandwidth=0.0)
     memory = analyze_memory(module)
-    assert fresh_page_bytes(module, memory) == fresh_page_bytes(module) != {}
+    assert fresh_allocations(module, memory) == fresh_allocations(module) != []
     given, own = estimate_time(module, hw, memory_report=memory), estimate_time(module, hw)
     assert given.total_seconds == own.total_seconds > 0
     assert given.per_instruction == own.per_instruction
@@ -200,11 +252,15 @@ def test_library_graph_writes_and_reads_back_inner_dot_results() -> None:
     module = hloscope.parse(ATTENTION)
     cost = hloscope.cost(module).total
     scores = 4 * 8 * 256 * 256
-    assert estimate_time(module, hw).memory_seconds == pytest.approx(
-        (cost.bytes_accessed + 2 * scores) / hw.memory_bandwidth)
-    assert fresh_page_bytes(module) == {}
+    # Written: the result and the scores; read: the rest, the scores again included.
+    written = 4 * 8 * 256 * 64 + scores
+    read = cost.bytes_accessed + 2 * scores - written
+    assert estimate_time(module, hw).memory_seconds == pytest.approx((read + 2 * written) * 12 / 16 / hw.memory_bandwidth)
+    assert fresh_allocations(module) == []
     large = hloscope.parse(ATTENTION.replace("8,256,", "128,256,"))  # 128x256x256 f32 scores: 32 MiB
-    assert fresh_page_bytes(large) == {large.entry.root: 128 * 256 * 256 * 4}
+    [scratch] = fresh_allocations(large)
+    assert (scratch.label, scratch.kind, scratch.size, scratch.first_writer) == (
+        f"scratch of {large.entry.root.name}", "library scratch", 128 * 256 * 256 * 4, large.entry.root)
 
 
 CHAINS = """HloModule t
@@ -238,3 +294,148 @@ def test_unchained_transcendentals_cost_less() -> None:
     library = hloscope.parse(CHAINS.replace("kind=kLoop, calls=fused", "kind=kCustom, calls=fused" + YNN))
     assert estimate_time(library, hw).compute_seconds == pytest.approx(
         cost.flops / r.elementwise_flops + 3 * n / r.transcendentals)
+
+
+def _one(body: str, header: str = "") -> hloscope.Module:
+    return hloscope.parse(f"HloModule m\n{header}ENTRY e {{\n{body}\n}}\n")
+
+
+def test_transposes_stream_whole_runs() -> None:
+    """Note [Transposes]: moving attention heads keeps 256-byte runs of the head dimension and
+    streams as a copy does; a transpose of the minor dimension walks single elements at the
+    transposing rate, interpolated between the cached and the large calibration on log(bytes)."""
+    hw = _cpu(cached_bandwidth=0.0)
+    r = hw.cpu_rates
+    assert r is not None
+    heads = _one("  k = f32[8,2048,16,64]{3,2,1,0} parameter(0)\n"
+                 "  ROOT t = f32[8,16,2048,64]{3,2,1,0} transpose(k), dimensions={0,2,1,3}")
+    full = _one("  k = f32[8,2048,16,64]{3,2,1,0} parameter(0)\n"
+                "  ROOT t = f32[8,16,64,2048]{3,2,1,0} transpose(k), dimensions={0,2,3,1}")
+    n = 8 * 2048 * 16 * 64 * 4
+    assert estimate_time(heads, hw).memory_seconds == pytest.approx((n + 2 * n) * 12 / 16 / hw.memory_bandwidth)
+    assert estimate_time(full, hw).memory_seconds == pytest.approx(2 * n / r.transpose_bandwidth)
+    # A 1024 x 1024 transpose (8 MiB moved) lies between the two calibrations.
+    mid = _one("  x = f32[1024,1024]{1,0} parameter(0)\n  ROOT t = f32[1024,1024]{1,0} transpose(x), dimensions={1,0}")
+    moved = 2 * 4 * 1024 * 1024
+    seconds = estimate_time(mid, hw).memory_seconds
+    assert moved / r.cached_transpose_bandwidth < seconds < moved / r.transpose_bandwidth
+
+
+def test_fft_costs_five_n_log_n_per_transform() -> None:
+    """A 2-D FFT of 1024 x 1024 points: 5 N log2 N at fft_flops (XLA's cost analysis multiplies
+    the per-dimension logarithms, 100 for this one, instead of adding them, 20); a real one half."""
+    hw = _cpu()
+    r = hw.cpu_rates
+    assert r is not None
+    c2c = _one("  x = c64[1024,1024]{1,0} parameter(0)\n"
+               "  ROOT f = c64[1024,1024]{1,0} fft(x), fft_type=FFT, fft_length={1024,1024}")
+    r2c = _one("  x = f32[1024,1024]{1,0} parameter(0)\n"
+               "  ROOT f = c64[1024,513]{1,0} fft(x), fft_type=RFFT, fft_length={1024,1024}")
+    points = 1024 * 1024
+    assert estimate_time(c2c, hw).compute_seconds == pytest.approx(5 * points * 20 / r.fft_flops)
+    assert estimate_time(r2c, hw).compute_seconds == pytest.approx(5 * points * 20 / 2 / r.fft_flops)
+
+
+def test_gathers_and_scatters_slow_down_with_their_table() -> None:
+    """The same updates into a table the cache keeps, one of the large calibration's size and one
+    four times larger: each element's time grows with log(table bytes), past the large rate too."""
+    hw = _cpu()
+    r = hw.cpu_rates
+    assert r is not None and r.cached_scatter_elements > r.scatter_elements
+
+    def scatter(rows: int) -> float:
+        return estimate_time(_one(
+            f"  t = f32[{rows},32]{{1,0}} parameter(0)\n  i = s32[4096,1]{{1,0}} parameter(1)\n"
+            "  u = f32[4096,32]{1,0} parameter(2)\n"
+            f"  ROOT s = f32[{rows},32]{{1,0}} scatter(t, i, u), update_window_dims={{1}}, inserted_window_dims={{0}}, "
+            "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add",
+            "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"),
+            hw).compute_seconds
+
+    small, large, larger = scatter(4096), scatter(65536), scatter(262144)
+    assert small == pytest.approx(4096 * 32 / r.cached_scatter_elements)
+    assert large == pytest.approx(4096 * 32 / r.scatter_elements)
+    assert larger - large == pytest.approx((large - small) / 2)  # two doublings past, four before
+
+
+def test_eigen_convolutions_go_with_their_outputs() -> None:
+    """Note [Eigen convolutions]: a plain convolution thunk takes the longer of its FLOPs at the
+    matmul rate and its output elements at conv_outputs."""
+    hw = _cpu()
+    r = hw.cpu_rates
+    assert r is not None
+    conv = _one("  x = f32[8,64,64,3]{3,2,1,0} parameter(0)\n  w = f32[3,3,3,16]{3,2,1,0} parameter(1)\n"
+                "  ROOT c = f32[8,64,64,16]{3,2,1,0} convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
+                "dim_labels=b01f_01io->b01f")
+    outputs = 8 * 64 * 64 * 16
+    flops = hloscope.cost(conv).total.flops
+    assert outputs / r.conv_outputs > flops / hw.flops_per_second("f32")
+    assert estimate_time(conv, hw).compute_seconds == pytest.approx(outputs / r.conv_outputs)
+
+
+def test_a_variadic_reducer_runs_its_instructions_per_window_element() -> None:
+    """An argmax pooling's reduce-window (a value and its index per window element) costs its
+    reducer's further instructions at comparator_ops, as a sort's comparator does."""
+    hw = _cpu()
+    r = hw.cpu_rates
+    assert r is not None
+    header = ("argmax {\n  a = f32[] parameter(0)\n  i = s32[] parameter(1)\n  b = f32[] parameter(2)\n"
+              "  j = s32[] parameter(3)\n  ge = pred[] compare(a, b), direction=GE\n  v = f32[] select(ge, a, b)\n"
+              "  k = s32[] select(ge, i, j)\n  ROOT t = (f32[], s32[]) tuple(v, k)\n}\n")
+    module = _one("  x = f32[16,16,16,16]{3,2,1,0} parameter(0)\n  n = s32[16,16,16,16]{3,2,1,0} parameter(1)\n"
+                  "  z = f32[] constant(0)\n  y = s32[] constant(0)\n"
+                  "  ROOT r = (f32[16,8,8,16]{3,2,1,0}, s32[16,8,8,16]{3,2,1,0}) reduce-window(x, n, z, y), "
+                  "window={size=1x2x2x1 stride=1x2x2x1}, to_apply=argmax", header)
+    visits = 16 * 8 * 8 * 16 * 4
+    walk = visits * (1 / r.reduce_window_elements + 2 / r.comparator_ops)
+    flops = hloscope.cost(module).total.flops  # the reducer's arithmetic, vectorised as any loop's
+    assert estimate_time(module, hw).compute_seconds == pytest.approx(walk + flops / r.elementwise_flops)
+
+
+def test_thunks_in_sequence_and_as_a_graph() -> None:
+    """Note [Thunk dispatch]: a chain of 4 KiB thunks runs in sequence (kernel_launch_overhead
+    each); 20 independent ones as a graph, where the executor pops the first 11 while more than
+    8 others are ready (dag_thunk_overhead each) and the last 9 as any other; small buffers or
+    at most 8 thunks always in sequence; an execution adds its own cost."""
+    from hloscope.analysis.cpu_model import runs_in_sequence, wide_thunks
+
+    hw = _cpu(dag_thunk_overhead=5e-6, execution_overhead=1e-5)
+    r = hw.cpu_rates
+    assert r is not None
+    add = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"
+
+    def module(k: int, n: int, independent: bool) -> hloscope.Module:
+        lines = [f"  x0 = f32[{n}]{{0}} parameter(0)", "  z = f32[] constant(0)"]
+        for i in range(1, k + 1):
+            src = "x0" if independent else f"x{i - 1}"
+            lines.append(f"  x{i} = f32[{n}]{{0}} exponential({src})")
+        lines.append(f"  ROOT t = ({','.join([f'f32[{n}]{{0}}'] * k)}) tuple({','.join(f'x{i}' for i in range(1, k + 1))})")
+        return _one("\n".join(lines), add)
+
+    cases = {(20, 1024, False): (True, 0), (20, 1024, True): (False, 11), (20, 64, True): (True, 0),
+             (8, 1024, True): (True, 0)}
+    for (k, n, independent), (sequential, wide) in cases.items():
+        m = module(k, n, independent)
+        assert runs_in_sequence(m.entry) is sequential, (k, n, independent)
+        assert len(wide_thunks(m.entry)) == wide
+        est = estimate_time(m, hw)
+        expected = wide * r.dag_thunk_overhead + (k - wide) * hw.kernel_launch_overhead + r.execution_overhead
+        assert est.launch_seconds == pytest.approx(expected)
+
+
+def test_parameters_are_read_from_memory_and_fresh_results_from_cache() -> None:
+    """Note [Cold operands]: a small loop reading the step's parameter reads it at the memory
+    rate; the next loop reading what the first just wrote reads it at the cached rate."""
+    hw = _cpu()
+    r = hw.cpu_rates
+    assert r is not None and r.cached_bandwidth > hw.memory_bandwidth
+    n = 16384  # 64 KiB arrays: every loop's bytes well inside CACHED_STREAM_BYTES
+    est = estimate_time(_one(f"  x = f32[{n}]{{0}} parameter(0)\n  a = f32[{n}]{{0}} negate(x)\n"
+                             f"  ROOT b = f32[{n}]{{0}} negate(a)"), hw)
+    share = 12 / 16
+    write = 2 * 4 * n * share / r.cached_bandwidth
+    negate = n / r.elementwise_flops
+    assert est.per_instruction["a"].seconds - hw.kernel_launch_overhead == pytest.approx(
+        roofline_seconds(negate, 4 * n * share / hw.memory_bandwidth + write))
+    assert est.per_instruction["b"].seconds - hw.kernel_launch_overhead == pytest.approx(
+        roofline_seconds(negate, 4 * n * share / r.cached_bandwidth + write))

@@ -23,10 +23,14 @@ def seeds():
 @pytest.mark.parametrize("seed", MODULE_SEEDS)
 def test_seeds_estimate_and_trace(seeds, seed: str, hw: str) -> None:
     est = estimate_time(seeds[seed], load_hardware(hw))
-    assert est.total_seconds > 0
     assert est.schedule
     assert all(op.end >= op.start >= 0 for op in est.schedule)
-    assert max(op.end for op in est.schedule) <= est.total_seconds + 1e-12
+    # The step ends when its last interval does, and every interval is an instruction's.
+    assert max(op.end for op in est.schedule) == pytest.approx(est.total_seconds, rel=1e-12)
+    assert {op.instruction for op in est.schedule} <= set(est.per_instruction)
+    # A kernel's time is at least its launch, and the terms are the per-instruction terms' sums.
+    assert est.launch_seconds == pytest.approx(load_hardware(hw).kernel_launch_overhead * sum(
+        t.executions for t in est.per_instruction.values() if t.bound not in ("control", "communication")))
     trace = json.loads(json.dumps(est.to_chrome_trace()))
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert len(spans) == len(est.schedule)
@@ -129,27 +133,39 @@ ENTRY e {
 """
 
 
+def _streamed(read: float, written: float, bandwidth: float) -> float:
+    """Note [Reads and writes]: a written byte costs two transfers, a read one; the rates are
+    z = x + y's (16 transfers per 12 bytes)."""
+    return (read + 2 * written) * 12 / 16 / bandwidth
+
+
 def test_cpu_model_uses_loop_rates() -> None:
     """Note [The XLA:CPU model]: transcendentals at their own rate, strided copies at theirs."""
     bundled = load_hardware("cpu")
     assert bundled.cpu_rates is not None
     # Without the cache speed-up first: every loop streams at memory_bandwidth.
-    cpu = dataclasses.replace(bundled, cpu_rates=dataclasses.replace(bundled.cpu_rates, cached_bandwidth=0.0))
+    cpu = dataclasses.replace(bundled, cpu_rates=dataclasses.replace(bundled.cpu_rates, cached_bandwidth=0.0,
+                                                                     cached_transpose_bandwidth=0.0))
     rates = cpu.cpu_rates
     assert rates is not None
     loop = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), cpu)
     # The exp depends on no other transcendental, the tanh on the exp (Note [Chained
     # transcendentals] in cpu_model.py).
-    compute = (1048576 / UNCHAINED_SPEEDUP + 1048576) / rates.transcendentals
-    memory = 2 * 4 * 1048576 / cpu.memory_bandwidth
-    # With it, the 8 MiB this loop moves stay in the cache (CACHED_STREAM_BYTES): the cached
-    # rate; four times as many stream between the cached and the memory rate.
-    cached = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), bundled).memory_seconds
-    assert cached == pytest.approx(2 * 4 * 1048576 / bundled.cpu_rates.cached_bandwidth)
-    larger = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP.replace("1048576", "4194304")), bundled)
-    assert 4 * cached < larger.memory_seconds < 4 * memory
+    n = 1048576
+    compute = (n / UNCHAINED_SPEEDUP + n) / rates.transcendentals
+    memory = _streamed(4 * n, 4 * n, cpu.memory_bandwidth)
     assert loop.compute_seconds == pytest.approx(compute)
-    assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead)
+    assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead
+                                               + rates.execution_overhead)
+    # With it, a loop whose bytes the core's cache keeps (CACHED_STREAM_BYTES) writes at the
+    # cached rate, and reads its parameter from memory (Note [Cold operands]); larger ones
+    # stream between the cached and the memory rate, on log(bytes).
+    small = TRANSCENDENTAL_LOOP.replace("1048576", "32768")
+    cached = estimate_time(hloscope.parse(small), bundled).memory_seconds
+    assert cached == pytest.approx(_streamed(0, 4 * 32768, bundled.cpu_rates.cached_bandwidth)
+                                   + _streamed(4 * 32768, 0, bundled.memory_bandwidth))
+    larger = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), bundled)
+    assert 32 * cached < larger.memory_seconds < memory
     # The same module on a profile without cpu_rates: transcendentals at the matmul peak.
     plain = dataclasses.replace(cpu, cpu_rates=None)
     assert estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), plain).compute_seconds < compute / 10
@@ -198,7 +214,8 @@ def test_cpu_model_families_run_at_their_own_rates() -> None:
     # Two more comparator instructions cost two over comparator_ops per comparison.
     assert _compute(_FAMILIES["sort"], cpu, _LONG_LT) == pytest.approx(
         comparisons * (1 / r.sort_comparisons + 2 / r.comparator_ops))
-    assert _compute(_FAMILIES["gather"], cpu) == pytest.approx(1000 * 32 / r.gather_elements)
+    # A 4096-row table is CACHED_TABLE_BYTES: the cached gather rate.
+    assert _compute(_FAMILIES["gather"], cpu) == pytest.approx(1000 * 32 / r.cached_gather_elements)
     # XLA's FLOPs of the depthwise convolution (valid window positions only), at its own rate.
     flops = hloscope.cost(hloscope.parse("HloModule m\n" + _FAMILIES["depthwise"])).total.flops
     assert 0 < flops < 2 * 2 * 16 * 16 * 8 * 9
@@ -208,7 +225,7 @@ def test_cpu_model_families_run_at_their_own_rates() -> None:
     assert _compute(_FAMILIES["reduce_window"], cpu) == pytest.approx(walk, rel=0.5)
     assert _compute(_FAMILIES["reduce_window"], cpu) >= walk
     # Each rate is the one that decides: halving it doubles that family's compute time.
-    for name, field in [("gather", "gather_elements"), ("depthwise", "grouped_conv_flops"),
+    for name, field in [("gather", "cached_gather_elements"), ("depthwise", "grouped_conv_flops"),
                         ("topk", "topk_elements")]:
         slow = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, **{field: getattr(r, field) / 2}))
         assert _compute(_FAMILIES[name], slow) == pytest.approx(2 * _compute(_FAMILIES[name], cpu), rel=0.05)
@@ -269,11 +286,12 @@ def test_cpu_model_large_results_pay_for_fresh_pages() -> None:
     r = cpu.cpu_rates
     assert r is not None and r.fresh_page_bandwidth > 0
     without = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, fresh_page_bandwidth=0.0))
-    large = estimate_time(hloscope.parse(FRESH), cpu).memory_seconds
-    assert large - estimate_time(hloscope.parse(FRESH), without).memory_seconds == pytest.approx(
-        4 * 8388608 / r.fresh_page_bandwidth)
+    large, plain = estimate_time(hloscope.parse(FRESH), cpu), estimate_time(hloscope.parse(FRESH), without)
+    assert large.fresh_page_seconds == pytest.approx(4 * 8388608 / r.fresh_page_bandwidth)
+    assert large.total_seconds - plain.total_seconds == pytest.approx(large.fresh_page_seconds)
+    assert large.memory_seconds == plain.memory_seconds and plain.fresh_page_seconds == 0
     small = hloscope.parse(SMALL)
-    assert estimate_time(small, cpu).memory_seconds == estimate_time(small, without).memory_seconds
+    assert estimate_time(small, cpu).total_seconds == estimate_time(small, without).total_seconds
 
 
 # One instruction of each kind the estimate models differently, at a size n (Note [The XLA:CPU

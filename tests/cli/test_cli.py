@@ -143,11 +143,37 @@ def test_collectives_text_lists_kinds_and_the_top(tmp_path, capsys) -> None:
 
 
 def test_estimate_writes_a_chrome_trace(tmp_path, capsys) -> None:
+    """The command's figures are the API's for the same module and profile, and the trace holds
+    its schedule interval for interval (microseconds)."""
+    import hloscope
+    from hloscope.analysis.hardware import load_hardware
+    from hloscope.analysis.timing import estimate_time
+
     trace = tmp_path / "t.json"
     data = run_json(capsys, "estimate", "--json", "--hardware", "h100-sxm", "--trace", str(trace), S000)
-    assert data["total_seconds"] > 0
-    events = json.loads(trace.read_text())["traceEvents"]
-    assert any(e["ph"] == "X" for e in events)
+    est = estimate_time(hloscope.load(S000), load_hardware("h100-sxm"))
+    assert data["total_seconds"] == pytest.approx(est.total_seconds, rel=1e-12)
+    assert data["hardware"] == "h100-sxm" and data["hardware_assumed"] is None
+    assert data["backend"]["backend"] == "gpu" and data["notes"] == []
+    spans = [e for e in json.loads(trace.read_text())["traceEvents"] if e["ph"] == "X"]
+    assert [e["name"] for e in spans] == [op.instruction for op in est.schedule]
+    assert [(e["ts"], e["dur"]) for e in spans] == [
+        (pytest.approx(op.start * 1e6), pytest.approx(op.duration * 1e6)) for op in est.schedule]
+    assert max(e["ts"] + e["dur"] for e in spans) == pytest.approx(est.total_seconds * 1e6)
+
+
+def test_estimate_without_hardware_says_what_it_assumed(capsys) -> None:
+    """Issue 25 item 5: the profile comes from the backend the module was compiled for, and the
+    output says which and why (seed 000's cuBLAS gemms: a GPU; seed 004's tiles: a TPU)."""
+    gpu = run_json(capsys, "estimate", "--json", S000)
+    assert gpu["hardware"] == "h100-sxm" and "__cublas$gemm" in gpu["hardware_assumed"]
+    assert gpu["backend"]["evidence"][0]["what"] == "cuBLAS custom calls"
+    tpu = run_json(capsys, "estimate", "--json", S004)
+    assert tpu["hardware"] == "tpu-v5p" and "T(8,128)" in tpu["hardware_assumed"]
+    assert main(["estimate", S001]) == 0
+    out = capsys.readouterr().out
+    assert "h100-sxm assumed, as the module was compiled for a GPU" in out
+    assert "note: the module has no fusions" in out
 
 
 def test_estimate_unknown_hardware_lists_names(capsys) -> None:
@@ -156,11 +182,19 @@ def test_estimate_unknown_hardware_lists_names(capsys) -> None:
 
 
 def test_calibrate_writes_a_profile_usable_by_estimate(tmp_path, capsys) -> None:
+    import hloscope
+    from hloscope.analysis.hardware import load_hardware
+    from hloscope.analysis.timing import estimate_time
+
     out = tmp_path / "cpu.json"
     assert main(["calibrate", "--seconds", "0.3", "-o", str(out)]) == 0
     capsys.readouterr()
     data = run_json(capsys, "estimate", "--json", "--hardware", str(out), S001)
-    assert data["total_seconds"] > 0
+    spec = load_hardware(out)
+    assert (data["hardware"], data["hardware_kind"]) == ("cpu-calibrated", "cpu") == (spec.name, spec.kind)
+    assert data["total_seconds"] == pytest.approx(estimate_time(hloscope.load(S001), spec).total_seconds, rel=1e-12)
+    # Seed 001 is a GPU module estimated on a CPU profile: the command says so.
+    assert any("compiled for a GPU" in n for n in data["notes"])
 
 
 def test_memory_json_and_dump(tmp_path, capsys) -> None:

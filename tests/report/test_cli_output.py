@@ -59,8 +59,13 @@ def test_short_keeps_the_leaf_op():
 
 
 def test_implied_hardware_names_its_reason():
-    gpu = implied_hardware(hloscope.load(SEED_FILES["000"]))
+    """The page's choice is the estimate command's (one inference, analysis/backend.py)."""
+    from hloscope.analysis.backend import infer_backend
+
+    seed000 = hloscope.load(SEED_FILES["000"])
+    gpu = implied_hardware(seed000)
     assert gpu[0] == "h100-sxm" and "__cublas$gemm" in gpu[1]
+    assert gpu[1].startswith(infer_backend(seed000).assumed())
     tpu = implied_hardware(hloscope.load(SEED_FILES["004"]))
     assert tpu[0] == "tpu-v5p" and "4 replicas" in tpu[1]
     cpu = implied_hardware(hloscope.parse("HloModule m\nENTRY e { ROOT p = f32[4] parameter(0) }"))

@@ -9,21 +9,28 @@ calibrated rate (``CpuRates``), measured on an XLA:CPU kernel of that family and
 from __future__ import annotations
 
 import math
+from collections import deque
+from dataclasses import dataclass
 
 from hloscope.analysis.cost import ELEMENTWISE, TRANSCENDENTAL, Cost, transpose_is_bitcast
 from hloscope.analysis.hardware import (
     CACHED_DOT_BYTES,
     CACHED_STREAM_BYTES,
+    CACHED_TABLE_BYTES,
+    CACHED_TRANSPOSE_BYTES,
     FRESH_BUFFER_BYTES,
     LARGE_DOT_BYTES,
     LARGE_STREAM_BYTES,
+    LARGE_TABLE_BYTES,
+    LARGE_TRANSPOSE_BYTES,
     CpuRates,
     HardwareSpec,
 )
 from hloscope.analysis.memory.report import MemoryReport, analyze_memory
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 
-__all__ = ["LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_page_bytes", "is_library_fusion", "math_dtype"]
+__all__ = ["FreshAllocation", "LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_allocations", "is_library_fusion",
+           "REUSE_BYTES", "math_dtype", "runs_in_sequence", "thunks_of", "wide_thunks"]
 
 MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
 
@@ -45,13 +52,10 @@ def math_dtype(inst: Instruction) -> str:
 
 
 def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
-                fresh_bytes: int = 0) -> tuple[float, float, float]:
-    """(compute, memory, page-fault) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model].
-
-    The third is the first writes to freshly mapped pages: the kernel's fault handler runs them
-    one page at a time on the thunk's thread, so they add to its time instead of overlapping
-    its loads and arithmetic as compute and streaming do.
-    """
+                cold_bytes: float = 0.0) -> tuple[float, float]:
+    """(compute, memory) seconds of one XLA:CPU thunk; see Note [The XLA:CPU model]. Its
+    allocations' page faults are their own (``fresh_allocations``). ``cold_bytes`` of its
+    operands are not in the cache when it runs (Note [Cold operands])."""
     body = inst.attrs["calls"].instructions if inst.opcode is Opcode.FUSION else (inst,)
     flops, transcendentals = max(c.flops, 0), max(c.transcendentals, 0)
     nbytes_again = 0.0
@@ -67,6 +71,9 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
         compute = dot_flops / _dot_rate(hw, rates, math_dtype(inst), c.bytes_accessed) + rest
     elif math_ops:
         compute = (flops + transcendentals) / _dot_rate(hw, rates, math_dtype(inst), c.bytes_accessed)
+        if inst.opcode is Opcode.CONVOLUTION and rates.conv_outputs > 0:
+            # Note [Eigen convolutions]
+            compute = max(compute, _elements_of(inst) / rates.conv_outputs)
     elif (sort := next((i for i in body if i.opcode is Opcode.SORT), None)) is not None:
         extra = max(_comparator_ops(sort) - 1, 0)
         compute = _sort_comparisons(sort) * (1 / rates.sort_comparisons + extra / rates.comparator_ops)
@@ -74,7 +81,10 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
         compute = _elements_of(inst.operands[0]) / rates.topk_elements
     elif (scatter := next((i for i in body if i.opcode is Opcode.SCATTER), None)) is not None:
         updates = scatter.operands[(len(scatter.operands) - 1) // 2 + 1]
-        compute = _elements_of(updates) / rates.scatter_elements
+        compute = _elements_of(updates) / _indexed_rate(rates.scatter_elements, rates.cached_scatter_elements,
+                                                        _bytes_of(scatter.operands[0]))
+    elif inst.opcode is Opcode.FFT:
+        compute = _fft_flops(inst) / rates.fft_flops
     else:
         # An emitted loop: vectorised arithmetic, plus the per-element index work of gathers
         # and the per-window-element walk of reduce-windows, which do not vectorise.
@@ -88,17 +98,129 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
         if not is_library_fusion(inst):
             # Note [Chained transcendentals]
             compute -= _unchained_share(body, transcendentals) * (1 - 1 / UNCHAINED_SPEEDUP) / rates.transcendentals
-    nbytes = max(c.bytes_accessed, 0) + nbytes_again + 2 * sum(_materialized_bytes(inst))
-    strided = any(_changes_physical_order(i) for i in body)
-    if math_ops and not grouped:
-        # A library kernel blocks its operands for the caches and prefetches the next block:
-        # it reads at the cache-resident rate, not at an emitted loop's streaming rate.
-        bandwidth = max(rates.cached_bandwidth, hw.memory_bandwidth)
+    scratch = 2 * sum(_materialized_bytes(inst))
+    nbytes = max(c.bytes_accessed, 0) + nbytes_again + scratch
+    # Note [Reads and writes]
+    written = min(float(_bytes_of(inst)), max(c.bytes_accessed, 0.0)) + scratch / 2
+    transposed = [i for i in body if _strided_run_bytes(i) < STREAMED_RUN_BYTES]
+    if transposed and not (math_ops and not grouped):
+        # Note [Transposes]
+        moved = 2.0 * max(_bytes_of(i) for i in transposed)
+        return compute, nbytes / _transpose_rate(rates, moved)
+    # Note [Cold operands]
+    read = nbytes - written
+    cold = min(max(cold_bytes, 0.0), read)
+    return compute, ((read - cold + 2 * written) * _STREAM_SHARE / _stream_rate(hw, rates, nbytes)
+                     + cold * _STREAM_SHARE / hw.memory_bandwidth)
+
+
+# Note [Cold operands]
+#     The cache speed-up of a small loop holds for operands a recent instruction wrote, not for
+#     the step's parameters or values written long before: an optimizer's update of 50
+#     parameters of 256 KiB each read its 50 x 1 MiB of parameters and moments from memory
+#     (11.4 ms here, where every fusion's bytes at the cached rate gave 4.7). The simulation
+#     (``analysis.timing``) passes the bytes of each instruction's operands that are cold: an
+#     entry parameter or constant, or a value produced before more than ``REUSE_BYTES`` of other
+#     traffic went through the cache since; those are read at ``memory_bandwidth``.
+REUSE_BYTES = CACHED_STREAM_BYTES
+
+
+# Note [Eigen convolutions]
+#     A convolution XLA:CPU does not hand to a library (YNNPACK takes most NHWC ones as a
+#     ``__ynn_fusion``; an input-dilated one, as a transposed convolution is, or one of few
+#     channels stays a ``convolution`` thunk) runs Eigen's spatial convolution, whose time here
+#     went with its output elements more than with its FLOPs: 4.6-7 ns an output element for
+#     3x3 kernels over 3 to 64 input channels (10-53 GFLOP/s), where a dot runs at 85-125. So
+#     such a thunk takes the longer of its FLOPs at the matmul rate and its output elements at
+#     ``cpu_rates.conv_outputs`` (calibrated on a 3x3 convolution of 16 channels).
+
+# Note [Reads and writes]
+#     A loop writing a cache line it has not read first reads it anyway (write-allocate) and
+#     later writes it back: a written byte costs two transfers, a read byte one. The streaming
+#     rates are measured on z = x + y (8 bytes read, 4 written per element: 16 transfers per 12
+#     bytes accessed), so an instruction's streaming time is (read + 2 written) * 12/16 bytes at
+#     that rate: a matrix-vector product that only reads its 64 MB matrix streamed it at 14
+#     GB/s where z = x + y moved 11. Written bytes are the result's (at most what the cost
+#     analysis counts: an in-place dynamic-update-slice writes only its update).
+_STREAM_SHARE = 12 / 16
+
+
+def _fft_flops(fft: Instruction) -> float:
+    """5 N log2 N per complex transform of N points (a real one, half), over the batch."""
+    lengths = [int(n) for n in fft.attrs.get("fft_length", ())]
+    points = math.prod(lengths) if lengths else 1
+    if points <= 1:
+        return 0.0
+    kind = str(fft.attrs.get("fft_type", "FFT")).upper()
+    real = kind in ("RFFT", "IRFFT")
+    # The batch is the real side's elements (a complex transform's either side) over the points.
+    real_side = fft.operands[0] if kind != "IRFFT" else fft
+    batch = _elements_of(real_side) / points
+    return batch * 5 * points * math.log2(points) / (2 if real else 1)
+
+
+def _indexed_rate(large: float, cached: float, table_bytes: float) -> float:
+    """Elements/s of a gather or scatter into a table of ``table_bytes``: each element lands at
+    a random row, whose cost grows with the table as the cache keeps less of it. The time per
+    element is interpolated on log(bytes) between the two calibrations (``CACHED_TABLE_BYTES``,
+    ``LARGE_TABLE_BYTES``) and extrapolated past the large one (a 32 MiB table gathered at half
+    the 8 MiB rate here: more of its pages miss the TLB)."""
+    if cached <= large:
+        return large
+    w = math.log(LARGE_TABLE_BYTES / max(table_bytes, 1.0)) / math.log(LARGE_TABLE_BYTES / CACHED_TABLE_BYTES)
+    seconds = 1 / large + (1 / cached - 1 / large) * min(w, 1.0)
+    return 1 / max(seconds, 1 / cached)
+
+
+# Note [Transposes]
+#     A copy that changes the physical order of an array walks one side with a stride; what
+#     that costs depends on the contiguous run it moves at a time: the output's most-minor
+#     dimensions that are also the operand's, in the same order. Heads moved from [b, t, h, d]
+#     to [b, h, t, d] with d = 64 f32 are 256-byte runs, and stream as a copy does (10 ms for
+#     64 MiB, as the copy); runs of 16 bytes took 30 ms and of 8 bytes 51 ms. So an instruction
+#     whose runs reach STREAMED_RUN_BYTES (two cache lines: the prefetcher follows them) is
+#     timed as a stream, and a shorter one at the transposing rate, which depends on how much
+#     of the array the cache keeps while the walk comes back for the next line: 0.5-0.7 ms for
+#     a 512 x 512 or 1024 x 1024 f32 transpose here (12-15 GB/s), 2.4-4 GB/s from 32 MiB on.
+#     That rate is interpolated on log(bytes) between the two calibrations
+#     (``CACHED_TRANSPOSE_BYTES`` and ``LARGE_TRANSPOSE_BYTES`` moved).
+STREAMED_RUN_BYTES = 128
+
+
+def _transpose_rate(rates: CpuRates, moved: float) -> float:
+    large, cached = rates.transpose_bandwidth, rates.cached_transpose_bandwidth
+    if cached <= large or moved >= LARGE_TRANSPOSE_BYTES:
+        return large
+    if moved <= CACHED_TRANSPOSE_BYTES:
+        return cached
+    w = math.log(LARGE_TRANSPOSE_BYTES / moved) / math.log(LARGE_TRANSPOSE_BYTES / CACHED_TRANSPOSE_BYTES)
+    return large * (cached / large) ** w
+
+
+def _strided_run_bytes(inst: Instruction) -> float:
+    """Bytes of the contiguous runs a physical-order change moves (Note [Transposes]); infinite
+    for an instruction that keeps the physical order."""
+    if inst.opcode is Opcode.TRANSPOSE:
+        if transpose_is_bitcast(inst):
+            return math.inf
+        perm = tuple(inst.attrs.get("dimensions", ()))
+    elif inst.opcode is Opcode.COPY and inst.operands:
+        perm = None
     else:
-        bandwidth = rates.transpose_bandwidth if strided else _stream_rate(hw, rates, nbytes)
-    # ``fresh_bytes``: what ``fresh_page_bytes`` charges this instruction.
-    faults = fresh_bytes / rates.fresh_page_bandwidth if rates.fresh_page_bandwidth > 0 else 0.0
-    return compute, nbytes / bandwidth, faults
+        return math.inf
+    out, src = inst.shape, inst.operands[0].shape
+    if not (isinstance(out, ArrayShape) and isinstance(src, ArrayShape) and out.layout and src.layout):
+        return math.inf
+    out_order = [d if perm is None else perm[d] for d in _nontrivial(out, out.layout.minor_to_major)]
+    src_order = list(_nontrivial(src, src.layout.minor_to_major))
+    if out_order == src_order:
+        return math.inf
+    run = 1
+    for a, b in zip(out_order, src_order, strict=False):
+        if a != b:
+            break
+        run *= src.dimensions[a]
+    return float(run * max(src.byte_size() // max(src.element_count, 1), 1))
 
 
 # XLA:CPU's library fusions (``library_fusion_kinds.h``): a kCustom fusion whose backend config
@@ -120,28 +242,47 @@ def is_library_fusion(inst: Instruction) -> bool:
     return isinstance(fusion_config, dict) and fusion_config.get("kind") in LIBRARY_FUSION_KINDS
 
 
-def fresh_page_bytes(module: Module, memory: MemoryReport | None = None) -> dict[Instruction, int]:
-    """Bytes each top-level instruction writes to freshly mapped pages on every run.
+@dataclass(frozen=True, slots=True)
+class FreshAllocation:
+    """An allocation whose pages are mapped anew on every run (Note [Fresh pages per allocation]).
 
-    ``memory`` reuses an ``analyze_memory(module)`` result (the report's memory section).
+    ``label`` names it (``"allocation 3"`` of the buffer assignment, or ``"scratch of X"`` for
+    a library fusion's own buffer), ``kind`` is the buffer assignment's kind (``temp``,
+    ``maybe-live-out``, ...) or ``"library scratch"``, ``size`` is in bytes and
+    ``first_writer`` is the top-level instruction whose writes fault its pages in.
+    """
+
+    label: str
+    kind: str
+    size: int
+    first_writer: Instruction
+
+
+def fresh_allocations(module: Module, memory: MemoryReport | None = None) -> list[FreshAllocation]:
+    """The allocations of ``module`` mapped anew on every run, in schedule order of their first
+    writers. ``memory`` reuses an ``analyze_memory(module)`` result (the report's memory section).
 
     Note [Fresh pages per allocation]
         XLA:CPU allocates each of the buffer assignment's output and temporary allocations anew
         for every execution (``MemoryForAllocation`` in ``pjrt/cpu/cpu_client.cc``), and
         glibc maps a block of ``FRESH_BUFFER_BYTES`` or more anew each time, so every page of
         such an allocation faults once per run, whichever of the values sharing it writes it
-        first. The faults are charged to that first writer, allocation by allocation: a
-        softmax-then-norm whose four 32 MiB results share one output and one temporary
-        allocation faults on 64 MiB a run (16,384 faults counted), not on 128. Parameters
-        and constants are not allocated by the run; an allocation first written inside a loop
-        body is charged to no one (its later trips reuse it).
+        first: a softmax-then-norm whose four 32 MiB results share one output and one
+        temporary allocation faults on 64 MiB a run (16,384 faults counted), not on 128.
+        Parameters and constants are not allocated by the run; an allocation first written
+        inside a loop body is charged to no one (its later trips reuse it).
+        The faults are the allocation's cost, not its first writer's: a 1 KiB fusion that
+        happens to write first into a 64 MiB temporary block is not slow. The estimate shows
+        each such allocation as its own interval (``fresh-pages``), on the compute stream just
+        before its first writer, whose thread takes the faults; the writer's own time is its
+        roofline. Only an XLA:CPU profile has this term: accelerators allocate from a pool.
     """
     report = memory if memory is not None else analyze_memory(module)
     if report.build_allocations is None:
-        return {}
+        return []
     order = {inst.name: k for k, inst in enumerate(module.entry.instructions)}
     by_name = {inst.name: inst for inst in module.entry.instructions}
-    fresh: dict[Instruction, int] = {}
+    fresh: list[tuple[int, FreshAllocation]] = []
     # The allocations' sizes and kinds and who writes them: not ``buffer_assignment``, which
     # would make every value's positions and uses (gigabytes at 3 M instructions).
     for alloc in report.allocations:
@@ -151,12 +292,13 @@ def fresh_page_bytes(module: Module, memory: MemoryReport | None = None) -> dict
         writers = [name for name in alloc.instructions if name in order]
         first = min(writers, key=order.__getitem__, default=None)
         if first is not None and by_name[first].opcode not in _NOT_WRITERS:
-            fresh[by_name[first]] = fresh.get(by_name[first], 0) + alloc.size
-    for inst in module.entry.instructions:  # Note [Library graphs with dots]: their scratch
+            fresh.append((order[first], FreshAllocation(f"allocation {alloc.index}", alloc.kind, alloc.size,
+                                                        by_name[first])))
+    for k, inst in enumerate(module.entry.instructions):  # Note [Library graphs with dots]: their scratch
         scratch = sum(n for n in _materialized_bytes(inst) if n >= FRESH_BUFFER_BYTES)
         if scratch:
-            fresh[inst] = fresh.get(inst, 0) + scratch
-    return fresh
+            fresh.append((k, FreshAllocation(f"scratch of {inst.name}", "library scratch", scratch, inst)))
+    return [a for _, a in sorted(fresh, key=lambda kv: kv[0])]
 
 
 def _materialized_bytes(inst: Instruction) -> list[int]:
@@ -178,17 +320,15 @@ _NOT_WRITERS = frozenset({Opcode.PARAMETER, Opcode.TUPLE, Opcode.GET_TUPLE_ELEME
 
 def _stream_rate(hw: HardwareSpec, rates: CpuRates, nbytes: float) -> float:
     """Bytes/s of a loop moving ``nbytes``: ``memory_bandwidth`` past the caches, up to
-    ``cached_bandwidth`` for a working set that stays in them (interpolated between)."""
+    ``cached_bandwidth`` for a working set the core's cache keeps, interpolated on log(bytes)
+    between the two calibrations (``CACHED_STREAM_BYTES``, ``LARGE_STREAM_BYTES``)."""
     large, cached = hw.memory_bandwidth, rates.cached_bandwidth
     if cached <= large or nbytes >= LARGE_STREAM_BYTES:
         return large
     if nbytes <= CACHED_STREAM_BYTES:
         return cached
-    # Linear in bytes: the share of the working set the cache keeps between two runs falls
-    # steadily from all at CACHED_STREAM_BYTES to none at LARGE_STREAM_BYTES (64 MB streamed
-    # 16-22 GB/s here between 26 and 12: log-interpolation gave 14.5).
-    w = (LARGE_STREAM_BYTES - nbytes) / (LARGE_STREAM_BYTES - CACHED_STREAM_BYTES)
-    return large + (cached - large) * w
+    w = math.log(LARGE_STREAM_BYTES / nbytes) / math.log(LARGE_STREAM_BYTES / CACHED_STREAM_BYTES)
+    return large * (cached / large) ** w
 
 
 def _recomputed(fused: Computation) -> tuple[float, float, float]:
@@ -238,10 +378,16 @@ def _loop_compute(body: tuple[Instruction, ...] | list[Instruction], flops: floa
     compute = flops / rates.elementwise_flops + (transcendentals - counted) / rates.transcendentals
     for i in body:
         if i.opcode is Opcode.GATHER:
-            compute += _elements_of(i) / rates.gather_elements
+            compute += _elements_of(i) / _indexed_rate(rates.gather_elements, rates.cached_gather_elements,
+                                                       _bytes_of(i.operands[0]))
         elif i.opcode is Opcode.REDUCE_WINDOW:
+            # The walk runs the reducer as scalar code per window element: one instruction at
+            # the calibrated rate (an add), each further one (a variadic argmax's compares and
+            # selects) at the rate of a sort comparator's instructions.
             window = math.prod(d.size for d in i.attrs["window"].dimensions)
-            compute += _elements_of(i) * window / rates.reduce_window_elements
+            visits = _elements_of(i) / max(sum(1 for _ in i.shape.leaves()), 1) * window
+            extra = max(_comparator_ops(i) - 1, 0)
+            compute += visits * (1 / rates.reduce_window_elements + extra / rates.comparator_ops)
     return compute
 
 
@@ -346,23 +492,102 @@ def _sort_comparisons(sort: Instruction) -> float:
 
 
 def _comparator_ops(sort: Instruction) -> int:
-    """Instructions of a sort's comparator that run per comparison (not parameters or constants)."""
+    """Instructions of a sort's comparator (or a reducer) that run per comparison (not
+    parameters, constants or the tuple of a variadic reducer's results)."""
     comparator = sort.attrs.get("to_apply")
     if comparator is None:
         return 1
-    return sum(i.opcode not in (Opcode.PARAMETER, Opcode.CONSTANT) for i in comparator.instructions)
-
-
-def _changes_physical_order(inst: Instruction) -> bool:
-    """A transpose that is not a bitcast, or a copy between different layouts."""
-    if inst.opcode is Opcode.TRANSPOSE:
-        return not transpose_is_bitcast(inst)
-    if inst.opcode is Opcode.COPY and inst.operands:
-        out, src = inst.shape, inst.operands[0].shape
-        if isinstance(out, ArrayShape) and isinstance(src, ArrayShape) and out.layout and src.layout:
-            return _nontrivial(out, out.layout.minor_to_major) != _nontrivial(src, src.layout.minor_to_major)
-    return False
+    return max(sum(i.opcode not in (Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE) for i in comparator.instructions),
+               1)
 
 
 def _nontrivial(shape: ArrayShape, minor_to_major: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(d for d in minor_to_major if shape.dimensions[d] > 1)
+
+
+def _bytes_of(inst: Instruction) -> int:
+    return sum(leaf.byte_size() for _, leaf in inst.shape.leaves() if isinstance(leaf, ArrayShape))
+
+
+# Note [Thunk dispatch]
+#     XLA:CPU runs each computation's thunks with a ThunkExecutor
+#     (``backends/cpu/runtime/thunk_executor.cc``). It runs them one after another, inline, when
+#     every thunk depends on the one before (``ExecutionGraph::is_sequential``), when all of
+#     their buffers are at most 512 bytes, or when there are at most 8; otherwise as a graph:
+#     each thunk's completion makes its users ready, ready thunks wait in a FIFO queue, and
+#     whenever more than 8 wait, half of them go to the thread pool (``SplitReadyQueue``). On
+#     one core those hand-offs are context switches between threads of this process, and the
+#     waiting thread's spinning is CPU time: independent reductions cost about 3 us a thunk
+#     here, the same reductions in a chain 0.6 us (a reduction of 1024 elements is two thunks
+#     once compiled, a window pass and a final one). So a thunk that the executor pops while more than 8 others
+#     are ready (``wide_thunks``, a replay of its queue over the data flow) costs
+#     ``cpu_rates.dag_thunk_overhead``, every other ``kernel_launch_overhead`` (``calibrate``
+#     measures the first on independent reductions, the second on a chain), and an execution
+#     ``cpu_rates.execution_overhead`` (a module of one small thunk). The dependence between
+#     thunks is read from the data flow (an operand, through tuples and bitcasts), which is
+#     what XLA's buffer conflicts mostly are.
+_NOT_THUNKS = frozenset({
+    Opcode.PARAMETER, Opcode.CONSTANT, Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.BITCAST,
+    Opcode.AFTER_ALL, Opcode.ADD_DEPENDENCY, Opcode.OPTIMIZATION_BARRIER, Opcode.DOMAIN,
+})
+SEQUENTIAL_BUFFER_BYTES = 512
+SEQUENTIAL_THUNKS = 8
+SPLIT_THRESHOLD = 8
+
+
+def thunks_of(comp: Computation) -> list[Instruction]:
+    """The instructions of ``comp`` that are XLA:CPU thunks (not parameters, constants, tuples,
+    bitcasts and the like), in order."""
+    return [i for i in comp.instructions if i.opcode not in _NOT_THUNKS]
+
+
+def runs_in_sequence(comp: Computation) -> bool:
+    """Whether XLA:CPU runs the thunks of ``comp`` in sequence (Note [Thunk dispatch])."""
+    thunks = thunks_of(comp)
+    if len(thunks) <= SEQUENTIAL_THUNKS:
+        return True
+    if all(_bytes_of(i) <= SEQUENTIAL_BUFFER_BYTES and all(_bytes_of(o) <= SEQUENTIAL_BUFFER_BYTES
+                                                           for o in i.operands) for i in thunks):
+        return True
+    for before, after in zip(thunks, thunks[1:], strict=False):
+        if before not in _thunk_inputs(after):
+            return False
+    return True
+
+
+def wide_thunks(comp: Computation) -> set[Instruction]:
+    """The thunks of ``comp`` XLA:CPU's executor pops while more than ``SPLIT_THRESHOLD`` others
+    are ready: a replay of its FIFO ready queue over the data flow (Note [Thunk dispatch])."""
+    if runs_in_sequence(comp):
+        return set()
+    thunks = thunks_of(comp)
+    inputs = {t: {i for i in _thunk_inputs(t) if i.opcode not in _NOT_THUNKS} for t in thunks}
+    users: dict[Instruction, list[Instruction]] = {}
+    for t, ins in inputs.items():
+        for i in ins:
+            users.setdefault(i, []).append(t)
+    waiting = {t: len(ins) for t, ins in inputs.items()}
+    ready = deque(t for t in thunks if not waiting[t])
+    wide: set[Instruction] = set()
+    while ready:
+        t = ready.popleft()
+        if len(ready) > SPLIT_THRESHOLD:
+            wide.add(t)
+        for u in users.get(t, ()):
+            waiting[u] -= 1
+            if not waiting[u]:
+                ready.append(u)
+    return wide
+
+
+def _thunk_inputs(inst: Instruction) -> set[Instruction]:
+    """The thunks whose results ``inst`` reads, looking through tuples and bitcasts."""
+    out: set[Instruction] = set()
+    stack = list(inst.operands)
+    while stack:
+        o = stack.pop()
+        if o.opcode in (Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.BITCAST):
+            stack.extend(o.operands)
+        else:
+            out.add(o)
+    return out

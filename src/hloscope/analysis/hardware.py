@@ -44,6 +44,10 @@ __all__ = [
     "LARGE_DOT_BYTES",
     "CACHED_STREAM_BYTES",
     "LARGE_STREAM_BYTES",
+    "CACHED_TABLE_BYTES",
+    "LARGE_TABLE_BYTES",
+    "CACHED_TRANSPOSE_BYTES",
+    "LARGE_TRANSPOSE_BYTES",
     "FRESH_BUFFER_BYTES",
     "load_hardware",
     "list_hardware",
@@ -121,7 +125,20 @@ class CpuRates:
     on log(bytes), as dots do between their two sizes. ``fresh_page_bandwidth`` is bytes/s of
     first writes to freshly mapped pages, which every top-level result of ``FRESH_BUFFER_BYTES``
     or more pays on each run on top of its streaming time.
-    Profiles written before these existed get the defaults below.
+
+    The index walks depend on where the indexed array lives: ``gather_elements`` and
+    ``scatter_elements`` are measured on a table of ``LARGE_TABLE_BYTES``,
+    ``cached_gather_elements`` and ``cached_scatter_elements`` on one of ``CACHED_TABLE_BYTES``
+    that the core's cache keeps; ``transpose_bandwidth`` is a transpose of just under 32 MiB,
+    ``cached_transpose_bandwidth`` one of ``CACHED_TRANSPOSE_BYTES``. ``fft_flops`` is FLOP/s of
+    XLA:CPU's FFT (DUCC), counting 5 N log2 N per complex transform of N points.
+    ``conv_outputs`` is output elements per second of a convolution XLA:CPU runs with Eigen's
+    own kernel rather than a library fusion (Note [Eigen convolutions] in ``cpu_model.py``).
+    ``dag_thunk_overhead`` is a thunk's cost when XLA:CPU runs a computation's thunks as a
+    graph instead of in sequence, and ``execution_overhead`` the fixed cost of one execution
+    (Note [Thunk dispatch] in ``analysis/cpu_model.py``).
+    Profiles written before these existed get the defaults below; a cached rate of 0 means
+    "the same as the large one".
     """
 
     elementwise_flops: float
@@ -137,6 +154,13 @@ class CpuRates:
     comparator_ops: float = 2e9
     cached_bandwidth: float = 0.0  # 0: no cache speed-up (memory_bandwidth throughout)
     fresh_page_bandwidth: float = 0.0  # 0: first writes to fresh pages cost nothing extra
+    fft_flops: float = 1e10
+    cached_gather_elements: float = 0.0
+    cached_scatter_elements: float = 0.0
+    cached_transpose_bandwidth: float = 0.0
+    dag_thunk_overhead: float = 0.0  # 0: the same as kernel_launch_overhead
+    execution_overhead: float = 0.0
+    conv_outputs: float = 0.0  # 0: a plain convolution at the matmul rate alone
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
@@ -145,24 +169,34 @@ class CpuRates:
 _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth", "sort_comparisons",
                     "scatter_elements", "cached_dot_flops", "gather_elements", "reduce_window_elements",
                     "grouped_conv_flops", "topk_elements", "comparator_ops", "cached_bandwidth",
-                    "fresh_page_bandwidth")
+                    "fresh_page_bandwidth", "fft_flops", "cached_gather_elements", "cached_scatter_elements",
+                    "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
-                      "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth")
-_ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth")
+                      "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
+                      "cached_gather_elements", "cached_scatter_elements", "cached_transpose_bandwidth",
+                      "dag_thunk_overhead", "execution_overhead", "conv_outputs")
+_ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
+            "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536
-# Bytes moved by the two streaming calibrations (z = x + y over f32 arrays of 2 Mi and just
-# under 8 Mi elements). The cached one is the last-level cache's rate, which the loops of a
-# step mostly see (an operand just written by the producer before): measured with XLA:CPU on
-# one core of this 2-core VM, z = x + y streamed 22-26 GB/s from 12 to 48 MB moved and 13-21
-# GB/s from 72 MB on, as the other tenants' use of the shared cache came and went, while
-# below 3 MB (the 2 MiB L2) it ran at 33 GB/s -- the former 3 MB point sat on that edge and
-# measured 16, less than the memory rate. The large one stays past the cache, each array
-# under FRESH_BUFFER_BYTES so that its pages are reused (Note [Fresh pages per allocation]).
-CACHED_STREAM_BYTES = 3 * 4 * (2 << 20)
+# Bytes moved by the two streaming calibrations (z = x + y over f32 arrays of 96 Ki and just
+# under 8 Mi elements). The cached one stays in the core's own cache (the 2 MiB L2 of this VM),
+# which the small loops of a step see (an operand just written by the producer before): here
+# z = x + y streamed 24-60 GB/s up to 1.2 MB moved, 19 GB/s at 4.7 MB and 9-12 GB/s from 19 MB
+# on while the machine was loaded (a shared last-level cache is the other tenants' as much as
+# ours; quieter, 22-26 GB/s from 12 to 48 MB). Between the two sizes the rate is interpolated
+# on log(bytes). The large one stays past the cache, each array under FRESH_BUFFER_BYTES so
+# that its pages are reused (Note [Fresh pages per allocation]).
+CACHED_STREAM_BYTES = 3 * 4 * (96 << 10)
 LARGE_STREAM_BYTES = 3 * 4 * ((8 << 20) - (64 << 10))
+# Bytes of the tables the gather and scatter calibrations index (65,536 and 4,096 rows of 32
+# f32), and of the two transposes (4095 x 2048 and 512 x 512 f32, read and written).
+LARGE_TABLE_BYTES = 4 * 65536 * 32
+CACHED_TABLE_BYTES = 4 * 4096 * 32
+LARGE_TRANSPOSE_BYTES = 2 * 4 * 4095 * 2048
+CACHED_TRANSPOSE_BYTES = 2 * 4 * 512 * 512
 # glibc maps every block of this size or more anew (its mmap threshold's ceiling on 64-bit), so
 # an XLA:CPU buffer that large has fresh pages on every run, and the kernel faults in and zeroes
 # each page at its first write (``CpuRates.fresh_page_bandwidth``).

@@ -29,7 +29,9 @@ Note [The XLA:CPU model]
       type, sped up towards ``cpu_rates.cached_dot_flops`` when its bytes fit in cache; a
       library fusion's other work (attention's softmax between two dots) at the loop rates
       below (Note [Library graphs with dots] in ``cpu_model.py``); a grouped (depthwise)
-      convolution is XLA's own loop, at ``grouped_conv_flops``;
+      convolution is XLA's own loop, at ``grouped_conv_flops``; a plain convolution thunk
+      (Eigen's kernel, not a library fusion) takes at least its output elements at
+      ``conv_outputs`` (Note [Eigen convolutions]);
     * a sort costs ``elements * ceil(log2 n)`` comparisons (``n`` the sorted dimension) at
       ``cpu_rates.sort_comparisons``; a scatter its update elements at ``scatter_elements``;
       the TopK custom call its input elements at ``topk_elements``;
@@ -41,19 +43,27 @@ Note [The XLA:CPU model]
       sqrt and rsqrt, transcendentals to XLA's cost analysis, are the hardware's square root
       and cost elementwise FLOPs (Note [Hardware roots]);
     * memory time is bytes at ``memory_bandwidth`` (calibrated as XLA's own streaming loop),
-      faster towards ``cpu_rates.cached_bandwidth`` when they fit in cache, at that cached
-      rate for a library dot (it blocks and prefetches), or at
-      ``cpu_rates.transpose_bandwidth`` when the instruction (or one in its fusion) changes the
-      physical order of an array: a layout-changing ``copy`` or a non-bitcast ``transpose``
-      walks one side with a stride;
+      faster towards ``cpu_rates.cached_bandwidth`` when they fit in the core's cache, a
+      written byte costing two transfers and a read one (Note [Reads and writes]); or at the
+      transposing rate when the instruction (or one in its fusion) changes the physical order
+      of an array in runs shorter than two cache lines (Note [Transposes]);
     * an XLA fusion evaluates an elementwise producer once per loop that reads it (Note
       [Recomputed producers] in ``cpu_model.py``), though XLA's cost analysis counts it once;
       a library fusion runs its graph tile by tile and evaluates each once;
-    * compute and memory combine as on GPUs (the larger plus 5% of the smaller); each
-      output or temporary allocation of 32 MiB or more is mapped anew on every run, and its
-      first writer pays the page faults at ``fresh_page_bandwidth`` on top (Note [Fresh pages
-      per allocation]); each thunk costs ``kernel_launch_overhead`` (the thunk executor's
-      dispatch, not a launch).
+    * compute and memory combine as on GPUs (the larger plus 5% of the smaller); each thunk
+      costs ``kernel_launch_overhead`` (the thunk executor's dispatch, not a launch), or
+      ``cpu_rates.dag_thunk_overhead`` when the executor runs it while it hands ready thunks
+      to its thread pool, and an execution ``cpu_rates.execution_overhead`` (Note [Thunk
+      dispatch]);
+    * an FFT costs 5 N log2 N per transform of N points (half for a real one) at
+      ``cpu_rates.fft_flops`` (XLA:CPU calls DUCC); a gather's or scatter's rate depends on
+      the size of the table it indexes (from ``cached_gather_elements`` to
+      ``gather_elements`` and on); a reduce-window's walk runs its reducer's further
+      instructions at ``comparator_ops``;
+    * each output or temporary allocation of 32 MiB or more is mapped anew on every run: its
+      page faults, at ``fresh_page_bandwidth``, are an interval of their own just before its
+      first writer (Note [Fresh pages per allocation] in ``cpu_model.py``), counted in
+      ``fresh_page_seconds``, not in any instruction's time.
 
     Every rate is measured on one XLA:CPU kernel of its family (``hloscope.xla.calibrate``);
     ``analysis/cpu_model.py`` holds the model.
@@ -66,6 +76,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hloscope.analysis.async_ops import async_wrapped_instruction
+from hloscope.analysis.backend import ModuleBackend, infer_backend
 from hloscope.analysis.collectives import (
     COLLECTIVE_OPCODES,
     FORMULAS,
@@ -81,13 +92,21 @@ from hloscope.analysis.cost import (
     analyze_cost,
     custom_call_cost,
 )
-from hloscope.analysis.cpu_model import cpu_seconds, fresh_page_bytes, math_dtype
+from hloscope.analysis.cpu_model import (
+    REUSE_BYTES,
+    FreshAllocation,
+    cpu_seconds,
+    fresh_allocations,
+    math_dtype,
+    wide_thunks,
+)
 from hloscope.analysis.hardware import HardwareSpec
 from hloscope.analysis.memory.report import MemoryReport
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import Computation, Instruction, Module, Opcode
 
-__all__ = ["ScheduledOp", "InstructionTime", "TimeEstimate", "estimate_time", "MEMORY_COMPUTE_PARALLELISM", "roofline_seconds"]
+__all__ = ["ScheduledOp", "InstructionTime", "FreshPages", "TimeEstimate", "estimate_time", "MEMORY_COMPUTE_PARALLELISM",
+           "roofline_seconds", "FRESH_PAGES"]
 
 # XLA's GpuPerformanceModelOptions default: compute and memory overlap 95%.
 MEMORY_COMPUTE_PARALLELISM = 0.95
@@ -111,6 +130,8 @@ _DONE_OF = {
 _ASYNC_STARTS = frozenset(_DONE_OF.values())
 
 COMPUTE, COMMUNICATION = "compute", "communication"
+# The opcode column of a scheduled interval that is an allocation's page faults, not an instruction.
+FRESH_PAGES = "fresh-pages"
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +173,32 @@ class InstructionTime:
                 "trip_count": self.trip_count}
 
 
+@dataclass(frozen=True, slots=True)
+class FreshPages:
+    """The page faults of one allocation mapped anew on every run (Note [Fresh pages per
+    allocation] in ``cpu_model.py``): ``seconds`` per step, before ``first_writer`` runs."""
+
+    allocation: str
+    kind: str
+    bytes: int
+    seconds: float
+    first_writer: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"allocation": self.allocation, "kind": self.kind, "bytes": self.bytes,
+                "seconds": self.seconds, "first_writer": self.first_writer}
+
+
 @dataclass(frozen=True)
 class TimeEstimate:
-    """Estimated seconds of one step of a module on one hardware profile."""
+    """Estimated seconds of one step of a module on one hardware profile.
+
+    The terms (``compute_seconds``, ``memory_seconds``, ``communication_seconds``,
+    ``launch_seconds``, ``fresh_page_seconds``) are summed per operation; operations overlap,
+    so they may add to more than ``total_seconds``. ``backend`` is what the module says about
+    the backend it was compiled for, and ``notes`` what a reader must know to trust the
+    figures (an unoptimized module, a module compiled for another backend than the profile's).
+    """
 
     hardware: str
     total_seconds: float
@@ -166,16 +210,26 @@ class TimeEstimate:
     trip_counts: dict[str, int | None] = field(default_factory=dict)
     # Every instruction that takes time, nested ones included, by name (names are module-unique).
     per_instruction: dict[str, InstructionTime] = field(default_factory=dict, repr=False)
+    fresh_page_seconds: float = 0.0
+    fresh_pages: tuple[FreshPages, ...] = ()
+    hardware_kind: str = ""
+    backend: ModuleBackend | None = None
+    notes: tuple[str, ...] = ()
 
     def to_json(self, *, top: int = 0) -> dict[str, Any]:
         """Totals, and the ``top`` longest scheduled intervals when ``top`` > 0."""
         data: dict[str, Any] = {
             "hardware": self.hardware,
+            "hardware_kind": self.hardware_kind,
             "total_seconds": self.total_seconds,
             "compute_seconds": self.compute_seconds,
             "memory_seconds": self.memory_seconds,
             "communication_seconds": self.communication_seconds,
             "launch_seconds": self.launch_seconds,
+            "fresh_page_seconds": self.fresh_page_seconds,
+            "fresh_pages": [f.to_json() for f in self.fresh_pages],
+            "backend": None if self.backend is None else self.backend.to_json(),
+            "notes": list(self.notes),
             "trip_counts": dict(self.trip_counts),
         }
         if top:
@@ -219,13 +273,20 @@ class _Simulator:
         self.replicas, self.partitions = device_grid(
             module, [c for i in module.instructions() if (c := as_collective(i)) is not None], None, None)
         self.events: list[ScheduledOp] = []
-        self.compute = self.memory = self.comm = self.launch = 0.0
+        self.compute = self.memory = self.comm = self.launch = self.faults = 0.0
         self.trip_counts: dict[str, int | None] = {}
         self._bound = "compute"  # the last kernel's dominant term (kernel_seconds sets it)
         rates = hw.cpu_rates
         # Note [Fresh pages per allocation] in cpu_model.py (needs the buffer assignment).
-        self.fresh = (fresh_page_bytes(module, memory) if hw.kind == "cpu" and rates is not None
-                      and rates.fresh_page_bandwidth > 0 else {})
+        self.fresh: dict[Instruction, list[FreshAllocation]] = {}
+        if hw.kind == "cpu" and rates is not None and rates.fresh_page_bandwidth > 0:
+            for alloc in fresh_allocations(module, memory):
+                self.fresh.setdefault(alloc.first_writer, []).append(alloc)
+        self.fresh_pages: list[FreshPages] = []
+        self._wide: dict[Computation, set[Instruction]] = {}
+        # Note [Cold operands] in cpu_model.py: bytes moved so far, and where each result was.
+        self._traffic = 0.0
+        self._written_at: dict[Instruction, float] = {}
         # instruction -> [seconds over all executions, executions, bound]
         self.charged: dict[Instruction, list[Any]] = {}
 
@@ -249,20 +310,66 @@ class _Simulator:
 
     def kernel_seconds(self, inst: Instruction, scale: float, cost: Cost | None = None) -> float:
         c = self._cost_of(inst) if cost is None else cost
-        faults = 0.0  # serial page-fault time (XLA:CPU model), counted as memory time
         if self.hw.kind == "cpu" and self.hw.cpu_rates is not None:
-            compute, memory, faults = cpu_seconds(inst, c, self.hw, self.hw.cpu_rates, self.fresh.get(inst, 0))
+            compute, memory = cpu_seconds(inst, c, self.hw, self.hw.cpu_rates, self._cold_bytes(inst, c))
         else:
             rate = self.hw.flops_per_second(math_dtype(inst))
             compute = max(c.flops, 0) / rate + max(c.transcendentals, 0) / rate
             memory = max(c.bytes_accessed, 0) / self.hw.memory_bandwidth
         self.compute += compute * scale
-        self.memory += (memory + faults) * scale
-        self.launch += self.hw.kernel_launch_overhead * scale
-        launch = self.hw.kernel_launch_overhead
-        self._bound = ("launch" if launch > max(compute, memory + faults) else
-                       "compute" if compute >= memory + faults else "memory")
-        return roofline_seconds(compute, memory) + faults + launch
+        self.memory += memory * scale
+        launch = self._launch_overhead(inst)
+        self.launch += launch * scale
+        self._bound = ("launch" if launch > max(compute, memory) else
+                       "compute" if compute >= memory else "memory")
+        return roofline_seconds(compute, memory) + launch
+
+    def _cold_bytes(self, inst: Instruction, c: Cost) -> float:
+        """Bytes of ``inst``'s operands not in the cache when it runs (Note [Cold operands] in
+        cpu_model.py), and the bookkeeping of what it leaves there."""
+        cold = 0.0
+        for o in inst.operands:
+            producer = o
+            while producer.opcode in (Opcode.BITCAST, Opcode.GET_TUPLE_ELEMENT) and producer.operands:
+                producer = producer.operands[0]
+            size = sum(s.byte_size() for _, s in o.shape.leaves())
+            written = self._written_at.get(producer)
+            entry_input = producer.opcode in (Opcode.PARAMETER, Opcode.CONSTANT) and (
+                producer.computation is self.module.entry)
+            if entry_input or (written is not None and self._traffic - written + size > REUSE_BYTES) or (
+                    written is None and size > REUSE_BYTES):
+                cold += size
+        self._traffic += max(c.bytes_accessed, 0)
+        self._written_at[inst] = self._traffic
+        return cold
+
+    def _launch_overhead(self, inst: Instruction) -> float:
+        """``kernel_launch_overhead``, or on XLA:CPU the graph executor's cost for a thunk it
+        runs while more than 8 others are ready (Note [Thunk dispatch] in cpu_model.py)."""
+        rates = self.hw.cpu_rates
+        if rates is None or rates.dag_thunk_overhead <= 0 or inst.computation is None:
+            return self.hw.kernel_launch_overhead
+        comp = inst.computation
+        wide = self._wide.get(comp)
+        if wide is None:
+            wide = self._wide[comp] = wide_thunks(comp)
+        return rates.dag_thunk_overhead if inst in wide else self.hw.kernel_launch_overhead
+
+    def fresh_page_faults(self, inst: Instruction, clock: float, record: bool) -> float:
+        """Schedule the page faults of the allocations ``inst`` writes first (Note [Fresh pages
+        per allocation] in ``cpu_model.py``) from ``clock``; returns when they end."""
+        rates = self.hw.cpu_rates
+        for alloc in self.fresh.get(inst, ()):
+            assert rates is not None
+            seconds = alloc.size / rates.fresh_page_bandwidth
+            self.faults += seconds
+            self.fresh_pages.append(FreshPages(alloc.label, alloc.kind, alloc.size, seconds, inst.name))
+            if record:
+                self.events.append(ScheduledOp(f"{alloc.label} ({alloc.kind}, {alloc.size:,} bytes)", FRESH_PAGES,
+                                               clock, clock + seconds, COMPUTE,
+                                               inst.computation.name if inst.computation else ""))
+            clock += seconds
+        return clock
 
     def collective_seconds(self, inst: Instruction, scale: float) -> float:
         kind = COLLECTIVE_OPCODES[inst.opcode]
@@ -342,6 +449,8 @@ class _Simulator:
                 end = clock + max(self.run(c, 0.0, scale, False) for c in inst.called_computations)
                 bound = "control"
             else:
+                if inst in self.fresh:
+                    clock = self.fresh_page_faults(inst, clock, record)
                 end = clock + self.kernel_seconds(inst, scale)
                 bound = self._bound
             self._charge(inst, end - clock, scale, bound)
@@ -365,12 +474,21 @@ def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostRe
     their trip counts.
     """
     cost = cost_report if cost_report is not None else analyze_cost(module)
+    backend = infer_backend(module)
     sim = _Simulator(module, hardware, cost, memory_report)
-    total = sim.run(module.entry, 0.0, 1.0, True)
+    # Note [Thunk dispatch] in cpu_model.py: an execution's fixed cost, before its first thunk.
+    start = hardware.cpu_rates.execution_overhead if hardware.kind == "cpu" and hardware.cpu_rates else 0.0
+    sim.launch += start
+    total = sim.run(module.entry, start, 1.0, True)
     per_instruction = {
         inst.name: InstructionTime(inst.name, inst.computation.name if inst.computation else "",
                                    inst.opcode.text, seconds, runs, bound,
                                    sim.trip_counts.get(inst.name) if inst.opcode is Opcode.WHILE else None)
         for inst, (seconds, runs, bound) in sim.charged.items()}
+    notes = backend.notes(hardware.kind, hardware.name)
+    if backend.backend not in ("unknown", hardware.kind) and total > 0 and sim.launch >= 0.1 * total:
+        notes[-1] += (f"; here {sim.launch / total:.0%} of the step is the launch overhead of its "
+                      f"{sum(1 for t in per_instruction.values() if t.bound != 'control'):,} operations")
     return TimeEstimate(hardware.name, total, sim.compute, sim.memory, sim.comm, sim.launch,
-                        tuple(sim.events), sim.trip_counts, per_instruction)
+                        tuple(sim.events), sim.trip_counts, per_instruction, sim.faults,
+                        tuple(sim.fresh_pages), hardware.kind, backend, tuple(notes))

@@ -198,8 +198,9 @@ def _collectives(args: argparse.Namespace) -> int:
 # --- estimate / hardware / calibrate ------------------------------------------------------------
 def _configure_estimate(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", type=input_file, help="HLO text file ('-' reads standard input)")
-    p.add_argument("--hardware", required=True, metavar="NAME",
-                   help="a profile name (see `hloscope hardware`) or a profile JSON file")
+    p.add_argument("--hardware", metavar="NAME",
+                   help="a profile name (see `hloscope hardware`) or a profile JSON file; by default "
+                        "the profile of the backend the module was compiled for (said in the output)")
     p.add_argument("--top", type=non_negative_int, default=15, help="how many of the longest operations to list")
     p.add_argument("--trace", metavar="OUT", type=output_file, help="write the simulated schedule as a Chrome/Perfetto trace JSON")
     p.add_argument("--json", action="store_true", help="print the estimate as JSON")
@@ -210,11 +211,17 @@ def _configure_estimate(p: argparse.ArgumentParser) -> None:
 def _estimate(args: argparse.Namespace) -> int:
     import json
 
+    from hloscope.analysis.backend import infer_backend
     from hloscope.analysis.hardware import load_hardware
     from hloscope.analysis.timing import estimate_time
 
-    hw = load_hardware(args.hardware)
+    hw = load_hardware(args.hardware) if args.hardware else None
     m = read_module(args.file, "estimate")
+    assumed = None
+    if hw is None:
+        # Note [Inferring the backend] in analysis/backend.py
+        inferred = infer_backend(m)
+        hw, assumed = load_hardware(inferred.profile), inferred.assumed()
     with working(f"hloscope estimate: timing every instruction on {hw.name}"):
         est = estimate_time(m, hw)
     if args.trace:
@@ -222,22 +229,30 @@ def _estimate(args: argparse.Namespace) -> int:
 
         check_not_input(args.trace, [args.file])
         atomic_write_text(args.trace, json.dumps(est.to_chrome_trace()))
+    data = est.to_json(top=args.top)
+    data["hardware_assumed"] = assumed
     if args.json:
-        emit_json(est.to_json(top=args.top))
+        emit_json(data)
         return EXIT_OK
+    from rich.markup import escape
     from rich.table import Table
 
     con = console()
-    con.print(f"[bold]{m.name}[/bold] on {hw.name}: about [bold]{_seconds(est.total_seconds)}[/bold] per step")
+    con.print(f"[bold]{escape(m.name)}[/bold] on {escape(hw.name)}: about [bold]{_seconds(est.total_seconds)}[/bold] per step")
+    if assumed:
+        con.print(f"  {escape(assumed)} (--hardware NAME for another profile)", highlight=False)
+    faults = (f", fresh pages {_seconds(est.fresh_page_seconds)} ({len(est.fresh_pages)} allocation"
+              f"{'s' if len(est.fresh_pages) != 1 else ''} mapped anew each run)" if est.fresh_pages else "")
     con.print(f"  compute {_seconds(est.compute_seconds)}, memory {_seconds(est.memory_seconds)}, "
               f"communication {_seconds(est.communication_seconds)}, launch overhead {_seconds(est.launch_seconds)}"
-              " (summed per op; ops overlap, so these exceed the total)")
-    data = est.to_json(top=args.top)
+              f"{faults} (summed per op; ops overlap, so these exceed the total)")
+    for note in est.notes:
+        con.print(f"[bold]note:[/bold] {escape(note)}", highlight=False)
     t = Table(title=f"Longest operations (top {args.top})", title_justify="left")
     for col in ("instruction", "opcode", "stream", "time"):
         t.add_column(col, justify="right" if col == "time" else "left")
     for row in data.get("longest", []):
-        t.add_row(row["instruction"], row["opcode"], row["stream"], _seconds(row["seconds"]))
+        t.add_row(escape(row["instruction"]), row["opcode"], row["stream"], _seconds(row["seconds"]))
     con.print(t)
     if args.trace:
         con.print(f"trace written to {args.trace} (open it in ui.perfetto.dev or chrome://tracing)")

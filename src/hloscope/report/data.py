@@ -52,7 +52,8 @@ EXPECTED_FIELDS: dict[str, list[str]] = {
              "per_instruction[].bytes_accessed", "per_instruction[].op_name",
              "per_instruction[].source_file", "per_instruction[].source_line"],
     "timing": ["total_seconds", "hardware", "compute_seconds", "memory_seconds",
-               "communication_seconds", "longest|per_instruction[].instruction|name",
+               "communication_seconds", "fresh_page_seconds", "notes",
+               "longest|per_instruction[].instruction|name",
                "longest|per_instruction[].seconds"],
     "memory": ["peak_bytes", "peak_time", "peak_label", "peak_note", "xla_peak_memory.bytes",
                "xla_peak_memory.label", "xla_peak_memory.counts", "peak_buffers[].name|instruction",
@@ -147,11 +148,12 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
 # Note [Implied hardware]
 # -----------------------
 # "Where does the time go" needs a time estimate, and that needs a hardware profile. Without
-# --hardware the report picks the one the dump implies rather than showing no times: cuBLAS,
-# cuDNN or Triton custom calls mean an NVIDIA GPU (the H100 profile), TPU tiled layouts
-# ({...:T(8,128)}) a TPU (v5p), anything else the CPU profile. The page names the choice and
-# why, so nobody mistakes it for a measurement of their own machine.
-_GPU_TARGET_PREFIXES = ("__cublas", "__cudnn", "__triton", "cuda_", "__gpu")
+# --hardware the report picks the one the module's backend implies rather than showing no
+# times: the one inference of the estimate command (Note [Inferring the backend] in
+# analysis/backend.py: GPU and TPU library custom calls, backend configs, TPU tiled layouts).
+# The page names the choice and why, so nobody mistakes it for a measurement of their own
+# machine; the estimate's own notes (an unoptimized module, another backend's module) ride
+# along in the timing section's ``notes``.
 
 
 def implied_hardware(module: Module, replicas: int | None = None,
@@ -161,27 +163,13 @@ def implied_hardware(module: Module, replicas: int | None = None,
     ``replicas``/``partitions`` are the device grid the collectives analysis found (the header's
     counts when not given).
     """
-    targets: set[str] = set()
-    for comp in module.computations:
-        for inst in comp.instructions:
-            target = inst.attrs.get("custom_call_target") if inst.opcode.text == "custom-call" else None
-            if isinstance(target, str):
-                targets.add(target)
-    gpu = sorted(t for t in targets if t.startswith(_GPU_TARGET_PREFIXES))
+    from hloscope.analysis.backend import infer_backend
+
+    inferred = infer_backend(module)
     r = replicas or module.replica_count or 1
     p = partitions or module.num_partitions or 1
     where = f"{r} replica{'s' if r != 1 else ''} × {p} partition{'s' if p != 1 else ''}"
-    if gpu:
-        return "h100-sxm", f"no --hardware given: H100 SXM assumed from its GPU custom calls ({', '.join(gpu[:3])}); {where}"
-    layout = getattr(module, "entry_computation_layout", None)
-    text = str(layout) if layout is not None else ""
-    if not text:
-        params = [i for i in module.entry.instructions if i.opcode.text == "parameter"][:4]
-        text = " ".join(i.shape.to_text(layout=True) for i in params)
-    tiled = ":T(" in text
-    if tiled:
-        return "tpu-v5p", f"no --hardware given: TPU v5p assumed from its TPU tiled layouts; {where}"
-    return "cpu", f"no --hardware given: the CPU profile assumed (no GPU custom calls or TPU layouts); {where}"
+    return inferred.profile, f"{inferred.assumed()}; {where}"
 
 
 def _loop_costs(cost: Any) -> list[dict[str, Any]]:

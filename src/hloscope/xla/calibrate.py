@@ -16,6 +16,7 @@ import numpy as np
 
 from hloscope.analysis.hardware import (
     CACHED_STREAM_BYTES,
+    CACHED_TABLE_BYTES,
     FRESH_BUFFER_BYTES,
     LARGE_STREAM_BYTES,
     CpuRates,
@@ -94,13 +95,14 @@ def _calibrate(seconds: float, name: str, xla: bool | None) -> HardwareSpec:
     memory_bw = max(copy_bw, read_bw)
     if xla:
         peak = {k: _round(v) for k, v in _xla_dot_rates(0.3 * seconds).items()}
-        loops = {k: _round(v) for k, v in _xla_loop_rates(0.4 * seconds).items()}
+        loops = {k: _round(v) for k, v in _xla_loop_rates(0.35 * seconds).items()}
         # XLA's own streaming loop is what the estimated loops run at, not numpy's copy.
         memory_bw = loops.pop("memory_bandwidth")
         rates = CpuRates(cached_dot_flops=_round(_xla_cached_dot_rate(0.1 * seconds)), **loops)
+        launch = -1.0  # measured below, once the rates that time the thunks' own work are known
         how = ("XLA:CPU dots and loops (stream, FMA chain, exp/tanh, sort, scatter, gather, "
-               "reduce-window, depthwise convolution, TopK, transposing copy) on random data; numpy copy "
-               "and sum for the links")
+               "reduce-window, depthwise and Eigen convolutions, TopK, transposing copy, FFT; thunk chains and graphs "
+               "for the dispatch overheads) on random data; numpy copy and sum for the links")
     else:
         f32 = _round(_matmul_rate(np.float32, 0.25 * seconds))
         f64 = _round(_matmul_rate(np.float64, 0.25 * seconds))
@@ -110,11 +112,12 @@ def _calibrate(seconds: float, name: str, xla: bool | None) -> HardwareSpec:
         cached = _round(_matmul_rate(np.float32, 0.1 * seconds, sizes=(512,)))
         rates = replace(base.cpu_rates, elementwise_flops=_round(elementwise), cached_dot_flops=cached,
                         transcendentals=_round(transcendental), transpose_bandwidth=transpose_bw)
+        launch = base.kernel_launch_overhead
         how = ("numpy matmul f32/f64, copy, sum, transposed copy, exp/tanh; bf16/f16/s8 use the "
                "f32 rate; sort and scatter rates are the generic cpu profile's")
     peak.setdefault("f16", peak["f32"])
     peak.setdefault("s8", peak["f32"])
-    return replace(
+    spec = replace(
         base,
         name=name,
         peak_flops=peak,
@@ -122,14 +125,18 @@ def _calibrate(seconds: float, name: str, xla: bool | None) -> HardwareSpec:
         memory_bytes=_physical_memory() or base.memory_bytes,
         intra_node=LinkSpec(copy_bw, base.intra_node.latency),
         inter_node=None,
+        kernel_launch_overhead=max(launch, 0.0),
         cpu_rates=rates,
         notes=(
             f"Measured by hloscope.xla.calibrate.calibrate(seconds={seconds}) at "
-            f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {how}. Latencies and overheads are the generic "
-            "cpu profile's."
+            f"{time.strftime('%Y-%m-%d %H:%M:%S')}: {how}. Link latencies and the collective latency are the "
+            "generic cpu profile's."
         ),
         sources=("measured on this machine",),
     )
+    if launch < 0:
+        spec = _with_dispatch_overheads(spec, 0.05 * seconds)
+    return spec
 
 
 def _transpose_bandwidth(budget: float) -> float:
@@ -211,6 +218,11 @@ def _xla_cached_dot_rate(budget: float) -> float:
 def _xla_device_seconds(text: str, args: list[np.ndarray], budget: float) -> float:
     """Best seconds of one execution of ``text`` on XLA:CPU with ``args`` already on the device
     and the result left there (no transfer is timed: the estimated modules' are not either)."""
+    return _xla_timed(text, args, budget)[0]
+
+
+def _xla_timed(text: str, args: list[np.ndarray], budget: float) -> tuple[float, str]:
+    """``_xla_device_seconds`` and the module XLA:CPU compiled (its optimized text)."""
     import jax
 
     compiled = compile_hlo(text)
@@ -221,7 +233,7 @@ def _xla_device_seconds(text: str, args: list[np.ndarray], budget: float) -> flo
                               .disassemble_into_single_device_arrays())
 
     once()
-    return _repeat(once, budget)
+    return _repeat(once, budget), compiled.executable.hlo_modules()[0].to_string()
 
 
 _TOTAL_ORDER_LT = """  zero = f32[] constant(0)
@@ -256,7 +268,7 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
     large argument takes another path)."""
     rng = np.random.default_rng(0)
     normal = lambda *shape: rng.standard_normal(shape, dtype=np.float32)  # noqa: E731
-    share = budget / 10
+    share = budget / 16
     rates: dict[str, float] = {}
 
     # Streaming: z = x + y over just under 8 Mi elements (LARGE_STREAM_BYTES, 96 MB moved: past
@@ -275,7 +287,7 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
     fresh_text = text.replace(str(large), str(fresh))
     extra = _xla_device_seconds(fresh_text, [normal(fresh), normal(fresh)], share) - streamed * fresh / large
     rates["fresh_page_bandwidth"] = FRESH_BUFFER_BYTES / max(extra, 1e-6)
-    # The same loop on 24 MB (CACHED_STREAM_BYTES), which the last-level cache keeps, and on
+    # The same loop on 1.2 MB (CACHED_STREAM_BYTES), which the core's own cache keeps, and on
     # half that: an execution's fixed cost (dispatch, the thread pool's hand-off) is tens of
     # microseconds, so the rate is the difference's (the estimate charges that cost apart).
     n = CACHED_STREAM_BYTES // 12
@@ -335,11 +347,23 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
             f"  ROOT r = f32[{table},{width}]{{1,0}} negate(t)\n}}\n")
     seconds -= _xla_device_seconds(copy, [normal(table, width)], share / 2)
     rates["scatter_elements"] = count * width / max(seconds, 1e-6)
+    # The same into a table the core's cache keeps (CACHED_TABLE_BYTES; Note [Transposes] and
+    # _indexed_rate in analysis/cpu_model.py say why the table's size matters).
+    small = CACHED_TABLE_BYTES // (4 * width)
+    small_idx = rng.integers(0, small, (count, 1)).astype(np.int32)
+    small_text = text.replace(f"f32[{table},{width}]", f"f32[{small},{width}]")
+    seconds = _xla_device_seconds(small_text, [normal(small, width), small_idx, normal(count, width)], share)
+    seconds -= _xla_device_seconds(copy.replace(f"f32[{table},{width}]", f"f32[{small},{width}]"),
+                                   [normal(small, width)], share / 4)
+    rates["cached_scatter_elements"] = count * width / max(seconds, 1e-6)
     text = (f"HloModule calibrate_gather\nENTRY e {{\n  t = f32[{table},{width}]{{1,0}} parameter(0)\n"
             f"  i = s32[{count},1]{{1,0}} parameter(1)\n"
             f"  ROOT r = f32[{count},{width}]{{1,0}} gather(t, i), offset_dims={{1}}, collapsed_slice_dims={{0}}, "
             f"start_index_map={{0}}, index_vector_dim=1, slice_sizes={{1,{width}}}\n}}\n")
     rates["gather_elements"] = count * width / _xla_device_seconds(text, [normal(table, width), idx], share)
+    small_text = text.replace(f"f32[{table},{width}]", f"f32[{small},{width}]")
+    rates["cached_gather_elements"] = count * width / _xla_device_seconds(small_text, [normal(small, width), small_idx],
+                                                                          share)
 
     rows, cols, window = 1024, 4096, 16  # a cumulative sum's first level, as XLA:CPU writes it
     text = (f"HloModule calibrate_reduce_window\n{_ADD}ENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
@@ -355,6 +379,15 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
             f"dim_labels=b01f_01io->b01f, feature_group_count={c}\n}}\n")
     flops = 2 * b * hw_ * hw_ * c * 9
     rates["grouped_conv_flops"] = flops / _xla_device_seconds(text, [normal(b, hw_, hw_, c), normal(3, 3, 1, c)], share)
+    # A 3x3 convolution of 16 channels, which XLA:CPU runs with Eigen's kernel (Note [Eigen
+    # convolutions] in analysis/cpu_model.py): output elements per second.
+    c = 16
+    text = (f"HloModule calibrate_conv\nENTRY e {{\n  x = f32[{b},{hw_},{hw_},{c}]{{3,2,1,0}} parameter(0)\n"
+            f"  w = f32[3,3,{c},{c}]{{3,2,1,0}} parameter(1)\n"
+            f"  ROOT r = f32[{b},{hw_},{hw_},{c}]{{3,2,1,0}} convolution(x, w), window={{size=3x3 pad=1_1x1_1}}, "
+            f"dim_labels=b01f_01io->b01f\n}}\n")
+    rates["conv_outputs"] = b * hw_ * hw_ * c / _xla_device_seconds(text, [normal(b, hw_, hw_, c), normal(3, 3, c, c)],
+                                                                     share)
 
     rows, cols, k = 1024, 4096, 16
     text = ("HloModule calibrate_topk\ngt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
@@ -371,7 +404,77 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
     text = (f"HloModule calibrate_transpose\nENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
             f"  ROOT r = f32[{cols},{rows}]{{1,0}} transpose(x), dimensions={{1,0}}\n}}\n")
     rates["transpose_bandwidth"] = 2 * 4 * rows * cols / _xla_device_seconds(text, [normal(rows, cols)], share)
+    # And one the cache keeps (CACHED_TRANSPOSE_BYTES moved): 512 x 512 and 512 x 1024, the
+    # difference (an execution's fixed cost is a good part of either).
+    seconds = []
+    for rows, cols in ((512, 512), (512, 1024)):
+        small = (f"HloModule calibrate_transpose\nENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
+                 f"  ROOT r = f32[{cols},{rows}]{{1,0}} transpose(x), dimensions={{1,0}}\n}}\n")
+        seconds.append(_xla_device_seconds(small, [normal(rows, cols)], share / 2))
+    rates["cached_transpose_bandwidth"] = 2 * 4 * 512 * 512 / max(seconds[1] - seconds[0], 0.2 * seconds[1])
+
+    # XLA:CPU's FFT (DUCC): a batch of 2-D transforms, 5 N log2 N FLOPs each.
+    batch, n = 8, 256
+    text = (f"HloModule calibrate_fft\nENTRY e {{\n  x = c64[{batch},{n},{n}]{{2,1,0}} parameter(0)\n"
+            f"  ROOT r = c64[{batch},{n},{n}]{{2,1,0}} fft(x), fft_type=FFT, fft_length={{{n},{n}}}\n}}\n")
+    x = (normal(batch, n, n) + 1j * normal(batch, n, n)).astype(np.complex64)
+    rates["fft_flops"] = batch * 5 * n * n * math.log2(n * n) / _xla_device_seconds(text, [x], share)
     return rates
+
+
+def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
+    """``spec`` with the thunk executor's costs measured (Note [Thunk dispatch] in
+    analysis/cpu_model.py): what a chain of small reductions, each adding its sum back, takes
+    beyond what ``spec`` charges for their work, per thunk (they run in sequence); the same for
+    independent multiply-reduce fusions, per thunk the executor runs while it hands ready ones
+    to its pool; both over 4 KiB arrays (more than the 512 bytes that keep a graph in
+    sequence), counted on the modules XLA compiled (a reduction is two thunks there, a window
+    pass and a final one); and an execution's fixed cost (one negate of 16 elements)."""
+    from hloscope.analysis.cpu_model import thunks_of, wide_thunks
+    from hloscope.analysis.timing import estimate_time
+    from hloscope.text import parse_module
+
+    assert spec.cpu_rates is not None
+    n, add = 1024, _ADD
+
+    def chain(k: int) -> str:
+        lines = [f"  x0 = f32[{n}]{{0}} parameter(0)", "  z = f32[] constant(0)"]
+        for i in range(1, k + 1):
+            lines += [f"  r{i} = f32[] reduce(x{i - 1}, z), dimensions={{0}}, to_apply=add",
+                      f"  b{i} = f32[{n}]{{0}} broadcast(r{i}), dimensions={{}}",
+                      f"  x{i} = f32[{n}]{{0}} add(x{i - 1}, b{i})"]
+        lines[-1] = lines[-1].replace(f"  x{k} =", f"  ROOT x{k} =")
+        return f"HloModule calibrate_chain\n{add}ENTRY e {{\n" + "\n".join(lines) + "\n}\n"
+
+    def graph(k: int) -> str:
+        lines = [f"  x = f32[{n}]{{0}} parameter(0)", "  z = f32[] constant(0)"]
+        for i in range(k):
+            lines += [f"  k{i} = f32[] constant({i + 1})", f"  b{i} = f32[{n}]{{0}} broadcast(k{i}), dimensions={{}}",
+                      f"  m{i} = f32[{n}]{{0}} multiply(x, b{i})",
+                      f"  r{i} = f32[] reduce(m{i}, z), dimensions={{0}}, to_apply=add"]
+        lines.append(f"  ROOT t = ({','.join(['f32[]'] * k)}) tuple({','.join(f'r{i}' for i in range(k))})")
+        return f"HloModule calibrate_graph\n{add}ENTRY e {{\n" + "\n".join(lines) + "\n}\n"
+
+    # The work alone: no dispatch costs at all.
+    bare = replace(spec, kernel_launch_overhead=0.0,
+                   cpu_rates=replace(spec.cpu_rates, dag_thunk_overhead=0.0, execution_overhead=0.0))
+
+    def beyond_work(text: str) -> tuple[float, int, int]:
+        seconds, compiled = _xla_timed(text, [np.linspace(-1e-3, 1e-3, n, dtype=np.float32)], budget / 5)
+        module = parse_module(compiled)
+        work = estimate_time(module, bare).total_seconds
+        return seconds - work, len(thunks_of(module.entry)), len(wide_thunks(module.entry))
+
+    short, long = 20, 200
+    (c0, n0, _), (c1, n1, _) = beyond_work(chain(short)), beyond_work(chain(long))
+    launch = max(c1 - c0, 1e-9) / max(n1 - n0, 1)
+    (g0, m0, w0), (g1, m1, w1) = beyond_work(graph(short)), beyond_work(graph(80))
+    dag = max(g1 - g0 - (m1 - w1 - m0 + w0) * launch, 1e-9) / max(w1 - w0, 1)
+    one = ("HloModule calibrate_one\nENTRY e {\n  x = f32[16]{0} parameter(0)\n"
+           "  ROOT y = f32[16]{0} negate(x)\n}\n")
+    execution = _xla_device_seconds(one, [np.ones(16, np.float32)], budget / 5)
+    return replace(spec, kernel_launch_overhead=_round(launch), cpu_rates=replace(
+        spec.cpu_rates, dag_thunk_overhead=_round(dag), execution_overhead=_round(execution)))
 
 
 # Shortest span one timing sample covers with the CPU clock (Note [CPU time on a shared machine]).

@@ -42,8 +42,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hloscope.ir import Opcode
-
 if TYPE_CHECKING:
     from hloscope.analysis.memory.assignment import AllocationDraft
     from hloscope.analysis.memory.dataflow import Value
@@ -68,7 +66,6 @@ _COUNTS = {
 
 # Custom-call targets only GPU stacks emit (cuBLAS, cuDNN, Triton, jax's CUDA kernels,
 # Transformer Engine).
-_GPU_TARGET_PREFIXES = ("__cublas", "__cudnn", "__triton", "cuda_", "__gpu", "te_", "triton_kernel_call")
 
 
 @dataclass(frozen=True)
@@ -111,25 +108,14 @@ class XlaPeakMemory:
 
 
 def guess_backend(module: Module) -> tuple[str, str]:
-    """The backend ``module`` was compiled for, and why: GPU custom calls mean a GPU, TPU tiled
-    layouts (``{...:T(8,128)}``) a TPU, anything else a CPU."""
-    gpu: set[str] = set()
-    tiled = False
-    for comp in module.computations:
-        for inst in comp.instructions:
-            if inst.opcode is Opcode.CUSTOM_CALL:
-                target = inst.custom_call_target
-                if isinstance(target, str) and target.startswith(_GPU_TARGET_PREFIXES):
-                    gpu.add(target)
-    if gpu:
-        return "gpu", f"GPU custom calls ({', '.join(sorted(gpu)[:3])})"
-    for inst in module.entry.parameters:
-        if ":T(" in inst.shape.to_text(layout=True):
-            tiled = True
-            break
-    if tiled:
-        return "tpu", "TPU tiled layouts"
-    return "cpu", "no GPU custom calls or TPU tiled layouts"
+    """The backend ``module`` was compiled for, and why (analysis/backend.py, the one inference
+    the estimate and the report use too); a module that names no backend is counted as XLA:CPU's."""
+    from hloscope.analysis.backend import infer_backend
+
+    inferred = infer_backend(module)
+    if inferred.backend == "unknown":
+        return "cpu", f"assumed: {inferred.reason()}"
+    return inferred.backend, inferred.reason()
 
 
 def static_bytes(allocations: list[AllocationDraft]) -> int:

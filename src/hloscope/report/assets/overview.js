@@ -11,9 +11,11 @@
     if (!TIM) { card.appendChild(statusNote(section("timing"), "The time estimate")); return; }
     card.appendChild(el("p", null, "Estimated step time ", el("b", {text: fmtTime(TIM.total_seconds)}), " on " + TIM.hardware + "."));
     if (TIM.implied) card.appendChild(el("p", {cls: "note", id: "implied-hardware", text: TIM.implied + ". Pass --hardware NAME for another profile."}));
-    // The four terms are summed per operation; operations overlap, so they can exceed the step.
+    (TIM.notes || []).forEach(function (n) { card.appendChild(el("p", {cls: "note estimate-note", text: "Note: " + n + "."})); });
+    // The terms are summed per operation; operations overlap, so they can exceed the step.
     var parts = [["compute", TIM.compute_seconds, "#3b6fd8"], ["memory", TIM.memory_seconds, "#2f9e8f"],
       ["communication", TIM.communication_seconds, "#d6336c"], ["launch", TIM.launch_seconds, "#e59f2b"]];
+    if (TIM.fresh_page_seconds) parts.push(["fresh pages", TIM.fresh_page_seconds, "#8c6bb1"]);
     var sumParts = parts.reduce(function (a, p) { return a + (p[1] || 0); }, 0) || 1;
     var bar = el("div", {cls: "split", id: "time-split"});
     var legend = el("div", {cls: "legend"});
