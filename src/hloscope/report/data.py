@@ -60,8 +60,15 @@ EXPECTED_FIELDS: dict[str, list[str]] = {
                "timeline|series|memory_over_time: [{time, bytes, instruction}] or [bytes, ...]",
                "buffers|live_ranges: [{name|instruction, shape, size|bytes, start, end}]"],
     "collectives": ["collectives[]: name, opcode, computation, group_mode, group_size, num_groups, "
-                    "payload_bytes|bytes, ring_bytes, count, channel_id, op_name",
+                    "payload_bytes|bytes, ring_bytes, count, channel_id, op_name, replica_groups",
                     "totals.payload_bytes, totals.ring_bytes"],
+    "profile": ["step_seconds", "op_seconds", "peak_flop_rate", "memory_bandwidth",
+                "exposed_communication_seconds",
+                "categories[]|opcodes[]: key, category, seconds, share, instructions, executions, flops, "
+                "bytes_accessed, flop_rate, flop_utilization, bandwidth, bandwidth_utilization, bound, top",
+                "advice[]: kind, title, words, seconds, share, instructions"],
+    "timeline": ["lanes", "total_ns", "unroll_limit", "trips", "exposed",
+                 "events: {ci, ii, start, end, lane, depth, parent} (columns, nanoseconds)"],
 }
 
 # The page's text view: one line per instruction without metadata (op_name and source are
@@ -139,8 +146,28 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     if data["timing"]["data"] is not None:
         data["timing"]["data"]["implied"] = implied
         _attach_seconds(data["computations"], times[0])
+        _views_of_the_estimate(data, module, cost_result[0] if cost_result else None, times[0], hardware, step)
     data["collect_seconds"] = round(time.perf_counter() - started, 3)
     return data
+
+
+def _views_of_the_estimate(data: dict[str, Any], module: Module, cost: Any, estimate: Any, hardware: Any,
+                           step: Callable[[str, Callable[[], Any]], Any]) -> None:
+    """The op profile (``report/profile.py``) and the timeline (``report/timeline.py``) of the estimate."""
+    from hloscope.report.profile import attach_profile, profile_of
+    from hloscope.report.timeline import timeline_section
+
+    made: list[Any] = []
+
+    def run_profile() -> Any:
+        made.append(profile_of(module, cost, estimate, hardware))
+        return made[0]
+
+    if cost is not None:
+        data["profile"] = step("op profile", lambda: _section(run_profile))
+        if made:
+            attach_profile(data["computations"], made[0])
+    data["timeline"] = step("timeline", lambda: _section(lambda: timeline_section(estimate, data["computations"])))
 
 
 # Note [Implied hardware]

@@ -223,6 +223,7 @@
       {key: "opcode", label: "opcode", cls: "mono"},
       {key: "group_mode", label: "mode", cls: "mono"},
       {key: "num_groups", label: "groups", num: true, fmt: function (r) { return r.num_groups == null ? "" : String(r.num_groups); }},
+      {key: "replica_groups", label: "replica groups", cls: "mono wrap", fmt: function (r) { return r.replica_groups == null ? "" : r.replica_groups === "{}" ? "{} (all devices)" : r.replica_groups; }},
       {key: "group_size", label: "devices per group", num: true},
       {key: "count", label: "runs", num: true},
       {key: "bytes", label: "payload", num: true, fmt: function (r) { return fmtBytes(collBytes(r)); }, val: function (r) { return Number(collBytes(r)); }},
@@ -230,8 +231,8 @@
       {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }},
       {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
       {key: "op_name", label: "op_name", cls: "mono wrap"}];
-    if (!TIM) cols.splice(8, 2);
-    card.appendChild(table(cols, rows, {sortCol: TIM ? 8 : 6, id: "collectives-table"}));
+    if (!TIM) cols.splice(9, 2);
+    card.appendChild(table(cols, rows, {sortCol: TIM ? 9 : 7, id: "collectives-table"}));
   }
 
   // ---- a BufferAssignment dump (report/data.py collect_dump_data) ------------------------------
