@@ -249,7 +249,7 @@
   // with no repeat, blocks are even. Returns [{units, label}] or, when there are many,
   // [{blocks}] of them.
   function blocks(units, rows) {
-    if (units.length <= MAX_CHILDREN) return units.map(function (u) { return {units: [u]}; });
+    if (units.length <= MAX_CHILDREN && !(units.length >= 8 && repeatingAnchor(units, rows))) return units.map(function (u) { return {units: [u]}; });
     var out = cutBlocks(units, rows, 0);
     if (out.length > MAX_CHILDREN) {  // blocks of blocks
       var size = Math.ceil(out.length / Math.ceil(out.length / 32));

@@ -355,7 +355,9 @@
       (function walk(it) {
         it.kids.forEach(function (c) {
           var n = c.n, leaf = n.kind === "op" || n.kind === "call", fill = c.open ? null : fillOf(n);
-          out.push({id: n.id, kind: n.kind, name: leaf ? comps[n.ci].instructions[n.ii][C.name] : n.label, open: c.open, how: n.laidWith, nkids: n.kids ? n.kids.length : 0,
+          var f = nodeFigures(n);
+          out.push({id: n.id, kind: n.kind, name: leaf ? comps[n.ci].instructions[n.ii][C.name] : n.label, open: c.open, how: n.laidWith,
+            count: f.count, seconds: f.seconds, depth: c.depth,
             lines: c.open ? [groupTitle(n)] : nodeLines(n), fill: fill, ink: fill ? inkOn(fill) : null,
             selected: G.selected === n, marked: !!(G.marked && G.marked[n.id]),
             x: r.left + (c.x - v.x) * v.s, y: r.top + (c.y - v.y) * v.s, w: c.w * v.s, h: c.h * v.s});

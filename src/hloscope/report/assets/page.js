@@ -241,7 +241,8 @@
     if (parts.length === 1) { f.appendChild(document.createTextNode(parts[0])); return f; }
     parts.forEach(function (p, i) {
       if (i) f.appendChild(document.createElement("wbr"));
-      f.appendChild(el("span", {cls: "nb", text: p}));
+      // a piece longer than a column could hold may still break inside (no overflow)
+      f.appendChild(p.length > 36 ? document.createTextNode(p) : el("span", {cls: "nb", text: p}));
     });
     return f;
   }
@@ -256,7 +257,9 @@
       return a + c * [0.2126, 0.7152, 0.0722][i];
     }, 0);
   }
-  function inkOn(fill) { return luminance(fill) > 0.22 ? ["#161b26", "#3a4254"] : ["#ffffff", "#eef1f8"]; }
+  // Black or white, whichever contrasts more: at the crossover (luminance 0.179) both reach
+  // 4.58:1, so every fill keeps WCAG's 4.5:1 (a greyer ink would not).
+  function inkOn(fill) { return luminance(fill) > 0.179 ? ["#000000", "#000000"] : ["#ffffff", "#ffffff"]; }
   function cssVar(name) { return getComputedStyle(document.body).getPropertyValue(name).trim(); }
 
   // ---- estimated time per instruction ----------------------------------------------------------
