@@ -98,8 +98,9 @@ def test_a_tpu_scalar_takes_its_tile(browser, pages):
     page, problems, _, _ = open_page(browser, pages["004"], "#memory")
     page.select_option("#peak-group-by", "")
     names = cells(page, "peak-table", "buffer") if page.locator("#peak-table").count() else []
-    rows = page.evaluate("""() => JSON.parse(document.getElementById('hloscope-data').textContent)
-        .memory.data.buffers.filter(b => b.name === 'p0.1').map(b => b.bytes)""")
+    rows = page.evaluate("""() => { const b = JSON.parse(document.getElementById('hloscope-data').textContent).memory.data.buffers;
+        const c = k => b.values[b.columns.indexOf(k)];
+        return c("name").map((n, i) => [n, c("bytes")[i]]).filter(r => r[0] === 'p0.1').map(r => r[1]); }""")
     page.close()
     assert rows == [512], names
     assert not problems

@@ -128,6 +128,10 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     data["memory"] = step("memory", lambda: _section(run_memory))
     if explain and data["memory"]["data"] is not None:
         data["memory"]["data"]["explain"] = explain[0]
+    if data["memory"]["data"] is not None:
+        from hloscope.report.compact import compact_memory
+
+        compact_memory(data["memory"]["data"])  # Note [Compact memory rows]
     data["collectives"] = step("collectives", lambda: _section(
         lambda: _call("hloscope.analysis.collectives", "analyze_collectives", module)))
     implied = None

@@ -4,7 +4,18 @@
  * share their names; every string from the module (names, op_name, source, text) comes from an
  * untrusted file, so the DOM is built with textContent and attributes only, never markup.
  */
+  var STARTED = performance.now();
   var D = JSON.parse(document.getElementById("hloscope-data").textContent);
+  var PARSED = performance.now();
+  // Note [Compact memory rows] (report/compact.py): long lists come as columns; the rest of the
+  // page reads them as the analysis wrote them, one object per row.
+  function unpackColumns(t) {
+    if (!t || Array.isArray(t) || !t.columns) return t;
+    var keys = t.columns, vals = t.values, n = keys.length ? vals[0].length : 0, out = new Array(n);
+    for (var i = 0; i < n; i++) { var o = {}; for (var k = 0; k < keys.length; k++) o[keys[k]] = vals[k][i]; out[i] = o; }
+    return out;
+  }
+  if (D.memory && D.memory.data) ["timeline", "buffers", "allocations"].forEach(function (k) { D.memory.data[k] = unpackColumns(D.memory.data[k]); });
   var SVGNS = "http://www.w3.org/2000/svg";
   var C = {};
   D.columns.forEach(function (c, i) { C[c] = i; });
