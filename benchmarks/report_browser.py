@@ -87,6 +87,7 @@ def _scaled(src: Path, k: int, work: Path) -> Path:
     spec = importlib.util.spec_from_file_location("scale", ROOT / "benchmarks" / "scale.py")
     scale = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
+    sys.modules["scale"] = scale  # its dataclasses look their module up
     spec.loader.exec_module(scale)
     return scale.scaled(src, k, work).path
 

@@ -13,8 +13,10 @@ Note [FLOP utilisation]
     dot's operand type, else its result's), so a bf16 matmul is held to the bf16 peak. A row
     of several instructions achieves ``sum(flops) / sum(seconds)`` and uses
     ``sum(flops) / sum(seconds_i * peak_i)`` of what it could have done: each instruction's
-    time at its own peak. Bandwidth utilisation is ``sum(bytes) / sum(seconds)`` over
-    ``memory_bandwidth``. Estimated times assume the peaks, so a compute-bound matmul sits
+    time at its own peak. Bandwidth utilisation is ``sum(bytes) / sum(seconds)`` over the
+    profile's peak bandwidth: ``memory_bandwidth``, or on a CPU profile its cache bandwidth
+    when higher (``cpu_rates.cached_bandwidth``: the estimate runs a working set that fits in
+    cache at that rate, so against DRAM's alone it could pass 100%). Estimated times assume the peaks, so a compute-bound matmul sits
     near 100% by construction; the figures say how far memory-bound and launch-bound work is
     from what the hardware could do, which is what to fix.
 
@@ -38,7 +40,7 @@ from hloscope.gc_pause import without_cyclic_gc
 from hloscope.ir import Instruction, Module, Opcode
 from hloscope.ir.opcode import Family
 
-__all__ = ["CATEGORIES", "ProfileRow", "Advice", "OpProfile", "category_of", "opcode_key", "analyze_profile"]
+__all__ = ["CATEGORIES", "ProfileRow", "Advice", "OpProfile", "category_of", "opcode_key", "analyze_profile", "peak_bandwidth"]
 
 CATEGORIES = ("matmul/convolution", "loop fusion", "input fusion (reductions)", "output fusion",
               "custom fusion", "collective", "data movement", "elementwise", "reduction", "custom call",
@@ -256,6 +258,12 @@ def _row(key: str, category: str, a: _Acc, op_seconds: float, bandwidth: float, 
         bound, dict(a.bounds), tuple(n for _, n in sorted(a.members, key=lambda m: -m[0])[:top]))
 
 
+def peak_bandwidth(hardware: HardwareSpec) -> float:
+    """The highest memory bandwidth the estimate uses on ``hardware`` (Note [FLOP utilisation])."""
+    cached = hardware.cpu_rates.cached_bandwidth if hardware.cpu_rates is not None else 0.0
+    return max(hardware.memory_bandwidth, cached)
+
+
 @without_cyclic_gc
 def analyze_profile(module: Module, estimate: TimeEstimate, cost: CostReport, hardware: HardwareSpec) -> OpProfile:
     """The op profile of ``estimate`` (see the module docstring); ``cost`` gives the loop-aware
@@ -265,7 +273,7 @@ def analyze_profile(module: Module, estimate: TimeEstimate, cost: CostReport, ha
     cats: dict[str, _Acc] = {}
     ops: dict[tuple[str, str], _Acc] = {}
     per: dict[str, tuple[str, float | None, float | None]] = {}
-    bw = hardware.memory_bandwidth
+    bw = peak_bandwidth(hardware)
     peaks: dict[Any, float] = {}  # by shape object: the parser shares one among equal shapes
     plain_keys: dict[Opcode, tuple[str, str]] = {}
     for inst, c in cost.loop_aware_per_instruction.items():
@@ -352,7 +360,7 @@ def _advice(module: Module, est: TimeEstimate, by_name: dict[str, Instruction], 
         out.append(Advice(
             "memory-bound", f"Memory-bound {cat}: {_secs(secs)} ({_pct(secs / step)} of the step)",
             f"{len(rows)} {cat} operation{'s' if len(rows) != 1 else ''} wait for memory"
-            + (f", reaching {_pct(sum(util) / len(util))} of the {_bytes(hw.memory_bandwidth)}/s peak bandwidth on average" if util else "")
+            + (f", reaching {_pct(sum(util) / len(util))} of the {_bytes(peak_bandwidth(hw))}/s peak bandwidth on average" if util else "")
             + f". To speed them up, {how}.", secs, secs / step, _names(rows)))
 
     # Communication the compute stream waits for.
@@ -368,6 +376,7 @@ def _advice(module: Module, est: TimeEstimate, by_name: dict[str, Instruction], 
         words = (f"{len(exposed)} collective{'s' if len(exposed) != 1 else ''} (mostly {main}) "
                  f"leave{'s' if len(exposed) == 1 else ''} the compute stream idle. "
                  + (("It is synchronous: compute waits for all of it" if len(exposed) == 1 else
+                     "All are synchronous: compute waits for all of each" if len(sync) == len(exposed) else
                      f"{len(sync)} of them are synchronous: compute waits for all of each")
                     + ". Making them asynchronous "
                     "(XLA's latency-hiding scheduler, *-start/*-done pairs) lets independent work run meanwhile; "

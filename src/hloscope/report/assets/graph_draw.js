@@ -108,7 +108,13 @@
         G.stats.boxes++;
       }
       var edgesOn = s >= 0.06 && (it.w * s > 80);
-      if (edgesOn) it.edges.forEach(function (e) { drawEdge(ctx, e, vis, s); });
+      if (edgesOn) {
+        if (!it.fan) {  // a box feeding many (the parameters) draws its edges faintly: no hairball
+          it.fan = {};
+          it.edges.forEach(function (e) { it.fan[e.from.n.id] = (it.fan[e.from.n.id] || 0) + 1; });
+        }
+        it.edges.forEach(function (e) { drawEdge(ctx, e, vis, s, it.fan[e.from.n.id] > 12); });
+      }
       it.kids.forEach(function (k) { if (inView(k, vis)) drawItem(ctx, k, vis, s); });
       return;
     }
@@ -125,8 +131,17 @@
     ctx.stroke(); ctx.setLineDash([]);
     G.stats.boxes++;
     var lines = nodeLines(n), ink = inkOn(fill);
-    if (leaf && NH * s < TEXT_PX) return;
-    if (!leaf && it.w * s < 50) return;
+    if (leaf && NH * s < TEXT_PX) {  // small on screen: the name alone, at a size still readable
+      if (NH * s < 13 || it.w * s < 44) return;
+      var fs = 9.5;
+      ctx.save(); ctx.beginPath(); ctx.rect(it.x, it.y, it.w, it.h); ctx.clip();
+      ctx.fillStyle = ink[0]; ctx.font = (fs / s).toFixed(2) + "px system-ui, sans-serif";
+      ctx.fillText(fitText(ctx, lines[0], it.w - 6 / s), it.x + 4 / s, it.y + it.h / 2 + fs * 0.35 / s);
+      ctx.restore();
+      G.stats.text++;
+      return;
+    }
+    if (!leaf && it.w * s < 44) return;
     ctx.save();
     ctx.beginPath(); ctx.rect(it.x, it.y, it.w, it.h); ctx.clip();
     ctx.fillStyle = ink[0];
@@ -173,7 +188,7 @@
     var f = nodeFigures(n);
     return ["▸ " + n.label, (n.sub ? n.sub : fmtNum(f.count) + " ops") + (f.seconds ? " · " + fmtTime(f.seconds) : "")];
   }
-  function drawEdge(ctx, e, vis, s) {
+  function drawEdge(ctx, e, vis, s, faint) {
     var p = e.pts;
     if (!p || p.length < 2) return;
     var minX = Infinity, maxX = -Infinity, minY = Infinity, maxY = -Infinity;
@@ -181,7 +196,7 @@
     if (maxX < vis.x0 || minX > vis.x1 || maxY < vis.y0 || minY > vis.y1) return;
     var hot = G.selected && (e.from.n === G.selected || e.to.n === G.selected);
     ctx.strokeStyle = hot ? G.colours.peak : G.colours.edge;
-    ctx.globalAlpha = hot ? 1 : G.edgeAlpha || 1;
+    ctx.globalAlpha = hot ? 1 : (G.edgeAlpha || 1) * (faint ? 0.25 : 1);
     ctx.lineWidth = (hot ? 2 : 1.1) / Math.max(s, 0.35);
     ctx.beginPath(); ctx.moveTo(p[0][0], p[0][1]);
     if (p.length === 2) {

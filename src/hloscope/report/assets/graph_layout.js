@@ -34,6 +34,9 @@
     // wide (thirty segments that only read parameters) the wrapping layout reads better.
     var L = typeof dagre !== "undefined" && !GM.bulk && kids.length <= DAGRE_MAX && shape.span <= DAGRE_MAX_SPAN && shape.widest <= WRAP_AT && !tall(shape, sizes)
       ? dagreLayout(kids, sizes, edges) : fastLayout(kids, sizes, edges);
+    // dagre's own ranks can still put a dozen boxes side by side: a picture far wider than the
+    // screen's shape is laid out again with rows that wrap.
+    if (L.how === "dagre" && kids.length > 8 && L.w > 2 * ASPECT * Math.max(L.h, GNH)) L = fastLayout(kids, sizes, edges);
     g.pos = L.pos; g.routes = L.routes; g.laidWith = L.how;
     var top = g === GM.root ? PAD : HEAD;
     g.lw = Math.max(L.w + 2 * PAD, NW + 2 * PAD); g.lh = L.h + top + PAD;
@@ -167,8 +170,8 @@
   // Open what fits, level by level (a balanced picture, not one deep branch): at each level the
   // busiest closed groups open while at most `budget` boxes are shown; a level that does not
   // fit whole is the last. Loops and fusions stay closed (double-click opens them).
-  function openToFit(budget) {
-    var shown = ensureKids(GM.root).length, frontier = ensureKids(GM.root).slice();
+  function openToFit(budget, canvasW, canvasH, minScale) {
+    var shown = ensureKids(GM.root).length, frontier = ensureKids(GM.root).slice(), opened = [];
     function weight(n) { var f = nodeFigures(n); return (f.seconds || 0) * 1e6 + f.count; }
     while (frontier.length) {
       var groups = frontier.filter(function (n) { return n.kind !== "op" && n.kind !== "call"; }), next = [], all = true;
@@ -176,12 +179,16 @@
       groups.forEach(function (g) {
         var k = ensureKids(g).length;
         if (shown - 1 + k > budget) { all = false; return; }
-        setOpen(g, true); shown += k - 1;
+        setOpen(g, true); shown += k - 1; opened.push(g);
         next = next.concat(g.kids);
       });
       if (!all) break;
       frontier = next;
     }
+    // Then close the last opened (the least busy of the deepest level) while "fit" would draw
+    // the picture too small to read.
+    function fitScale() { layoutNode(GM.root); return Math.min((canvasW - 40) / GM.root.lw, (canvasH - 40) / GM.root.lh); }
+    while (canvasW && opened.length && fitScale() < minScale) setOpen(opened.pop(), false);
   }
   // Open every node on the way to instruction ii of computation ci; returns its node.
   function openTo(ci, ii) {

@@ -127,13 +127,22 @@
       var ins = r[C.operands].filter(function (o) { return o >= 0 && paths[o]; }).map(function (o) { return paths[o]; });
       if (ins.length) paths[ii] = prefix(ins);
     });
-    var common = prefix(paths.filter(Boolean)) || [];
+    // The prefix most instructions share ("jit(f)") is dropped from those that have it; a few
+    // without it ("reduce_sum" alone) do not keep it on all the others.
+    var nonEmpty = paths.filter(function (p) { return p && p.length; }), common = prefix(nonEmpty) || [];
+    if (!common.length && nonEmpty.length) {
+      var firsts = {};
+      nonEmpty.forEach(function (p) { firsts[p[0]] = (firsts[p[0]] || 0) + 1; });
+      var top = Object.keys(firsts).sort(function (a, b) { return firsts[b] - firsts[a]; })[0];
+      if (firsts[top] >= 0.8 * nonEmpty.length) common = prefix(nonEmpty.filter(function (p) { return p[0] === top; }));
+    }
+    function starts(p) { for (var k = 0; k < common.length; k++) if (p[k] !== common[k]) return false; return true; }
     var trie = {name: "", kids: {}, order: [], leaves: []}, params = [];
     rows.forEach(function (r, ii) {
       var p = paths[ii];
-      if (!p && r[C.opcode] === "parameter") { params.push(ii); return; }
+      if (r[C.opcode] === "parameter") { params.push(ii); return; }  // parameters together, named or not
       var t = trie;
-      for (var k = common.length; p && k < p.length; k++) {
+      for (var k = p && starts(p) ? common.length : 0; p && k < p.length; k++) {
         var nm = p[k];
         if (!t.kids[nm]) { t.kids[nm] = {name: nm, kids: {}, order: [], leaves: []}; t.order.push(nm); }
         t = t.kids[nm];
@@ -342,18 +351,35 @@
     return Object.keys(by).sort(function (a, b) { return (heavy[b] ? 1e6 : 0) + by[b] - (heavy[a] ? 1e6 : 0) - by[a]; })
       .slice(0, 3).map(function (k) { return by[k] + " " + k; }).join(" · ");
   }
-  // A node with more than MAX_CHILDREN children: its children cut into schedule segments and
-  // blocks as where there are no op_names (a namespace with 300 ops of its own).
+  // A node with more than MAX_CHILDREN children. Its namespaces stay; the runs of loose
+  // instructions between them (XLA's copies and bitcasts without op_name) become schedule
+  // segments. Only when that is still too many is everything cut into segments and blocks, as
+  // where there are no op_names.
   function tidy(owner, inst) {
     var kids = owner.kids;
     if (!kids || kids.length <= MAX_CHILDREN) return;
     var lead = kids[0] && kids[0].key === "params" ? [kids.shift()] : [];
-    var units = kids.map(function (k) {
+    function unit(k) {
       if (k.kind !== "op" && k.kind !== "call") return {node: k};
       delete GM.byId[k.id];  // made again where it lands
       return {ii: k.ii};
-    });
-    owner.kids = lead.concat(segmentGroups(owner, inst, units));
+    }
+    var groups = kids.filter(function (k) { return k.kind !== "op" && k.kind !== "call"; });
+    var out = lead.slice();
+    if (groups.length && groups.length <= MAX_CHILDREN / 2) {
+      var run = [];
+      var flush = function () {
+        if (run.length >= 5) out = out.concat(segmentGroups(owner, inst, run.map(unit)));
+        else run.forEach(function (k) { out.push(k); });
+        run = [];
+      };
+      kids.forEach(function (k) { if (k.kind === "op" || k.kind === "call") run.push(k); else { flush(); out.push(k); } });
+      flush();
+      if (out.length <= MAX_CHILDREN) { owner.kids = out; owner.kids.forEach(function (k) { if (k.parent !== owner) adopt(k, owner); }); return; }
+      out = lead.slice();
+      kids = owner.kids.slice(lead.length);
+    }
+    owner.kids = out.concat(segmentGroups(owner, inst, kids.map(unit)));
     owner.kids.forEach(function (k) { if (k.parent !== owner) adopt(k, owner); });
   }
   function adopt(n, g) {  // a made node moves under g; ids follow the tree

@@ -38,7 +38,7 @@
       });
     comp.addEventListener("change", function () { if (comp.value !== "") showComputation(Number(comp.value)); comp.value = ""; });
     bar.appendChild(search); bar.appendChild(comp); bar.appendChild(grouping); bar.appendChild(overlay);
-    bar.appendChild(el("button", {cls: "btn", id: "graph-open-fit", text: "fit open", title: "open the busiest groups while the picture stays readable", on: {click: function () { closeAll(); openToFit(FIT_BOXES); refresh(true); fitView(); }}}));
+    bar.appendChild(el("button", {cls: "btn", id: "graph-open-fit", text: "fit open", title: "open the busiest groups while the picture stays readable", on: {click: function () { closeAll(); openToFit(FIT_BOXES, G.canvas.clientWidth, G.canvas.clientHeight, 0.4); refresh(true); fitView(); }}}));
     bar.appendChild(el("button", {cls: "btn", id: "graph-collapse-all", text: "close all", on: {click: function () { closeAll(); refresh(true); fitView(); }}}));
     bar.appendChild(el("button", {cls: "btn", id: "graph-expand-all", text: "open all", title: "every group, loop and fusion (level of detail keeps it drawable)", on: {click: openAllAndDraw}}));
     bar.appendChild(el("button", {cls: "btn", id: "graph-fit", text: "fit", on: {click: function () { fitView(); }}}));
@@ -57,6 +57,9 @@
     window.addEventListener("resize", function () { if (currentTab === "graph") { sizeStage(); drawGraph(); } });
     if (window.matchMedia) matchMedia("(prefers-color-scheme: dark)").addEventListener("change", function () { G.colours = graphColours(); G.miniCache = null; drawGraph(); });
     tabs.graph.onactive = function () { sizeStage(); if (G.scene) drawGraph(); };
+    // The search index (one line per instruction) is made while the page is idle, so the
+    // first search answers at once.
+    (window.requestIdleCallback || function (f) { return setTimeout(f, 200); })(function () { searchIndex(); });
     rebuildProgram(false);
     sizeStage();
     if (G.pending) {
@@ -80,7 +83,8 @@
     var started = performance.now();
     buildProgram(G.grouping);
     var t1 = performance.now();
-    openToFit(FIT_BOXES);
+    sizeStage();
+    openToFit(FIT_BOXES, G.canvas.clientWidth, G.canvas.clientHeight, 0.4);
     var t2 = performance.now();
     refresh(true);
     G.timing = {build: t1 - started, open: t2 - t1, layout_and_draw: performance.now() - t2};
@@ -314,8 +318,8 @@
     comps.forEach(function (c, ci) {
       var where = c.is_entry ? 0 : c.is_fusion ? 2 : 1;
       c.instructions.forEach(function (r, ii) {
-        var t = /custom_call_target="([^"]*)"/.exec(r[C.text]);
-        var called = r[C.called].filter(function (k) { return k >= 0; }).map(function (k) { return comps[k].name; }).join(" ");
+        var t = r[C.opcode] === "custom-call" ? /custom_call_target="([^"]*)"/.exec(r[C.text]) : null;
+        var called = r[C.called].length ? r[C.called].filter(function (k) { return k >= 0; }).map(function (k) { return comps[k].name; }).join(" ") : "";
         var rank = where + (where === 2 && r[C.opcode] === "parameter" ? 1 : 0);
         haystack.push([ci, ii, (r[C.name] + "\u0001" + r[C.opcode] + "\u0001" + (layoutShape(r) || r[C.shape]) + "\u0001" + (r[C.op_name] || "") + "\u0001" + (t ? t[1] : "") + "\u0001" + called).toLowerCase(), rank]);
       });

@@ -5,7 +5,22 @@
  * untrusted file, so the DOM is built with textContent and attributes only, never markup.
  */
   // ---- memory ----------------------------------------------------------------------------------
+  var seriesCache = null;
   function memorySeries(mem) {
+    if (mem === section("memory").data && seriesCache) return seriesCache;
+    if (mem === section("memory").data) { memoryRows("timeline"); return (seriesCache = readSeries(mem)); }
+    return readSeries(mem);
+  }
+  // The instruction at one step of the default space's curve, without building the series.
+  function instructionAtStep(mem, t) {
+    var tl = mem.timeline;
+    if (tl && !Array.isArray(tl) && tl.columns) {
+      var times = tl.values[tl.columns.indexOf("time")], names = tl.values[tl.columns.indexOf("instruction")], k = times ? times.indexOf(t) : -1;
+      return k >= 0 && names ? names[k] : null;
+    }
+    return (memorySeries(mem).filter(function (p) { return p.time === t; })[0] || {}).instruction || null;
+  }
+  function readSeries(mem) {
     var raw = pick(mem, "timeline", "series", "memory_over_time", "live_bytes") || [];
     if (raw && !Array.isArray(raw) && raw.bytes) raw = raw.bytes.map(function (b, i) { return {time: (raw.time || [])[i] != null ? raw.time[i] : i, bytes: b}; });
     return raw.map(function (p, i) {
@@ -74,6 +89,7 @@
     });
     figCard.appendChild(chips);
     if (mem.peak_definition) figCard.appendChild(el("p", {cls: "muted", text: "Peak: " + mem.peak_definition + ". Sizes are as the device allocates them: a tiled layout fills whole tiles (a TPU's f32[]{:T(128)} takes 512 bytes)."}));
+    memoryRows("buffers"); memoryRows("allocations");
     var buffers = pick(mem, "buffers", "live_ranges", "values") || [];
     var chartCard = el("div", {cls: "card chart"}), peakCard = el("div", {cls: "card", id: "peak-buffers"});
     s.appendChild(chartCard); s.appendChild(peakCard);
@@ -128,6 +144,7 @@
     if (!rangeByName) {
       rangeByName = {};
       var mem = section("memory").data;
+      if (mem) memoryRows("buffers");
       ((mem && pick(mem, "buffers", "live_ranges")) || []).forEach(function (b) { rangeByName[bufName(b)] = b; });
     }
     return rangeByName[bufName(r)] || null;

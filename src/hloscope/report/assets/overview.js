@@ -72,7 +72,7 @@
   function memoryGlance() {
     var mem = section("memory").data, card = el("div", {cls: "card", id: "memory-glance"}, el("h2", {text: "Where memory peaks"}));
     if (!mem) { card.appendChild(statusNote(section("memory"), "The memory analysis")); return card; }
-    var at = (memorySeries(mem).filter(function (p) { return p.time === mem.peak_time; })[0] || {}).instruction;
+    var at = instructionAtStep(mem, mem.peak_time);
     var bufs = (mem.peak_buffers || []).slice(), total = mem.peak_bytes || 1;
     card.appendChild(el("p", null, "Peak ", el("b", {text: fmtBytes(mem.peak_bytes)}), " at schedule step " + mem.peak_time + (at ? " (" + at + ")" : "") +
       ", " + bufs.length + " buffers live; the largest:", " ", el("span", {cls: "link", text: "open the Memory tab", on: {click: function () { showTab("memory"); }}})));

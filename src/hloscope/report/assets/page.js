@@ -15,7 +15,14 @@
     for (var i = 0; i < n; i++) { var o = {}; for (var k = 0; k < keys.length; k++) o[keys[k]] = vals[k][i]; out[i] = o; }
     return out;
   }
-  if (D.memory && D.memory.data) ["timeline", "buffers", "allocations"].forEach(function (k) { D.memory.data[k] = unpackColumns(D.memory.data[k]); });
+  // Unpacked when first read (the Memory tab), not at start-up: 230,000 steps at 10x Llama.
+  var unpacked = {};
+  function memoryRows(key) {
+    var mem = D.memory && D.memory.data;
+    if (!mem) return [];
+    if (!unpacked[key]) { unpacked[key] = true; mem[key] = unpackColumns(mem[key]); }
+    return mem[key] || [];
+  }
   var SVGNS = "http://www.w3.org/2000/svg";
   var C = {};
   D.columns.forEach(function (c, i) { C[c] = i; });

@@ -24,9 +24,8 @@
   function instChips(names, max) {
     var box = el("span", {cls: "chips"});
     names.slice(0, max || 8).forEach(function (n) {
-      var at = nameIndex()[n];
       box.appendChild(el("span", {cls: "chip link mono", text: n, title: "show in the graph",
-        on: {click: function () { if (at) focusInstruction(at[0], at[1]); }}}));
+        on: {click: function () { var at = nameIndex()[n]; if (at) focusInstruction(at[0], at[1]); }}}));
     });
     if (names.length > (max || 8)) box.appendChild(el("span", {cls: "muted", text: " +" + (names.length - (max || 8)) + " more"}));
     return box;

@@ -12,7 +12,11 @@
   function buildText(s) {
     var card = el("div", {cls: "card"}), bar = el("div", {cls: "toolbar"});
     var sel = el("select", {id: "text-computation"});
-    comps.forEach(function (c, i) { sel.appendChild(el("option", {value: i, text: (c.is_entry ? "ENTRY " : "") + c.name + " (" + c.instructions.length + ")"})); });
+    // Every computation when there are few; past TEXT_MENU, the entry and the biggest others
+    // (the 10x Llama copy has 29,000): any other joins the menu when a link opens it.
+    var order = comps.map(function (c, i) { return i; });
+    if (order.length > TEXT_MENU) order = order.sort(function (a, b) { return (comps[b].is_entry - comps[a].is_entry) || (comps[a].is_fusion - comps[b].is_fusion) || (comps[b].instructions.length - comps[a].instructions.length); }).slice(0, TEXT_MENU).sort(function (a, b) { return a - b; });
+    order.forEach(function (i) { sel.appendChild(textOption(i)); });
     sel.addEventListener("change", function () { renderText(Number(sel.value), null); });
     bar.appendChild(el("label", {text: "computation"})); bar.appendChild(sel);
     // Only the lines in sight exist (Note [Virtual text]), so the browser's own find cannot
@@ -38,7 +42,10 @@
     if (T.pending) { var p = T.pending; T.pending = null; renderText(p[0], p[1]); }
     else renderText(comps.findIndex(function (c) { return c.is_entry; }), null);
   }
+  var TEXT_MENU = 1500;
+  function textOption(i) { var c = comps[i]; return el("option", {value: i, text: (c.is_entry ? "ENTRY " : "") + c.name + " (" + c.instructions.length + ")"}); }
   function renderText(ci, hl) {
+    if (!T.sel.querySelector("option[value='" + ci + "']")) T.sel.appendChild(textOption(ci));
     T.sel.value = ci; T.ci = ci; T.hl = hl; T.painted = {};
     if (T.find) { T.find.lines = {}; T.find.hits.forEach(function (h) { if (h[0] === ci) T.find.lines[h[1]] = 1; }); }
     var rows = comps[ci].instructions;

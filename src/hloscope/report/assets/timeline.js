@@ -77,19 +77,22 @@
     var legend = el("div", {cls: "legend", id: "timeline-legend"});
     card.appendChild(legend);
     var wrap = el("div", {cls: "timeline-wrap"});
-    var canvas = el("canvas", {id: "timeline-canvas", tabindex: "0"});
+    var canvas = el("canvas", {id: "timeline-canvas", tabindex: "0"}), overview = el("canvas", {id: "timeline-overview", title: "the whole step: click to centre the view there, drag to choose a range"});
     var side = el("div", {cls: "card details", id: "timeline-details"}, el("p", {cls: "muted", text: "Click an interval for its details. Wheel or +/− to zoom, drag to pan, W/S/A/D as in a trace viewer."}));
-    wrap.appendChild(canvas); wrap.appendChild(side);
+    wrap.appendChild(el("div", null, overview, canvas)); wrap.appendChild(side);
     card.appendChild(wrap);
     card.appendChild(el("p", {cls: "muted", id: "timeline-note"}));
-    TV.canvas = canvas; TV.side = side; TV.readout = readout; TV.t0 = 0; TV.t1 = TL.total_ns * 1.01;
+    TV.canvas = canvas; TV.overview = overview; TV.side = side; TV.readout = readout; TV.t0 = 0; TV.t1 = TL.total_ns * 1.01;
     layoutRows(mode.value !== "folded");
+    var present = {};  // the legend lists the categories this step has
+    for (var e = 0; e < TL.events.ci.length; e++) present[categoryOf(TL.events.ci[e], TL.events.ii[e])] = 1;
     Object.keys(CAT_COLOUR).forEach(function (k) {
-      if (CATS.indexOf(k) >= 0) legend.appendChild(el("span", {cls: "lg"}, el("i", {style: "background:" + CAT_COLOUR[k]}), k));
+      if (present[k]) legend.appendChild(el("span", {cls: "lg"}, el("i", {style: "background:" + CAT_COLOUR[k]}), k));
     });
-    legend.appendChild(el("span", {cls: "lg"}, el("i", {style: "background:#d9dce6"}), "loop or call (its body below)"));
-    legend.appendChild(el("span", {cls: "lg"}, el("i", {cls: "exposed"}), "communication the compute stream waits for"));
+    if (TL.events.depth.some(function (d) { return d > 0; })) legend.appendChild(el("span", {cls: "lg"}, el("i", {style: "background:#d9dce6"}), "loop or call (its body below)"));
+    if (Object.keys(TL.exposed).length) legend.appendChild(el("span", {cls: "lg"}, el("i", {cls: "exposed"}), "communication the compute stream waits for"));
     timelineInput(canvas);
+    overviewInput(overview);
     window.addEventListener("resize", function () { if (currentTab === "timeline") draw(); });
     tabs.timeline.onactive = function () { requestAnimationFrame(draw); };
     requestAnimationFrame(draw);
@@ -102,14 +105,14 @@
       (L.folded && unroll ? "; more than " + TL.unroll_limit + ", so loops stay folded: each body shows its first trip" : "") +
       ". Times are the estimate's (" + (TIM ? TIM.hardware : "") + "), the same `hloscope estimate --trace` writes for Perfetto.";
   }
-  var ROW_H = 22, LANE_GAP = 10, AXIS_H = 24, LABEL_W = 118;
+  var ROW_H = 26, LANE_GAP = 10, AXIS_H = 24, LABEL_W = 118;
   function rowY(k) {  // each lane starts a little lower than the rows before it
     var y = AXIS_H, lane = -1;
     for (var i = 0; i <= k; i++) { if (TV.rows[i].lane !== lane) { y += LANE_GAP; lane = TV.rows[i].lane; } if (i < k) y += ROW_H; }
     return y;
   }
   function sizeCanvas() {
-    var c = TV.canvas, dpr = window.devicePixelRatio || 1, w = c.parentNode.clientWidth - 330;
+    var c = TV.canvas, dpr = window.devicePixelRatio || 1, w = c.parentNode.parentNode.clientWidth - 330;
     w = Math.max(400, w);
     var h = rowY(TV.rows.length - 1) + ROW_H + 16;
     c.style.width = w + "px"; c.style.height = h + "px";
@@ -146,9 +149,53 @@
       drawn += drawRow(ctx, row, y, X, scale);
       ctx.restore();
     });
+    drawOverview(w, ink, line);
     // the view's range, and how long this frame took (the interaction budget is 100 ms)
     TV.readout.textContent = fmtTime(TV.t0 * 1e-9) + " – " + fmtTime(TV.t1 * 1e-9) + " · " + drawn + " marks";
     TV.lastFrame = performance.now() - started;
+  }
+  // The whole step in one strip: each lane's outermost intervals, one mark per pixel column,
+  // and the part the view shows.
+  var OV_H = 30;
+  function drawOverview(w, ink, line) {
+    var c = TV.overview, dpr = window.devicePixelRatio || 1;
+    c.style.width = w + "px"; c.style.height = OV_H + "px";
+    if (c.width !== Math.round(w * dpr)) { c.width = Math.round(w * dpr); c.height = Math.round(OV_H * dpr); TV.ovCache = null; }
+    var ctx = c.getContext("2d"), total = TL.total_ns * 1.01, x0 = LABEL_W, scale = (w - x0 - 8) / total;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    if (!TV.ovCache || TV.ovCache.rows !== TV.rows) {
+      ctx.clearRect(0, 0, w, OV_H);
+      ctx.fillStyle = line; ctx.fillRect(x0, 0, w - x0 - 8, OV_H);
+      var tops = TV.rows.filter(function (r) { return r.depth === 0; }), h = (OV_H - 4) / Math.max(1, tops.length);
+      tops.forEach(function (row, k) {
+        var last = -1;
+        for (var q = 0; q < row.s.length; q++) {
+          var px = Math.floor(x0 + row.s[q] * scale), raw = (row.e[q] - row.s[q]) * scale, pw = Math.max(1, raw);
+          if (raw < 1 && px === last) continue;
+          last = px;
+          ctx.fillStyle = eventColour(TL.events.ci[row.id[q]], TL.events.ii[row.id[q]]);
+          ctx.fillRect(px, 2 + k * h, pw, Math.max(1, h - 1));
+        }
+      });
+      ctx.fillStyle = ink; ctx.font = "10.5px system-ui, sans-serif"; ctx.fillText("whole step", 8, 19);
+      TV.ovCache = {rows: TV.rows, image: ctx.getImageData(0, 0, c.width, c.height)};
+    } else ctx.putImageData(TV.ovCache.image, 0, 0);
+    ctx.strokeStyle = cssVar("--peak") || "#d6336c"; ctx.lineWidth = 1.5;
+    var a = x0 + Math.max(0, TV.t0) * scale, b = x0 + Math.min(total, TV.t1) * scale;
+    ctx.strokeRect(a, 1, Math.max(2, b - a), OV_H - 2);
+  }
+  function overviewInput(c) {
+    var drag = null;
+    function at(ev) { var r = c.getBoundingClientRect(); return (ev.clientX - r.left - LABEL_W) / (r.width - LABEL_W - 8) * TL.total_ns * 1.01; }
+    c.addEventListener("mousedown", function (ev) { drag = {t: at(ev)}; });
+    window.addEventListener("mouseup", function (ev) {
+      if (!drag) return;
+      var t = at(ev), a = Math.min(drag.t, t), b = Math.max(drag.t, t);
+      drag = null;
+      if ((b - a) / (TL.total_ns * 1.01) > 0.005) { TV.t0 = a; TV.t1 = b; }
+      else { var span = TV.t1 - TV.t0; TV.t0 = t - span / 2; TV.t1 = t + span / 2; }
+      clampView(); draw();
+    });
   }
   function drawRow(ctx, row, y, X, scale) {
     var E = TL.events, n = row.s.length, lo = 0, hi = n;
@@ -164,6 +211,7 @@
         var col = Math.floor(a);
         if (col === px) continue;
         px = col; pxColour = colour; ctx.fillStyle = pxColour; ctx.fillRect(col, y + 3, 1, ROW_H - 6); marks++;
+        if (TL.exposed[String(id)]) { ctx.fillStyle = "#8f1239"; ctx.fillRect(col, y + ROW_H - 8, 1, 5); }
         continue;
       }
       ctx.fillStyle = colour;
