@@ -57,8 +57,9 @@ EXPECTED_FIELDS: dict[str, list[str]] = {
     "memory": ["peak_bytes", "peak_time", "peak_buffers[].name|instruction",
                "peak_buffers[].shape", "peak_buffers[].size|bytes", "peak_buffers[].op_name",
                "peak_buffers[].source_file", "peak_buffers[].source_line",
-               "timeline|series|memory_over_time: [{time, bytes, instruction}] or [bytes, ...]",
-               "buffers|live_ranges: [{name|instruction, shape, size|bytes, start, end}]"],
+               "timeline|series|memory_over_time: [{time, bytes, instruction}] or [bytes, ...] or columns",
+               "buffers|live_ranges: [{name|instruction, shape, size|bytes, start, end, allocation, offset}] or columns",
+               "allocations: [{index, size, kind, memory_space}] or columns (Note [Compact memory rows])"],
     "collectives": ["collectives[]: name, opcode, computation, group_mode, group_size, num_groups, "
                     "payload_bytes|bytes, ring_bytes, count, channel_id, op_name, replica_groups",
                     "totals.payload_bytes, totals.ring_bytes"],
