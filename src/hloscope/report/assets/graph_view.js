@@ -20,8 +20,8 @@
     });
     var grouping = el("select", {id: "graph-grouping", title: "how instructions are grouped"},
       el("option", {value: "auto", text: "group by op_name, else blocks"}), el("option", {value: "auto-only", text: "group by schedule blocks"}),
-      el("option", {value: "none", text: "group by computation only"}));
-    G.grouping = ["auto", "auto-only", "none"].indexOf(param("graph", "group")) >= 0 ? param("graph", "group") : "auto";
+      el("option", {value: "kind", text: "group by kind of op"}), el("option", {value: "none", text: "group by computation only"}));
+    G.grouping = ["auto", "auto-only", "kind", "none"].indexOf(param("graph", "group")) >= 0 ? param("graph", "group") : "auto";
     grouping.value = G.grouping;
     grouping.addEventListener("change", function () { G.grouping = grouping.value; setParam("graph", "group", G.grouping === "auto" ? null : G.grouping); rebuildProgram(true); });
     var overlay = el("select", {id: "graph-overlay"});

@@ -187,16 +187,27 @@
         ctx.beginPath(); ctx.moveTo(L, y0 + 0.5); ctx.lineTo(w - R, y0 + 0.5); ctx.stroke();
         if (y0 - y1 > 13) ctx.fillText(fmtBytes(a.size) + " " + a.kind.replace("maybe-live-out", "output").replace("preallocated-temp", "temps"), 4, y1 + 11);
       });
-      var drawn = 0;
-      layout.boxes.forEach(function (b) {
+      var drawn = 0, byColour = {};
+      layout.boxes.forEach(function (b) {  // one fill colour at a time: 20,000 boxes stay a few ms
         if (b.end + 1 < view.v0 || b.start > view.v1) return;
-        var x0 = Math.max(L, X(b.start)), x1 = Math.min(w - R, X(b.end + 1)), y0 = Y(layout.base[b.allocation] + b.offset + (b.bytes || b.size || 0)), y1 = Y(layout.base[b.allocation] + b.offset);
-        ctx.fillStyle = KIND_COLOUR[allocKind(b.allocation)] || "#b5bcc9";
-        ctx.globalAlpha = MEM_VIEW.heapSel === b ? 1 : 0.78;
-        ctx.fillRect(x0, y0, Math.max(1, x1 - x0 - 0.5), Math.max(1, y1 - y0 - 0.3));
-        drawn++;
+        var c = KIND_COLOUR[allocKind(b.allocation)] || "#b5bcc9";
+        (byColour[c] = byColour[c] || []).push(b);
+      });
+      ctx.globalAlpha = 0.78;
+      Object.keys(byColour).forEach(function (c) {
+        ctx.fillStyle = c;
+        byColour[c].forEach(function (b) {
+          var x0 = Math.max(L, X(b.start)), x1 = Math.min(w - R, X(b.end + 1)), y0 = Y(layout.base[b.allocation] + b.offset + (b.bytes || b.size || 0)), y1 = Y(layout.base[b.allocation] + b.offset);
+          ctx.fillRect(x0, y0, Math.max(1, x1 - x0 - 0.5), Math.max(1, y1 - y0 - 0.3));
+          drawn++;
+        });
       });
       ctx.globalAlpha = 1;
+      var sel = MEM_VIEW.heapSel;
+      if (sel && layout.base[sel.allocation] != null) {
+        ctx.strokeStyle = cssVar("--ink") || "#111"; ctx.lineWidth = 1.5;
+        ctx.strokeRect(X(sel.start), Y(layout.base[sel.allocation] + sel.offset + (sel.bytes || 0)), X(sel.end + 1) - X(sel.start), Math.max(1, Y(layout.base[sel.allocation] + sel.offset) - Y(layout.base[sel.allocation] + sel.offset + (sel.bytes || 0))));
+      }
       if (MEM_VIEW.picked != null) { ctx.strokeStyle = cssVar("--peak") || "#d6336c"; var px = X(MEM_VIEW.picked + 0.5); ctx.beginPath(); ctx.moveTo(px, 0); ctx.lineTo(px, H); ctx.stroke(); }
       canvas.setAttribute("data-boxes", drawn);
       layout.X = X; layout.Y = Y; layout.w = w;
