@@ -392,9 +392,12 @@ def _advice(module: Module, est: TimeEstimate, by_name: dict[str, Instruction], 
         runs = sum(timed[n].executions for _, n in launch)
         out.append(Advice(
             "launch-bound", f"Launch-bound kernels: {_secs(secs)} ({_pct(secs / step)} of the step)",
-            f"{len(launch)} small kernel{'s' if len(launch) != 1 else ''} ({runs:,.0f} launches a step) cost more to launch "
-            f"({_secs(hw.kernel_launch_overhead)} each) than to run. Fusing them, or capturing the step as a graph "
-            "(CUDA graphs), saves most of it.", secs, secs / step, _names(launch)))
+            f"{len(launch)} small kernel{'s' if len(launch) != 1 else ''} ({runs:,.0f} launches a step) cost more to "
+            + ("dispatch" if hw.kind == "cpu" else "launch")
+            + f" ({_secs(hw.kernel_launch_overhead)} each) than to run. "
+            + {"cpu": "Fusing them saves XLA:CPU's per-thunk dispatch.",
+               "gpu": "Fusing them, or capturing the step as a graph (CUDA graphs), saves most of it."}.get(
+                   hw.kind, "Fusing them saves most of it."), secs, secs / step, _names(launch)))
 
     # Loops whose body dominates the step.
     for name, t in timed.items():
