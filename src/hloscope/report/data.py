@@ -8,9 +8,11 @@ into a note in its section and never breaks the report.
 Note [Report sections]
 ----------------------
 Each analysis section is ``{"status": "ok" | "unavailable" | "error", "message": str, "data": ...}``
-where ``data`` is exactly the analysis's ``to_json()`` (``None`` unless status is ok). The page
-reads the fields it knows and ignores the rest, so analyses may grow fields freely. The fields
-the page reads are listed in ``EXPECTED_FIELDS``.
+where ``data`` is exactly the analysis's ``to_json()`` (``None`` unless status is ok; the memory
+section's long lists in columns, Note [Compact memory rows] in ``compact.py``). The page reads
+the fields it knows and ignores the rest, so analyses may grow fields freely. The fields the
+page reads are listed in ``EXPECTED_FIELDS``. The op profile (``report/profile.py``) and the
+timeline (``report/timeline.py``) are sections of their own, made from the time estimate.
 
 Note [Compact instruction rows]
 -------------------------------

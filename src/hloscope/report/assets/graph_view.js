@@ -255,7 +255,7 @@
     row(secs ? "slowest inside" : "inside", tl);
     box.appendChild(dl);
     box.appendChild(el("div", {cls: "toolbar"}, el("button", {cls: "btn", text: n.expanded ? "close" : "open", on: {click: function () { toggle(n); }}})));
-    setParam("graph", "g", null);
+    selectInstruction(null);
   }
   function layoutShape(r) {  // the shape as written, with its layout and memory space
     var t = r[C.text], eq = t.indexOf(" = "), at = t.indexOf(" " + r[C.opcode] + "(", eq);
