@@ -56,7 +56,7 @@ def test_brushing_zooms_the_curve_and_the_heap(browser, pages):
 def test_heap_shows_each_buffer_at_its_offset(browser, pages):
     page, problems, _, _ = open_page(browser, pages["003"], "#memory")
     canvas = page.locator("#heap-canvas")
-    assert int(canvas.get_attribute("data-boxes")) > 1000
+    assert int(canvas.get_attribute("data-boxes")) > 500  # those at least a third of a pixel tall
     page.select_option("#heap-allocations", "temp")
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()

@@ -145,8 +145,8 @@
   // XLA numbers them); a buffer's box spans its live steps across and its bytes up from its
   // allocation's start plus its offset. Gaps inside the temp block at a step are its
   // fragmentation then.
-  var KIND_COLOUR = {"parameter": "#5b8def", "maybe-live-out": "#2f9e8f", "preallocated-temp": "#e59f2b", "temp": "#e59f2b",
-    "constant": "#9aa5bb", "thread-local": "#8a6fd1"};
+  var KIND_COLOUR = {"parameter": "#7ea6f2", "maybe-live-out": "#5fb8ab", "preallocated-temp": "#edb65c", "temp": "#edb65c",
+    "constant": "#b3bccb", "thread-local": "#a593de"};
   function heapView(sp, mem, buffers, onpick) {
     var box = el("div", {cls: "heap"}), bar = el("div", {cls: "toolbar legend"});
     var allocs = (mem.allocations || []).filter(function (a) { return (a.memory_space || 0) === sp.space; });
@@ -193,16 +193,18 @@
         var c = KIND_COLOUR[allocKind(b.allocation)] || "#b5bcc9";
         (byColour[c] = byColour[c] || []).push(b);
       });
-      ctx.globalAlpha = 0.78;
+      // Opaque fills (blending 20,000 rectangles costs the software rasteriser seconds), a hair
+      // of gap between neighbours; boxes under a third of a pixel tall are left out (dust).
       Object.keys(byColour).forEach(function (c) {
         ctx.fillStyle = c;
         byColour[c].forEach(function (b) {
-          var x0 = Math.max(L, X(b.start)), x1 = Math.min(w - R, X(b.end + 1)), y0 = Y(layout.base[b.allocation] + b.offset + (b.bytes || b.size || 0)), y1 = Y(layout.base[b.allocation] + b.offset);
+          var y0 = Y(layout.base[b.allocation] + b.offset + (b.bytes || b.size || 0)), y1 = Y(layout.base[b.allocation] + b.offset);
+          if (y1 - y0 < 0.33) return;
+          var x0 = Math.max(L, X(b.start)), x1 = Math.min(w - R, X(b.end + 1));
           ctx.fillRect(x0, y0, Math.max(1, x1 - x0 - 0.5), Math.max(1, y1 - y0 - 0.3));
           drawn++;
         });
       });
-      ctx.globalAlpha = 1;
       var sel = MEM_VIEW.heapSel;
       if (sel && layout.base[sel.allocation] != null) {
         ctx.strokeStyle = cssVar("--ink") || "#111"; ctx.lineWidth = 1.5;

@@ -278,7 +278,14 @@
   // Black or white, whichever contrasts more: at the crossover (luminance 0.179) both reach
   // 4.58:1, so every fill keeps WCAG's 4.5:1 (a greyer ink would not).
   function inkOn(fill) { return luminance(fill) > 0.179 ? ["#000000", "#000000"] : ["#ffffff", "#ffffff"]; }
-  function cssVar(name) { return getComputedStyle(document.body).getPropertyValue(name).trim(); }
+  // A theme colour, read once (getComputedStyle forces a style pass each call): again only when
+  // the browser switches between light and dark.
+  var cssCache = {};
+  function cssVar(name) {
+    if (!(name in cssCache)) cssCache[name] = getComputedStyle(document.body).getPropertyValue(name).trim();
+    return cssCache[name];
+  }
+  if (window.matchMedia) matchMedia("(prefers-color-scheme: dark)").addEventListener("change", function () { cssCache = {}; });
 
   // ---- estimated time per instruction ----------------------------------------------------------
   var TIM = section("timing").data;
