@@ -488,3 +488,11 @@ ENTRY e {
   ROOT r = f32[4]{0} add(y, p)
 }""")
     assert [i.name for i in accept_order(m.entry)] == ["p", "unused", "q", "dead", "x", "y", "r"]
+
+
+def test_tiled_layouts_count_their_elements_as_xla_does() -> None:
+    """XLA:CPU's cost analysis counts a tiled array's elements, not its padded tiles (measured:
+    f32[3,5]{1,0:T(8,128)} negate, 120 bytes; f32[]{:T(128)}, 8); memory counts the tiles."""
+    for shape, nbytes in (("f32[3,5]{1,0:T(8,128)}", 120), ("f32[]{:T(128)}", 8)):
+        m = hloscope.parse(f"HloModule m\nENTRY e {{ p = {shape} parameter(0)  ROOT n = {shape} negate(p) }}")
+        assert analyze_cost(m).total.bytes_accessed == nbytes

@@ -10,6 +10,7 @@ import hloscope
 from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP
 from hloscope.analysis.hardware import HardwareSpec, load_hardware
 from hloscope.analysis.timing import estimate_time, roofline_seconds
+from hloscope.analysis.trace import trip_offsets
 from tests.analysis.async_sugar import ASYNC_SUGAR
 from tests.conftest import MODULE_SEEDS, SEED_FILES
 
@@ -33,7 +34,10 @@ def test_seeds_estimate_and_trace(seeds, seed: str, hw: str) -> None:
         t.executions for t in est.per_instruction.values() if t.bound not in ("control", "communication")))
     trace = json.loads(json.dumps(est.to_chrome_trace()))
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-    assert len(spans) == len(est.schedule)
+    # Every recorded interval, loop bodies once per trip (analysis.trace).
+    runs = {p: len(o) for p, o in trip_offsets(est).items()}
+    assert len(spans) == sum(runs[op.parent] if op.parent else 1 for op in est.schedule)
+    assert sum(op.depth == 0 for op in est.schedule) == sum("parent" not in e["args"] for e in spans)
     assert all({"name", "ts", "dur", "pid", "tid"} <= set(e) for e in spans)
     json.dumps(est.to_json(top=5))
 

@@ -100,3 +100,12 @@ def test_report_progress_names_slow_steps(tmp_path, capsys, monkeypatch):
     out = tmp_path / "r.html"
     assert main(["report", str(SEED_FILES["000"]), "-o", str(out)]) == 0
     assert "instructions" in capsys.readouterr().out
+
+
+def test_memory_prints_other_memory_spaces_in_binary_units(capsys):
+    """Seed 004's S(1) and S(2) lines use the units S(0)'s figures use, not raw bytes."""
+    assert main(["memory", str(SEED_FILES["004"])]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("memory space S(")]
+    assert len(lines) == 2
+    assert "temporaries 86.00 MiB, live-range peak 86.00 MiB" in lines[0]
+    assert "temporaries 68 B, live-range peak 8 B" in lines[1]

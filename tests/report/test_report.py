@@ -151,3 +151,17 @@ def test_cli_report_refuses_input_as_output(tmp_path, capsys):
     shutil.copy(SEED_FILES["004"], src)
     assert main(["report", str(src), "-o", str(src)]) == 1
     assert "refusing" in capsys.readouterr().err
+
+
+def test_memory_columns_are_the_analysis_rows():
+    """Note [Compact memory rows]: the page's columns hold exactly the analysis's rows."""
+    from hloscope.analysis.memory.report import analyze_memory
+
+    m = hloscope.load(SEED_FILES["004"])
+    page = collect_report_data(m)["memory"]["data"]
+    mine = analyze_memory(m).to_json()
+    for key in ("timeline", "buffers", "allocations"):
+        cols = page[key]
+        rows = [dict(zip(cols["columns"], vals)) for vals in zip(*cols["values"])]
+        assert rows == mine[key], key
+    assert page["memory_spaces"]["0"]["timeline"] is None and page["memory_spaces"]["1"]["timeline"]

@@ -140,6 +140,9 @@ class CollectiveOp:
     count: int  # executions per step (loop trip counts multiplied in)
     channel_id: int | None = None
     op_name: str | None = None
+    # The groups as the module writes them: ``{{0,1,2,3}}``, the iota form ``[1,8]<=[8]``, or a
+    # collective-permute's ``source_target_pairs``; None when the attribute is absent.
+    replica_groups: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -224,6 +227,15 @@ def _groups_attr(inst: Instruction) -> list[list[int]]:
         return rg.expanded(inst.attrs.get("device_ids"))
     except ValueError:
         return []
+
+
+def _groups_text(inst: Instruction, kind: str) -> str | None:
+    """The replica groups (or a permute's source-target pairs) as the module writes them."""
+    if kind == "collective-permute":
+        pairs = inst.attrs.get("source_target_pairs")
+        return None if pairs is None else "{" + ",".join(f"{{{p[0]},{p[1]}}}" for p in pairs) + "}"
+    rg = inst.attrs.get("replica_groups")
+    return None if rg is None else str(rg)
 
 
 def _mode(inst: Instruction, kind: str) -> CollectiveOpGroupMode:
@@ -311,5 +323,6 @@ def analyze_collectives(module: Module, num_replicas: int | None = None,
             count=counts.get(inst.computation, 1) if inst.computation is not None else 1,
             channel_id=inst.attrs.get("channel_id"),
             op_name=md.op_name if md is not None else None,
+            replica_groups=_groups_text(inst, kind),
         ))
     return CollectivesReport(tuple(out), replicas, partitions)

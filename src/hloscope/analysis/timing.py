@@ -14,7 +14,9 @@ Each top-level instruction of the entry computation (and of the bodies it calls)
 A collective costs ``collective_latency + steps * link.latency + ring_bytes / link.bandwidth``
 on the intra-node link (``analysis.collectives`` gives steps and bytes). Synchronous
 collectives block the compute stream; a ``*-start``/``*-done`` pair runs on the
-communication stream and overlaps the instructions scheduled between the two. A while loop
+communication stream and overlaps the instructions scheduled between the two; so does a
+``copy-start``/``copy-done`` pair on the copy engine and a ``send``/``recv`` on the host link
+(each its own stream, ``STREAMS``). A while loop
 costs its trip count (``analysis.trip_count``; one iteration when unknown) times body plus
 condition; a conditional its slowest branch.
 
@@ -102,11 +104,21 @@ from hloscope.analysis.cpu_model import (
 )
 from hloscope.analysis.hardware import HardwareSpec
 from hloscope.analysis.memory.report import MemoryReport
+from hloscope.analysis.schedule import (
+    ASYNC,
+    COMMUNICATION,
+    COMPUTE,
+    COPY,
+    HOST,
+    STREAMS,
+    ScheduledOp,
+)
+from hloscope.analysis.trace import chrome_trace
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import Computation, Instruction, Module, Opcode
 
 __all__ = ["ScheduledOp", "InstructionTime", "FreshPages", "TimeEstimate", "estimate_time", "MEMORY_COMPUTE_PARALLELISM",
-           "roofline_seconds", "FRESH_PAGES"]
+           "roofline_seconds", "FRESH_PAGES", "STREAMS", "COMPUTE", "COMMUNICATION", "COPY", "HOST", "ASYNC"]
 
 # XLA's GpuPerformanceModelOptions default: compute and memory overlap 95%.
 MEMORY_COMPUTE_PARALLELISM = 0.95
@@ -128,26 +140,10 @@ _DONE_OF = {
     Opcode.RECV_DONE: Opcode.RECV,
 }
 _ASYNC_STARTS = frozenset(_DONE_OF.values())
-
-COMPUTE, COMMUNICATION = "compute", "communication"
+# Asynchronous work with an engine of its own (Note [Nested schedule] for how it is recorded).
+_ENGINES = {Opcode.COPY_START: COPY, Opcode.SEND: HOST, Opcode.RECV: HOST}
 # The opcode column of a scheduled interval that is an allocation's page faults, not an instruction.
 FRESH_PAGES = "fresh-pages"
-
-
-@dataclass(frozen=True, slots=True)
-class ScheduledOp:
-    """One interval of the simulated schedule (seconds from the start of the step)."""
-
-    instruction: str
-    opcode: str
-    start: float
-    end: float
-    stream: str
-    computation: str = ""
-
-    @property
-    def duration(self) -> float:
-        return self.end - self.start
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,20 +237,10 @@ class TimeEstimate:
         return data
 
     def to_chrome_trace(self) -> dict[str, Any]:
-        """The schedule as Chrome/Perfetto trace JSON (complete events, microseconds)."""
-        tids = {COMPUTE: 1, COMMUNICATION: 2}
-        events: list[dict[str, Any]] = [
-            {"ph": "M", "name": "thread_name", "pid": 1, "tid": tid, "args": {"name": stream}}
-            for stream, tid in tids.items()
-        ]
-        for op in self.schedule:
-            events.append({
-                "ph": "X", "name": op.instruction, "cat": op.opcode, "pid": 1,
-                "tid": tids.get(op.stream, 3), "ts": op.start * 1e6, "dur": op.duration * 1e6,
-                "args": {"opcode": op.opcode, "computation": op.computation},
-            })
-        return {"traceEvents": events, "displayTimeUnit": "ns",
-                "otherData": {"hardware": self.hardware, "total_seconds": self.total_seconds}}
+        """The schedule as Chrome/Perfetto trace JSON (complete events, microseconds): one
+        thread per lane, loops unrolled trip by trip (folded past ``trace.UNROLL_LIMIT`` events);
+        the report's timeline draws the same events (``analysis.trace``)."""
+        return chrome_trace(self)
 
 
 def roofline_seconds(compute: float, memory: float) -> float:
@@ -289,6 +275,7 @@ class _Simulator:
         self._written_at: dict[Instruction, float] = {}
         # instruction -> [seconds over all executions, executions, bound]
         self.charged: dict[Instruction, list[Any]] = {}
+        self._where: tuple[int, str] = (0, "")  # (depth, parent) of what run() records now
 
     def _charge(self, inst: Instruction, seconds: float, scale: float, bound: str) -> None:
         row = self.charged.get(inst)
@@ -355,7 +342,8 @@ class _Simulator:
             wide = self._wide[comp] = wide_thunks(comp)
         return rates.dag_thunk_overhead if inst in wide else self.hw.kernel_launch_overhead
 
-    def fresh_page_faults(self, inst: Instruction, clock: float, record: bool) -> float:
+    def fresh_page_faults(self, inst: Instruction, clock: float, record: bool, depth: int = 0,
+                          parent: str = "") -> float:
         """Schedule the page faults of the allocations ``inst`` writes first (Note [Fresh pages
         per allocation] in ``cpu_model.py``) from ``clock``; returns when they end."""
         rates = self.hw.cpu_rates
@@ -367,7 +355,7 @@ class _Simulator:
             if record:
                 self.events.append(ScheduledOp(f"{alloc.label} ({alloc.kind}, {alloc.size:,} bytes)", FRESH_PAGES,
                                                clock, clock + seconds, COMPUTE,
-                                               inst.computation.name if inst.computation else ""))
+                                               inst.computation.name if inst.computation else "", depth, parent))
             clock += seconds
         return clock
 
@@ -386,10 +374,25 @@ class _Simulator:
         return seconds
 
     # -- the schedule --------------------------------------------------------------------------
-    def run(self, comp: Computation, t0: float, scale: float, record: bool) -> float:
-        """Simulate ``comp`` from time ``t0``; returns when its last instruction ends."""
+    # Note [Nested schedule]
+    # ----------------------------------------------------------------------------------------
+    # A loop body runs `trips` times back to back; its instructions are recorded once, for the
+    # first trip, from the loop's start (the condition after the body), so every later trip is
+    # the first shifted by whole periods of (loop duration / trips). A call's computation is
+    # recorded where it runs, and a conditional's slowest branch (the one charged). Nothing is
+    # recorded below a computation that is itself not recorded, so the schedule holds each
+    # scheduled instruction at most once however deep the loops nest.
+    def run(self, comp: Computation, t0: float, scale: float, record: bool,
+            depth: int = 0, parent: str = "") -> float:
+        """Simulate ``comp`` from time ``t0``; returns when its last instruction ends.
+
+        ``record`` keeps its intervals (and, below it, the first run of every body) in
+        ``events`` at ``depth`` under the control instruction ``parent``.
+        """
+        self._where = (depth, parent)
         clock = t0
         comm_clock = t0
+        engine_clock: dict[str, float] = {}  # the copy engine's and host link's clocks
         pending: dict[Instruction, float] = {}  # async start -> its end time
         for inst in comp.instructions:
             op = inst.opcode
@@ -415,7 +418,17 @@ class _Simulator:
                     bound = self._bound
                 self._charge(inst, end - begin, scale, bound)
                 pending[inst] = end
-                self._record(record, inst, begin, end, COMMUNICATION)
+                self._record(record, inst, begin, end, COMMUNICATION if wrapped.opcode in COLLECTIVE_OPCODES else ASYNC)
+                continue
+            if op in _ENGINES:
+                # An asynchronous copy (a TPU prefetch) or host transfer runs on its own engine
+                # from its start to its -done, overlapping the compute stream in between.
+                stream = _ENGINES[op]
+                begin = max(clock, engine_clock.get(stream, t0))
+                end = engine_clock[stream] = begin + self.kernel_seconds(inst, scale)
+                self._charge(inst, end - begin, scale, self._bound)
+                pending[inst] = end
+                self._record(record, inst, begin, end, stream)
                 continue
             if op in COLLECTIVE_OPCODES:
                 seconds = self.collective_seconds(inst, scale)
@@ -433,12 +446,19 @@ class _Simulator:
                 n = infer_trip_count(inst)
                 self.trip_counts[inst.name] = n
                 k = n if n is not None else 1
-                body = self.run(inst.attrs["body"], 0.0, scale * k, False)
-                cond = self.run(inst.attrs["condition"], 0.0, scale * k, False)
+                first = len(self.events)
+                body = self.run(inst.attrs["body"], 0.0, scale * k, record, depth + 1, inst.name)
+                mid = len(self.events)
+                cond = self.run(inst.attrs["condition"], 0.0, scale * k, record, depth + 1, inst.name)
+                # The first trip, recorded from 0, placed where the loop starts (condition after body).
+                self._shift(first, mid, clock)
+                self._shift(mid, len(self.events), clock + body)
+                self._where = (depth, parent)
                 end = clock + k * (body + cond)
                 bound = "control"
             elif op in (Opcode.CALL, Opcode.ASYNC_START) and inst.called_computations:
-                end = self.run(inst.called_computations[0], clock, scale, False)
+                end = self.run(inst.called_computations[0], clock, scale, record, depth + 1, inst.name)
+                self._where = (depth, parent)
                 bound = "control"
                 if op is Opcode.ASYNC_START:
                     self._charge(inst, end - clock, scale, bound)
@@ -446,11 +466,17 @@ class _Simulator:
                     self._record(record, inst, clock, end, COMMUNICATION)
                     continue
             elif op is Opcode.CONDITIONAL:
-                end = clock + max(self.run(c, 0.0, scale, False) for c in inst.called_computations)
+                # Each branch costed alone; the slowest, the one charged, is run again to record it.
+                ends = [self.run(c, 0.0, scale, False) for c in inst.called_computations]
+                slowest = max(range(len(ends)), key=ends.__getitem__)
+                if record:
+                    self._recording_again(inst.called_computations[slowest], clock, depth + 1, inst.name)
+                self._where = (depth, parent)
+                end = clock + ends[slowest]
                 bound = "control"
             else:
                 if inst in self.fresh:
-                    clock = self.fresh_page_faults(inst, clock, record)
+                    clock = self.fresh_page_faults(inst, clock, record, depth, parent)
                 end = clock + self.kernel_seconds(inst, scale)
                 bound = self._bound
             self._charge(inst, end - clock, scale, bound)
@@ -461,8 +487,25 @@ class _Simulator:
 
     def _record(self, record: bool, inst: Instruction, start: float, end: float, stream: str) -> None:
         if record:
+            depth, parent = self._where
             self.events.append(ScheduledOp(inst.name, inst.opcode.text, start, end, stream,
-                                           inst.computation.name if inst.computation else ""))
+                                           inst.computation.name if inst.computation else "",
+                                           depth, parent))
+
+    def _shift(self, first: int, last: int, dt: float) -> None:
+        """Move the events recorded at ``first`` up to ``last`` later by ``dt`` seconds."""
+        for k in range(first, last):
+            e = self.events[k]
+            self.events[k] = ScheduledOp(e.instruction, e.opcode, e.start + dt, e.end + dt, e.stream,
+                                         e.computation, e.depth, e.parent)
+
+    def _recording_again(self, comp: Computation, t0: float, depth: int, parent: str) -> None:
+        """Record ``comp``'s intervals from ``t0`` without charging anything a second time."""
+        saved = (self.compute, self.memory, self.comm, self.launch, self.charged, self.trip_counts)
+        self.charged = {}
+        self.trip_counts = dict(self.trip_counts)
+        self.run(comp, t0, 0.0, True, depth, parent)
+        self.compute, self.memory, self.comm, self.launch, self.charged, self.trip_counts = saved
 
 
 def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostReport | None = None,

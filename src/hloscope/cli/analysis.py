@@ -375,8 +375,8 @@ def _memory(args: argparse.Namespace) -> int:
         con.print(r.peak_note(), soft_wrap=True)
     for space in sorted(k for k in r.memory_spaces.keys() | r.other_memory_spaces.keys() if k):
         s = r.memory_spaces.get(space)
-        con.print(f"memory space S({space}): temporaries {r.other_memory_spaces.get(space, 0):,} bytes, "
-                  f"live-range peak {s.peak_bytes if s else 0:,} bytes"
+        con.print(f"memory space S({space}): temporaries {format_bytes(r.other_memory_spaces.get(space, 0))}, "
+                  f"live-range peak {format_bytes(s.peak_bytes if s else 0)}"
                   + (f" at time {s.peak_time}" if s else "") + ", not included above")
     shown = len(r.peak_buffers) if args.top <= 0 else min(args.top, len(r.peak_buffers))
     title = (f"Buffers live at the peak (top {shown} of {len(r.peak_buffers)})" if shown < len(r.peak_buffers)

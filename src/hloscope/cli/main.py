@@ -30,7 +30,7 @@ def _load_command_modules() -> None:
     import importlib
 
     for mod in ("hloscope.cli.inspect", "hloscope.cli.run", "hloscope.cli.analysis", "hloscope.cli.report",
-                "hloscope.cli.jax", "hloscope.cli.sweep"):
+                "hloscope.cli.jax", "hloscope.cli.sweep", "hloscope.cli.profile"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:

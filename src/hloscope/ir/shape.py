@@ -67,7 +67,9 @@ class ArrayShape:
             return 0
         count = self.element_count
         layout = self.layout
-        if tiled and layout is not None and layout.tiles and self.dimensions:
+        # A scalar with a tile fills the whole tile too: a TPU's f32[]{:T(128)} takes 512 bytes
+        # (XLA's ShapeUtil::ArraySize rounds the missing dimensions, as 1, up to the tile).
+        if tiled and layout is not None and layout.tiles:
             count = _tiled_element_count(self.dimensions, layout)
         if layout is not None and layout.element_size_bits and pt.bits < 8:
             return (count * layout.element_size_bits + 7) // 8

@@ -8,9 +8,11 @@ into a note in its section and never breaks the report.
 Note [Report sections]
 ----------------------
 Each analysis section is ``{"status": "ok" | "unavailable" | "error", "message": str, "data": ...}``
-where ``data`` is exactly the analysis's ``to_json()`` (``None`` unless status is ok). The page
-reads the fields it knows and ignores the rest, so analyses may grow fields freely. The fields
-the page reads are listed in ``EXPECTED_FIELDS``.
+where ``data`` is exactly the analysis's ``to_json()`` (``None`` unless status is ok; the memory
+section's long lists in columns, Note [Compact memory rows] in ``compact.py``). The page reads
+the fields it knows and ignores the rest, so analyses may grow fields freely. The fields the
+page reads are listed in ``EXPECTED_FIELDS``. The op profile (``report/profile.py``) and the
+timeline (``report/timeline.py``) are sections of their own, made from the time estimate.
 
 Note [Compact instruction rows]
 -------------------------------
@@ -59,11 +61,19 @@ EXPECTED_FIELDS: dict[str, list[str]] = {
                "xla_peak_memory.label", "xla_peak_memory.counts", "peak_buffers[].name|instruction",
                "peak_buffers[].shape", "peak_buffers[].size|bytes", "peak_buffers[].op_name",
                "peak_buffers[].source_file", "peak_buffers[].source_line",
-               "timeline|series|memory_over_time: [{time, bytes, instruction}] or [bytes, ...]",
-               "buffers|live_ranges: [{name|instruction, shape, size|bytes, start, end}]"],
+               "timeline|series|memory_over_time: [{time, bytes, instruction}] or [bytes, ...] or columns",
+               "buffers|live_ranges: [{name|instruction, shape, size|bytes, start, end, allocation, offset}] or columns",
+               "allocations: [{index, size, kind, memory_space}] or columns (Note [Compact memory rows])"],
     "collectives": ["collectives[]: name, opcode, computation, group_mode, group_size, num_groups, "
-                    "payload_bytes|bytes, ring_bytes, count, channel_id, op_name",
+                    "payload_bytes|bytes, ring_bytes, count, channel_id, op_name, replica_groups",
                     "totals.payload_bytes, totals.ring_bytes"],
+    "profile": ["step_seconds", "op_seconds", "peak_flop_rate", "memory_bandwidth",
+                "exposed_communication_seconds",
+                "categories[]|opcodes[]: key, category, seconds, share, instructions, executions, flops, "
+                "bytes_accessed, flop_rate, flop_utilization, bandwidth, bandwidth_utilization, bound, top",
+                "advice[]: kind, title, words, seconds, share, instructions"],
+    "timeline": ["lanes", "total_ns", "unroll_limit", "trips", "exposed",
+                 "events: {ci, ii, start, end, lane, depth, parent} (columns, nanoseconds)"],
 }
 
 # The page's text view: one line per instruction without metadata (op_name and source are
@@ -123,6 +133,10 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     data["memory"] = step("memory", lambda: _section(run_memory))
     if explain and data["memory"]["data"] is not None:
         data["memory"]["data"]["explain"] = explain[0]
+    if data["memory"]["data"] is not None:
+        from hloscope.report.compact import compact_memory
+
+        compact_memory(data["memory"]["data"])  # Note [Compact memory rows]
     data["collectives"] = step("collectives", lambda: _section(
         lambda: _call("hloscope.analysis.collectives", "analyze_collectives", module)))
     implied = None
@@ -141,8 +155,28 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     if data["timing"]["data"] is not None:
         data["timing"]["data"]["implied"] = implied
         _attach_seconds(data["computations"], times[0])
+        _views_of_the_estimate(data, module, cost_result[0] if cost_result else None, times[0], hardware, step)
     data["collect_seconds"] = round(time.perf_counter() - started, 3)
     return data
+
+
+def _views_of_the_estimate(data: dict[str, Any], module: Module, cost: Any, estimate: Any, hardware: Any,
+                           step: Callable[[str, Callable[[], Any]], Any]) -> None:
+    """The op profile (``report/profile.py``) and the timeline (``report/timeline.py``) of the estimate."""
+    from hloscope.report.profile import attach_profile, profile_of
+    from hloscope.report.timeline import timeline_section
+
+    made: list[Any] = []
+
+    def run_profile() -> Any:
+        made.append(profile_of(module, cost, estimate, hardware))
+        return made[0]
+
+    if cost is not None:
+        data["profile"] = step("op profile", lambda: _section(run_profile))
+        if made:
+            attach_profile(data["computations"], made[0])
+    data["timeline"] = step("timeline", lambda: _section(lambda: timeline_section(estimate, data["computations"])))
 
 
 # Note [Implied hardware]

@@ -42,7 +42,8 @@ def _asset(name: str) -> str:
 
 # The page's script, in order: later parts use the names earlier ones define, and the last
 # starts the page. They run inside one function scope, so nothing leaks into the window.
-PARTS = ("page.js", "overview.js", "memory.js", "graph_layout.js", "graph_view.js", "text.js")
+PARTS = ("page.js", "overview.js", "profile.js", "memory.js", "memory_chart.js", "timeline.js", "graph_model.js", "graph_layout.js",
+         "graph_draw.js", "graph_view.js", "text.js")
 
 
 @cache
@@ -66,8 +67,7 @@ _SHELL = """<!DOCTYPE html>
 </head>
 <body>
 <header>
-  <h1 id="title">{title}</h1>
-  <div class="sub" id="subtitle"></div>
+  <div class="titlebar"><h1 id="title">{title}</h1><div class="sub" id="subtitle"></div></div>
   <div class="figures" id="figures"></div>
   <nav id="tabs"></nav>
 </header>

@@ -90,11 +90,16 @@ class LiveBuffer:
     source: str | None
     buffer: int = 0
     memory_space: int = 0
+    # Where it lives: its allocation's index and its offset there (the heap view's y); -1 for
+    # a value in no allocation.
+    allocation: int = -1
+    offset: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "index": list(self.index), "shape": self.shape, "bytes": self.bytes,
                 "start": self.start, "end": self.end, "op_name": self.op_name, "source": self.source,
-                "buffer": self.buffer, "memory_space": self.memory_space}
+                "buffer": self.buffer, "memory_space": self.memory_space, "allocation": self.allocation,
+                "offset": self.offset}
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +147,7 @@ class AllocationSummary:
     size: int
     kind: str
     instructions: tuple[str, ...]  # (names, in value order; one per value held)
+    color: int = 0  # its memory space
 
 
 @dataclass(frozen=True)
@@ -259,6 +265,9 @@ class MemoryReport:
             "other_memory_spaces": {str(k): v for k, v in self.other_memory_spaces.items()},
             "bytes_saved_by_schedule": self.bytes_saved_by_schedule,
             "timeline": [p.to_json() for p in self.timeline],
+            # Every allocation, for the heap view: index, bytes, kind and memory space.
+            "allocations": [{"index": a.index, "size": a.size, "kind": a.kind, "memory_space": a.color}
+                            for a in self.allocations],
             "buffers": [b.to_json() for b in buffers],
             "buffers_omitted": len(self.buffers) - len(buffers),
         }
@@ -410,12 +419,14 @@ def _analyze(module: Module, schedule: str, backend: str | None) -> MemoryReport
 
     def build_buffers() -> tuple[LiveBuffer, ...]:
         buffers = []
+        placed = {v.id: (a.index, offset) for a in allocs for v, offset, _ in a.assigned}
         for v in df.values:
             r = live.ranges.get(v.id)
             if r is not None:
                 op_name, source = source_of(v.instruction)
+                where = placed.get(v.id, (-1, 0))
                 buffers.append(LiveBuffer(v.name, v.index, shape_text(v), v.size, r[0], r[1], op_name, source,
-                                          df.buffer_of[v.id].id, v.color))
+                                          df.buffer_of[v.id].id, v.color, where[0], where[1]))
         buffers.sort(key=lambda b: (b.start, b.end, b.name, b.index))
         return tuple(buffers)
 
@@ -434,8 +445,8 @@ def _analyze(module: Module, schedule: str, backend: str | None) -> MemoryReport
     default_heap = heaps.get(0)
 
     def build_allocations() -> tuple[AllocationSummary, ...]:
-        return tuple(AllocationSummary(a.index, a.size, a.kind, tuple(v.name for v, _, _ in sorted(a.assigned, key=_by_id)))
-                     for a in allocs)
+        return tuple(AllocationSummary(a.index, a.size, a.kind, tuple(v.name for v, _, _ in sorted(a.assigned, key=_by_id)),
+                                       a.color) for a in allocs)
 
     def build_assignment() -> BufferAssignment:
         return _to_buffer_assignment(module, df, live, allocs, xla_peak_time, xla_at_peak, shape_text)

@@ -1,233 +1,227 @@
-/* hloscope report page, part 4 of 6: graph data and layout.
+/* hloscope report page: the whole-program graph's layout (where each box goes).
  *
  * report/html.py inlines the parts in order inside one function scope (PARTS there), so they
  * share their names; every string from the module (names, op_name, source, text) comes from an
  * untrusted file, so the DOM is built with textContent and attributes only, never markup.
+ *
+ * Note [Graph layout]
+ * -------------------
+ * Each open node lays out its own children (Note [Program tree]): an open child is one big
+ * box whose size is its own layout's, so a layout never holds more than MAX_CHILDREN boxes and
+ * opening a node lays out that node and its ancestors again, nothing else. dagre (vendored,
+ * assets/VENDORED.md) does it when a node has at most DAGRE_MAX children and their edges
+ * cross few layers: layers, crossing reduction, edges routed around boxes. Past that, a fast
+ * layered layout (longest-path layers, barycenter order, boxes packed per layer) keeps a
+ * click under a few milliseconds. Layouts are cached per node until something below it opens
+ * or closes (`dirty`).
  */
-  // ---- graph: data ----------------------------------------------------------------------------
-  // Mirrors report/graphs.py: fusions are one node; expanded ones inline their body as a cluster.
-  // Instructions whose op_name shares a namespace form a cluster too, nested level by level
-  // down to G.nsDepth (jit(f) / layer_3 / attention); a collapsed namespace is one node standing
-  // for everything under it (Model Explorer's layers).
-  function nsChain(r) {  // the instruction's namespaces, outermost first
-    var o = r[C.op_name];
-    if (!o || !G.nsDepth) return [];
-    var parts = String(o).split("/"), out = [];
-    for (var k = 1; k <= Math.min(G.nsDepth, parts.length - 1); k++) out.push(parts.slice(0, k).join("/"));
-    return out;  // the leaf op itself is no namespace
-  }
-  function nsOf(r) { var c = nsChain(r); return c.length ? c[c.length - 1] : null; }
-  function collapsedNs(r) {  // the outermost collapsed namespace holding the instruction, if any
-    var c = nsChain(r);
-    for (var k = 0; k < c.length; k++) if (G.collapsed[c[k]]) return c[k];
-    return null;
-  }
-  // Edges are [from id, to id, the shape they carry]. An expanded fusion's body is drawn in a
-  // cluster named after the fusion, and fusions inside it expand the same way, nested; g.parents
-  // says which cluster holds which (a namespace holds the fusions of its instructions).
-  function graphData(ci, keep, expanded) {
-    var rows = comps[ci].instructions, nodes = [], edges = [], outId = {}, groupNode = {}, parents = {};
-    function ownerOf(i) {  // the node id instruction i is drawn as (a collapsed namespace's, or its own)
-      var ns = collapsedNs(rows[i]);
-      return ns ? "ns:" + ns : (outId[i] || String(i));
-    }
-    function nest(chain, upTo) {  // each namespace inside the one before it
-      for (var k = 1; k < upTo; k++) parents["n:" + chain[k]] = "n:" + chain[k - 1];
-    }
-    function expandBody(fc, pre, name, ns) {
-      var inner = comps[fc].instructions, params = {}, out = {};
-      inner.forEach(function (q, j) {
-        var qc = q[C.called], qf = q[C.opcode] === "fusion" && qc.length && qc[0] >= 0, id = pre + j;
-        if (qf && expanded[q[C.name]]) {
-          parents["f:" + q[C.name]] = "f:" + name;
-          var sub = expandBody(qc[0], id + "/", q[C.name], ns);
-          q[C.operands].forEach(function (o, k) { if (o >= 0 && sub.params[k] != null) edges.push([out[o] || pre + o, sub.params[k], inner[o][C.shape]]); });
-          out[j] = sub.root;
-          return;
-        }
-        nodes.push({id: id, ci: fc, ii: j, cluster: name, ns: ns, fusion: qf ? qc[0] : null});
-        q[C.operands].forEach(function (o) { if (o >= 0) edges.push([out[o] || pre + o, id, inner[o][C.shape]]); });
-        if (q[C.opcode] === "parameter") { var m = /parameter\((\d+)\)/.exec(q[C.text]); if (m) params[m[1]] = id; }
-      });
-      var root = comps[fc].root;
-      return {params: params, root: out[root] || pre + root};
-    }
-    rows.forEach(function (r, i) {
-      if (keep && !keep[i]) return;
-      var chain = nsChain(r), gns = collapsedNs(r), ns = chain.length ? chain[chain.length - 1] : null;
-      if (gns) {
-        var at = chain.indexOf(gns);
-        nest(chain, at + 1);
-        if (!groupNode[gns]) {
-          groupNode[gns] = {id: "ns:" + gns, ci: ci, ii: i, group: gns, members: 0, ns: at > 0 ? chain[at - 1] : null};
-          nodes.push(groupNode[gns]);
-        }
-        var ns0 = gns;
-        groupNode[ns0].members++;
-        r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), "ns:" + ns0, rows[o][C.shape]]); });
-        return;
-      }
-      nest(chain, chain.length);
-      var called = r[C.called], isFusion = r[C.opcode] === "fusion" && called.length && called[0] >= 0;
-      if (isFusion && expanded[r[C.name]]) {
-        if (ns) parents["f:" + r[C.name]] = "n:" + ns;
-        var body = expandBody(called[0], i + "/", r[C.name], ns);
-        r[C.operands].forEach(function (o, k) {
-          if (o >= 0 && (!keep || keep[o]) && body.params[k] != null) edges.push([ownerOf(o), body.params[k], rows[o][C.shape]]);
-        });
-        outId[i] = body.root;
-        return;
-      }
-      nodes.push({id: String(i), ci: ci, ii: i, fusion: isFusion ? called[0] : null, ns: ns});
-      r[C.operands].forEach(function (o) { if (o >= 0 && (!keep || keep[o])) edges.push([ownerOf(o), String(i), rows[o][C.shape]]); });
-    });
-    var seen = {};
-    edges = edges.filter(function (e) {
-      var k = e[0] + ">" + e[1];
-      if (e[0] === e[1] || seen[k]) return false;
-      seen[k] = 1; return true;
-    });
-    return {nodes: nodes, edges: edges, parents: parents};
-  }
-  function neighbourhood(ci, center, depth, cap) {
-    var rows = comps[ci].instructions, users = usersOf(ci), dist = {}, q = [center], keep = {}, n = 1, head = 0;
-    dist[center] = 0; keep[center] = true;
-    while (head < q.length) {
-      var i = q[head++];
-      if (dist[i] >= depth) continue;
-      var next = rows[i][C.operands].concat(users[i]);
-      for (var k = 0; k < next.length; k++) {
-        var j = next[k];
-        if (j < 0 || j in dist) continue;
-        if (n >= cap) return keep;
-        dist[j] = dist[i] + 1; keep[j] = true; n++; q.push(j);
-      }
-    }
-    return keep;
-  }
+  var NW = 176, NH = 40, GNH = 50, PAD = 12, HEAD = 26, GX = 22, GY = 38;
+  var DAGRE_MAX = 120, DAGRE_MAX_SPAN = 1500, WRAP_AT = 7, ASPECT = 1.7;
 
-  // ---- graph: layout (longest-path layers, barycenter ordering, clusters kept together) --------
-  var NW = 168, NH = 38, GX = 22, GY = 46;
-  function clusterKey(n) { return n.cluster ? "f:" + n.cluster : (n.ns ? "n:" + n.ns : null); }
-  function layout(g) {
-    var idx = {}, preds = g.nodes.map(function () { return []; }), succs = g.nodes.map(function () { return []; });
-    g.nodes.forEach(function (n, i) { idx[n.id] = i; });
-    g.edges.forEach(function (e) {
-      var a = idx[e[0]], b = idx[e[1]];
-      if (a == null || b == null || a === b) return;
-      preds[b].push(a); succs[a].push(b);
+  function boxSize(n) {
+    if (isOpen(n)) { layoutNode(n); return [n.lw, n.lh]; }
+    return [NW, n.kind === "op" || n.kind === "call" ? NH : GNH];
+  }
+  function setOpen(n, open) {
+    if (n.kind === "op" || !!n.expanded === !!open) return;
+    n.expanded = !!open;
+    for (var p = n; p; p = p.parent) p.dirty = true;
+  }
+  function layoutNode(g) {
+    if (!g.dirty && g.lw != null) return;
+    var kids = ensureKids(g), sizes = kids.map(boxSize), edges = edgesOf(g), shape = layering(kids, edges);
+    // dagre draws the best pictures but puts every box of a layer in one row: where a layer is
+    // wide (thirty segments that only read parameters) the wrapping layout reads better.
+    var L = typeof dagre !== "undefined" && !GM.bulk && kids.length <= DAGRE_MAX && shape.span <= DAGRE_MAX_SPAN && shape.widest <= WRAP_AT && !tall(shape, sizes)
+      ? dagreLayout(kids, sizes, edges) : fastLayout(kids, sizes, edges);
+    // dagre's own ranks can still put a dozen boxes side by side: a picture far wider than the
+    // screen's shape is laid out again with rows that wrap.
+    if (L.how === "dagre" && kids.length > 8 && L.w > 2 * ASPECT * Math.max(L.h, GNH)) L = fastLayout(kids, sizes, edges);
+    g.pos = L.pos; g.routes = L.routes; g.laidWith = L.how;
+    var top = g === GM.root ? PAD : HEAD;
+    g.lw = Math.max(L.w + 2 * PAD, NW + 2 * PAD); g.lh = L.h + top + PAD;
+    g.dirty = false;
+  }
+  // Longest-path layers of the children (in order; a backward edge is ignored), the layers
+  // edges cross (dagre makes a dummy node per layer crossed) and the widest layer's count.
+  function layering(kids, edges) {
+    var layer = kids.map(function () { return 0; }), total = 0, count = {}, widest = 0;
+    var es = edges.filter(function (e) { return e.from < e.to; }).sort(function (a, b) { return a.to - b.to; });
+    es.forEach(function (e) { layer[e.to] = Math.max(layer[e.to], layer[e.from] + 1); });
+    es.forEach(function (e) { total += layer[e.to] - layer[e.from]; });
+    var layers = 0;
+    layer.forEach(function (l) { count[l] = (count[l] || 0) + 1; widest = Math.max(widest, count[l]); layers = Math.max(layers, l + 1); });
+    return {layer: layer, span: total, widest: widest, layers: layers};
+  }
+  // Whether the layers stacked would be much taller than the screen's shape allows.
+  function tall(shape, sizes) {
+    var h = {}, w = {}, H = 0, W = NW;
+    shape.layer.forEach(function (l, j) { h[l] = Math.max(h[l] || 0, sizes[j][1]); w[l] = (w[l] || 0) + sizes[j][0] + GX; });
+    Object.keys(h).forEach(function (l) { H += h[l] + GY; W = Math.max(W, w[l]); });
+    return shape.layers > 3 && H > 1.5 * W / ASPECT;
+  }
+  function dagreLayout(kids, sizes, edges) {
+    var gr = new dagre.graphlib.Graph({multigraph: false});
+    var labels = kids.length <= 40;
+    gr.setGraph({rankdir: "TB", nodesep: 18, ranksep: labels ? 40 : 30, edgesep: 8, marginx: 0, marginy: 0});
+    gr.setDefaultEdgeLabel(function () { return {}; });
+    kids.forEach(function (k, j) { gr.setNode(String(j), {width: sizes[j][0], height: sizes[j][1]}); });
+    edges.forEach(function (e, k) { gr.setEdge(String(e.from), String(e.to), labels ? {width: 90, height: 12, labelpos: "c", k: k} : {k: k}); });
+    dagre.layout(gr);
+    var minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+    var pos = kids.map(function (k, j) {
+      var q = gr.node(String(j)), x = q.x - sizes[j][0] / 2, y = q.y - sizes[j][1] / 2;
+      minX = Math.min(minX, x); minY = Math.min(minY, y); maxX = Math.max(maxX, x + sizes[j][0]); maxY = Math.max(maxY, y + sizes[j][1]);
+      return [x, y];
     });
-    // Nodes come in instruction order, which is topological, so one pass gives longest paths.
-    var layer = g.nodes.map(function () { return 0; });
-    g.nodes.forEach(function (n, i) { preds[i].forEach(function (p) { if (p < i) layer[i] = Math.max(layer[i], layer[p] + 1); }); });
-    var layers = [];
+    var routes = [];
+    gr.edges().forEach(function (ed) {
+      var q = gr.edge(ed);
+      routes[q.k] = {pts: q.points.map(function (p) { return [p.x, p.y]; }), lx: q.x, ly: q.y};
+    });
+    if (!kids.length) { minX = minY = 0; maxX = NW; maxY = NH; }
+    pos.forEach(function (p) { p[0] -= minX; p[1] -= minY; });
+    routes.forEach(function (r) { if (!r) return; r.pts.forEach(function (p) { p[0] -= minX; p[1] -= minY; }); if (r.lx != null) { r.lx -= minX; r.ly -= minY; } });
+    return {pos: pos, routes: routes, w: maxX - minX, h: maxY - minY, how: "dagre"};
+  }
+  function fastLayout(kids, sizes, edges) {
+    var n = kids.length, preds = kids.map(function () { return []; }), succs = kids.map(function () { return []; });
+    edges.forEach(function (e) { if (e.from < e.to) { preds[e.to].push(e.from); succs[e.from].push(e.to); } });
+    var layer = kids.map(function () { return 0; }), layers = [];
+    for (var j = 0; j < n; j++) preds[j].forEach(function (p) { layer[j] = Math.max(layer[j], layer[p] + 1); });
+    // Long chains make a tall, narrow picture: wrap layers that hold one box into columns.
     layer.forEach(function (l, i) { (layers[l] = layers[l] || []).push(i); });
     for (var li = 0; li < layers.length; li++) layers[li] = layers[li] || [];
     var pos = {};
     layers.forEach(function (ls) { ls.forEach(function (v, k) { pos[v] = k; }); });
-    // Members of one cluster (an expanded fusion or a namespace) sit side by side in each
-    // layer, so the cluster's outline covers them and nothing else.
-    function group(ls) {
-      var sum = {}, cnt = {};
-      ls.forEach(function (v) { var k = clusterKey(g.nodes[v]); if (k) { sum[k] = (sum[k] || 0) + pos[v]; cnt[k] = (cnt[k] || 0) + 1; } });
-      ls.sort(function (a, b) {
-        var ka = clusterKey(g.nodes[a]), kb = clusterKey(g.nodes[b]);
-        var xa = ka ? sum[ka] / cnt[ka] : pos[a], xb = kb ? sum[kb] / cnt[kb] : pos[b];
-        return xa - xb || (ka === kb ? pos[a] - pos[b] : (ka || "") < (kb || "") ? -1 : 1);
-      });
-      ls.forEach(function (v, k) { pos[v] = k; });
-    }
     function sweep(nb) {
       return function (ls) {
         var bc = {};
         ls.forEach(function (v) {
-          var ns = nb[v], s = 0, c = 0;
-          ns.forEach(function (u) { if (pos[u] != null) { s += pos[u]; c++; } });
+          var s = 0, c = 0;
+          nb[v].forEach(function (u) { if (pos[u] != null) { s += pos[u]; c++; } });
           bc[v] = c ? s / c : pos[v];
         });
-        ls.sort(function (a, b) { return bc[a] - bc[b]; });
+        ls.sort(function (a, b) { return bc[a] - bc[b] || a - b; });
         ls.forEach(function (v, k) { pos[v] = k; });
-        group(ls);
       };
     }
-    var big = g.nodes.length > 600;
-    for (var it = 0; it < (big ? 2 : 4); it++) {
-      layers.slice(1).forEach(sweep(preds));
-      layers.slice(0, -1).reverse().forEach(sweep(succs));
-    }
-    var width = layers.reduce(function (a, ls) { return Math.max(a, ls.length); }, 1) * (NW + GX);
-    var xy = g.nodes.map(function () { return null; });
-    layers.forEach(function (ls, l) {
-      var off = (width - ls.length * (NW + GX)) / 2;
-      ls.forEach(function (v, k) { xy[v] = [off + k * (NW + GX), l * (NH + GY)]; });
+    for (var it = 0; it < 3; it++) { layers.slice(1).forEach(sweep(preds)); layers.slice(0, -1).reverse().forEach(sweep(succs)); }
+    // A layer wider than a few boxes wraps into rows (in its barycenter order), so a group of
+    // independent segments reads as a block, not a line across the screen.
+    var per = Math.max(4, Math.ceil(Math.sqrt(0.71 * n))), rowsOut = [];  // about the screen's shape
+    layers.forEach(function (ls) { for (var k = 0; k < ls.length; k += per) rowsOut.push(ls.slice(k, k + per)); });
+    layers = rowsOut;
+    var widths = layers.map(function (ls) { return ls.reduce(function (a, v) { return a + sizes[v][0] + GX; }, -GX); });
+    var W = Math.max.apply(null, widths.concat([NW])), heights = layers.map(function (ls) {
+      return ls.reduce(function (a, v) { return Math.max(a, sizes[v][1]); }, 0);
     });
-    return {xy: xy, idx: idx, width: width, height: layers.length * (NH + GY), layer: layer};
+    var total = heights.reduce(function (a, h) { return a + h + GY; }, -GY);
+    // A long program is a tall chain of layers: past about the screen's shape the layers
+    // continue in the next column, as a newspaper's do.
+    var cols = Math.max(1, Math.min(layers.length, Math.round(Math.sqrt(total * ASPECT / (W + 3 * GX)))));
+    var perCol = total / cols, out = [], col = 0, y = 0, colH = 0, maxH = 0;
+    layers.forEach(function (ls, l) {
+      if (y > 0 && y + heights[l] / 2 > perCol * 1.02 && col < cols - 1) { col++; maxH = Math.max(maxH, y - GY); y = 0; }
+      var x = col * (W + 3 * GX) + (W - widths[l]) / 2;
+      ls.forEach(function (v) { out[v] = [x, y + (heights[l] - sizes[v][1]) / 2]; x += sizes[v][0] + GX; });
+      y += heights[l] + GY;
+      colH = y - GY;
+    });
+    maxH = Math.max(maxH, colH);
+    var y = maxH + GY;
+    W = (col + 1) * (W + 3 * GX) - 3 * GX;
+    var routes = edges.map(function (e) {
+      var a = out[e.from], b = out[e.to], sa = sizes[e.from], sb = sizes[e.to];
+      var down = a[1] + sa[1] <= b[1];
+      return {pts: [[a[0] + sa[0] / 2, down ? a[1] + sa[1] : a[1] + sa[1] / 2], [b[0] + sb[0] / 2, down ? b[1] : b[1] + sb[1] / 2]]};
+    });
+    return {pos: out, routes: routes, w: W, h: Math.max(0, y - GY), how: "layers"};
   }
 
-  // Note [Graph layout]: dagre (vendored, assets/VENDORED.md) lays out what is drawn: layers,
-  // crossing reduction, edges routed around nodes, and each cluster (an expanded fusion or an
-  // op_name namespace) as one compound box holding its members and nothing else. Past
-  // DAGRE_MAX_NODES its run time grows too long to keep clicks instant, so the hand layout
-  // above (clusters kept adjacent per layer) takes over.
-  // dagre also gives every edge one dummy node per layer it crosses; a value read by hundreds
-  // of layers (a parameter used along a 20,000-op chain) makes tens of thousands of them.
-  var DAGRE_MAX_NODES = 450, DAGRE_MAX_SPAN = 4000;
-  function edgeSpan(g) {  // the layers all edges cross, on longest-path layers
-    var idx = {}, layer = g.nodes.map(function () { return 0; }), span = 0;
-    g.nodes.forEach(function (n, i) { idx[n.id] = i; });
-    var es = g.edges.map(function (e) { return [idx[e[0]], idx[e[1]]]; }).filter(function (e) { return e[0] != null && e[1] != null && e[0] < e[1]; });
-    es.sort(function (a, b) { return a[1] - b[1]; });
-    es.forEach(function (e) { layer[e[1]] = Math.max(layer[e[1]], layer[e[0]] + 1); });
-    es.forEach(function (e) { span += layer[e[1]] - layer[e[0]]; });
-    return span;
-  }
-  function layoutDagre(g, labels) {
-    var gr = new dagre.graphlib.Graph({compound: true});
-    gr.setGraph({rankdir: "TB", nodesep: 16, ranksep: labels ? 44 : 34, edgesep: 8, marginx: 16, marginy: 16});
-    gr.setDefaultEdgeLabel(function () { return {}; });
-    var idx = {}, clusters = {};
-    g.nodes.forEach(function (n, i) {
-      idx[n.id] = i;
-      gr.setNode(n.id, {width: NW, height: NH});
-      var k = clusterKey(n);
-      if (k) {
-        if (!clusters[k]) { clusters[k] = 1; gr.setNode("c:" + k, {paddingTop: 18}); }
-        gr.setParent(n.id, "c:" + k);
-      }
-    });
-    // Nesting: a fusion opened inside another, or inside a namespace.
-    // Only clusters that hold a node, and those around them, are drawn (an empty compound node
-    // gets no place from dagre).
-    var parents = g.parents || {};
-    Object.keys(clusters).forEach(function (k) {
-      for (var up = parents[k]; up; k = up, up = parents[k]) {
-        var fresh = !clusters[up];
-        if (fresh) { clusters[up] = 1; gr.setNode("c:" + up, {paddingTop: 18}); }
-        gr.setParent("c:" + k, "c:" + up);
-        if (!fresh) break;
-      }
-    });
-    var shown = [];
-    g.edges.forEach(function (e, k) {
-      if (idx[e[0]] == null || idx[e[1]] == null || e[0] === e[1]) return;
-      gr.setEdge(e[0], e[1], labels && e[2] ? {width: 96, height: 12, labelpos: "c", k: k} : {k: k});
-      shown.push(k);
-    });
-    dagre.layout(gr);
-    var xy = g.nodes.map(function (n) { var q = gr.node(n.id); return [q.x - NW / 2, q.y - NH / 2]; });
-    var boxes = {};
-    Object.keys(clusters).forEach(function (k) { var q = gr.node("c:" + k); boxes[k] = [q.x - q.width / 2, q.y - q.height / 2, q.width, q.height]; });
-    var routes = {};
-    gr.edges().forEach(function (ed) { var q = gr.edge(ed); routes[q.k] = {points: q.points, lx: q.x, ly: q.y}; });
-    var G0 = gr.graph();
-    return {xy: xy, idx: idx, width: G0.width, height: G0.height, boxes: boxes, routes: routes};
-  }
-  function curve(pts) {  // a smooth path through dagre's bend points
-    var d = "M" + pts[0].x.toFixed(1) + "," + pts[0].y.toFixed(1);
-    if (pts.length === 2) return d + "L" + pts[1].x.toFixed(1) + "," + pts[1].y.toFixed(1);
-    for (var i = 1; i < pts.length - 1; i++) {
-      var mx = (pts[i].x + pts[i + 1].x) / 2, my = (pts[i].y + pts[i + 1].y) / 2;
-      d += "Q" + pts[i].x.toFixed(1) + "," + pts[i].y.toFixed(1) + " " + (i === pts.length - 2 ? pts[i + 1].x.toFixed(1) + "," + pts[i + 1].y.toFixed(1) : mx.toFixed(1) + "," + my.toFixed(1));
+  // ---- the scene: every visible box at its place on the page (world coordinates) ----------
+  function buildScene() {
+    layoutNode(GM.root);
+    var root = {n: GM.root, x: 0, y: 0, w: GM.root.lw, h: GM.root.lh, open: true, depth: 0, kids: [], edges: []};
+    var count = {boxes: 0, groups: 0};
+    function place(it) {
+      var g = it.n, ox = it.x + PAD, oy = it.y + (g === GM.root ? PAD : HEAD);
+      g.kids.forEach(function (k, j) {
+        var p = g.pos[j], sz = boxSize(k);
+        var c = {n: k, x: ox + p[0], y: oy + p[1], w: sz[0], h: sz[1], open: isOpen(k), depth: it.depth + 1, parent: it};
+        k.item = c;
+        it.kids.push(c);
+        count.boxes++;
+        if (c.open) { c.kids = []; c.edges = []; count.groups++; place(c); }
+      });
+      var es = edgesOf(g);
+      es.forEach(function (e, k) {
+        var r = g.routes[k];
+        if (!r) return;
+        it.edges.push({from: it.kids[e.from], to: it.kids[e.to], pts: r.pts.map(function (q) { return [q[0] + ox, q[1] + oy]; }),
+          lx: r.lx != null ? r.lx + ox : null, ly: r.ly != null ? r.ly + oy : null, shape: e.n === 1 ? e.shape : e.n + " values"});
+      });
     }
-    return d;
+    GM.root.item = root;
+    place(root);
+    return {root: root, w: root.w, h: root.h, boxes: count.boxes, groups: count.groups};
+  }
+
+  // Open what fits, level by level (a balanced picture, not one deep branch): at each level the
+  // busiest closed groups open while at most `budget` boxes are shown; a level that does not
+  // fit whole is the last. Loops and fusions stay closed (double-click opens them).
+  function openToFit(budget, canvasW, canvasH, minScale) {
+    var shown = ensureKids(GM.root).length, frontier = ensureKids(GM.root).slice(), opened = [];
+    function weight(n) { var f = nodeFigures(n); return (f.seconds || 0) * 1e6 + f.count; }
+    while (frontier.length) {
+      var groups = frontier.filter(function (n) { return n.kind !== "op" && n.kind !== "call"; }), next = [], all = true;
+      groups.sort(function (a, b) { return weight(b) - weight(a); });
+      groups.forEach(function (g) {
+        var k = ensureKids(g).length;
+        if (shown - 1 + k > budget) { all = false; return; }
+        setOpen(g, true); shown += k - 1; opened.push(g);
+        next = next.concat(g.kids);
+      });
+      if (!all) break;
+      frontier = next;
+    }
+    // Then close the last opened (the least busy of the deepest level) while "fit" would draw
+    // the picture too small to read.
+    function fitScale() { layoutNode(GM.root); return Math.min((canvasW - 40) / GM.root.lw, (canvasH - 40) / GM.root.lh); }
+    while (canvasW && opened.length && fitScale() < minScale) setOpen(opened.pop(), false);
+  }
+  // Open every node on the way to instruction ii of computation ci; returns its node.
+  function openTo(ci, ii) {
+    var chain = [[ci, ii]], seen = {};
+    // up the callers to the entry: [(computation, instruction)] from the entry down
+    for (var c = ci; !comps[c].is_entry;) {
+      var up = callersOf(c).filter(function (x) { return OPENABLE[comps[x[0]].instructions[x[1]][C.opcode]]; })[0];
+      if (!up || seen[c]) return null;
+      seen[c] = 1; chain.unshift(up); c = up[0];
+    }
+    var inst = GM.root, node = null;
+    for (var k = 0; k < chain.length; k++) {
+      node = descend(inst, chain[k][1]);
+      if (!node) return null;
+      if (k + 1 < chain.length) {  // open the call and find the instance running the next computation
+        setOpen(node, true);
+        var kids = ensureKids(node);
+        inst = node.inst ? node : kids.filter(function (x) { return x.ci === chain[k + 1][0]; })[0];
+        if (!inst) return null;
+        if (inst !== node) setOpen(inst, true);
+      }
+    }
+    return node;
+  }
+  function descend(inst, ii) {  // open the groups of an instance down to the leaf of ii
+    var g = inst;
+    for (var guard = 0; guard < 64; guard++) {
+      var kids = ensureKids(g), next = null;
+      for (var k = 0; k < kids.length; k++) if (holds(kids[k], ii)) { next = kids[k]; break; }
+      if (!next) return null;
+      if (next.kind === "op" || next.kind === "call") return next;
+      setOpen(next, true);
+      g = next;
+    }
+    return null;
   }

@@ -1,319 +1,327 @@
-/* hloscope report page, part 5 of 6: the Graph tab.
+/* hloscope report page: the Graph tab (the whole program, Model Explorer's way).
  *
  * report/html.py inlines the parts in order inside one function scope (PARTS there), so they
  * share their names; every string from the module (names, op_name, source, text) comes from an
  * untrusted file, so the DOM is built with textContent and attributes only, never markup.
+ * The model is graph_model.js (Note [Program tree]), the layout graph_layout.js (Note [Graph
+ * layout]) and the drawing graph_draw.js (Note [Level of detail]).
  */
-  // ---- graph: view -----------------------------------------------------------------------------
-  var G = {ci: 0, center: null, depth: 3, expanded: {}, selected: null, view: null, nsDepth: 0, collapsed: {}, overlay: "family"};
-  var FAMILY_FILL = {"linear algebra": "#ffe1c4", "collective": "#f9d2e2", "control flow": "#e2d8f8", "reduction": "#d5ecd6",
-    "source": "#e8eef7", "custom": "#fff0bf", "indexing": "#d7eef2", "elementwise binary": "#f3f5f9", "elementwise unary": "#f3f5f9"};
+  var FIT_BOXES = 70;  // boxes "open what fits" shows: about what a screen holds readably
+  var G = {overlay: "family", grouping: "auto", view: {x: 0, y: 0, s: 1}, scene: null, selected: null, marked: null};
 
   function buildGraph(s) {
-    var card = el("div", {cls: "card"}), bar = el("div", {cls: "toolbar"});
-    var sel = el("select", {id: "graph-computation"});
-    var order = comps.map(function (c, i) { return i; }).sort(function (a, b) {
-      return (comps[b].is_entry - comps[a].is_entry) || (comps[a].is_fusion - comps[b].is_fusion) || (a - b);
-    });
-    order.forEach(function (i) {
-      var c = comps[i];
-      sel.appendChild(el("option", {value: i, text: (c.is_entry ? "ENTRY " : c.is_fusion ? "fused: " : "") + c.name + " (" + c.instructions.length + ")"}));
-    });
-    sel.addEventListener("change", function () { showComputation(Number(sel.value), null); });
-    var search = el("input", {type: "text", id: "graph-search", placeholder: "search name, opcode, op_name, shape, target…", size: 34});
+    var card = el("div", {cls: "card graph-card"}), bar = el("div", {cls: "toolbar", id: "graph-toolbar"});
+    var search = el("input", {type: "search", id: "graph-search", placeholder: "search name, opcode, shape, layout, op_name, target…", size: 36});
     var results = el("div", {cls: "search-results", id: "search-results"});
     var timer = null;
     search.addEventListener("input", function () { clearTimeout(timer); timer = setTimeout(function () { runSearch(search.value, results); }, 120); });
     search.addEventListener("keydown", function (ev) {
       if (ev.key === "Enter") { clearTimeout(timer); runSearch(search.value, results); var first = results.querySelector(".hit"); if (first) first.click(); }
     });
-    var depth = el("input", {type: "number", min: 1, max: 12, value: G.depth, id: "graph-depth"});
-    depth.addEventListener("change", function () { G.depth = Math.max(1, Number(depth.value) || 3); if (G.center != null) draw(); });
-    var ns = el("select", {id: "graph-namespace", title: "group instructions by the first parts of their op_name"});
-    [["no grouping", 0], ["op_name: 1 level", 1], ["op_name: 2 levels", 2], ["op_name: 3 levels", 3], ["op_name: 4 levels", 4]].forEach(function (o) { ns.appendChild(el("option", {value: o[1], text: o[0]})); });
-    ns.addEventListener("change", function () { G.nsDepth = Number(ns.value); G.collapsed = {}; draw(); });
-    var collapseAll = el("button", {cls: "btn", id: "graph-collapse-all", text: "collapse all", on: {click: function () {
-      if (!G.nsDepth) { G.nsDepth = 1; ns.value = "1"; }
-      G.collapsed = {}; G.lastNs.forEach(function (k) { if (k.indexOf("/") < 0) G.collapsed[k] = true; }); draw(); }}});
+    var grouping = el("select", {id: "graph-grouping", title: "how instructions are grouped"},
+      el("option", {value: "auto", text: "group by op_name, else blocks"}), el("option", {value: "auto-only", text: "group by schedule blocks"}),
+      el("option", {value: "kind", text: "group by kind of op"}), el("option", {value: "none", text: "group by computation only"}));
+    G.grouping = ["auto", "auto-only", "kind", "none"].indexOf(param("graph", "group")) >= 0 ? param("graph", "group") : "auto";
+    grouping.value = G.grouping;
+    grouping.addEventListener("change", function () { G.grouping = grouping.value; setParam("graph", "group", G.grouping === "auto" ? null : G.grouping); rebuildProgram(true); });
     var overlay = el("select", {id: "graph-overlay"});
-    [["colour: kind of op", "family"], ["colour: est. time", "time"], ["colour: bytes accessed", "bytes"], ["colour: live at the peak", "peak"]].forEach(function (o) { overlay.appendChild(el("option", {value: o[1], text: o[0]})); });
-    overlay.addEventListener("change", function () { G.overlay = overlay.value; draw(true); });
-    var whole = el("button", {cls: "btn", text: "whole computation", on: {click: function () { G.center = null; draw(); }}});
-    var fit = el("button", {cls: "btn", id: "graph-fit", text: "fit", on: {click: function () { fitView(); }}});
-    bar.appendChild(el("label", {text: "computation"})); bar.appendChild(sel); bar.appendChild(search);
-    bar.appendChild(el("label", {text: "depth"})); bar.appendChild(depth); bar.appendChild(ns); bar.appendChild(collapseAll);
-    bar.appendChild(overlay); bar.appendChild(whole); bar.appendChild(fit);
+    Object.keys(OVERLAYS).forEach(function (k) { overlay.appendChild(el("option", {value: k, text: "colour by " + OVERLAYS[k].label})); });
+    G.overlay = OVERLAYS[param("graph", "colour")] ? param("graph", "colour") : "family";
+    overlay.value = G.overlay;
+    overlay.addEventListener("change", function () { G.overlay = overlay.value; setParam("graph", "colour", G.overlay === "family" ? null : G.overlay); refresh(); });
+    var comp = el("select", {id: "graph-computation", title: "open the graph at a computation"});
+    comp.appendChild(el("option", {value: "", text: "go to a computation…"}));
+    comps.map(function (c, i) { return i; }).filter(function (i) { return !comps[i].is_fusion || comps[i].instructions.length > 12; })
+      .sort(function (a, b) { return (comps[b].is_entry - comps[a].is_entry) || (comps[a].is_fusion - comps[b].is_fusion) || (comps[b].instructions.length - comps[a].instructions.length); })
+      .slice(0, 400).forEach(function (i) {
+        comp.appendChild(el("option", {value: i, text: (comps[i].is_entry ? "ENTRY " : comps[i].is_fusion ? "fused: " : "") + comps[i].name + " (" + comps[i].instructions.length + ")"}));
+      });
+    comp.addEventListener("change", function () { if (comp.value !== "") showComputation(Number(comp.value)); comp.value = ""; });
+    bar.appendChild(search); bar.appendChild(comp); bar.appendChild(grouping); bar.appendChild(overlay);
+    bar.appendChild(el("button", {cls: "btn", id: "graph-open-fit", text: "fit open", title: "open the busiest groups while the picture stays readable", on: {click: function () { closeAll(); openToFit(FIT_BOXES, G.canvas.clientWidth, G.canvas.clientHeight, 0.4); refresh(true); fitView(); }}}));
+    bar.appendChild(el("button", {cls: "btn", id: "graph-collapse-all", text: "close all", on: {click: function () { closeAll(); refresh(true); fitView(); }}}));
+    bar.appendChild(el("button", {cls: "btn", id: "graph-expand-all", text: "open all", title: "every group, loop and fusion (level of detail keeps it drawable)", on: {click: openAllAndDraw}}));
+    bar.appendChild(el("button", {cls: "btn", id: "graph-fit", text: "fit", on: {click: function () { fitView(); }}}));
     card.appendChild(bar);
+    var legendBox = el("div", {cls: "legend graph-legend", id: "graph-legend"});
+    card.appendChild(legendBox);
     var notice = el("p", {cls: "muted", id: "graph-notice"});
-    card.appendChild(notice);
-    var svg = sv("svg", {id: "graph-svg"});
-    var side = el("div", {cls: "card details", id: "graph-details"}, el("p", {cls: "muted", text: "Click a node to see it here; double-click a fusion to expand it, a namespace box's title to collapse it."}));
-    var wrap = el("div", {cls: "graph-wrap"}, svg, el("div", null, results, side));
+    var canvas = el("canvas", {id: "graph-canvas", tabindex: "0"}), minimap = el("canvas", {id: "graph-minimap", title: "the whole program: click or drag to move the view"});
+    var stage = el("div", {cls: "graph-stage"}, canvas);
+    var side = el("div", {cls: "card details", id: "graph-details"}, el("p", {cls: "muted", text: "Click a box for its details; double-click a group, loop or fusion to open or close it. Wheel zooms, drag pans; f fits."}));
+    var wrap = el("div", {cls: "graph-wrap"}, stage, el("div", {cls: "graph-side"}, minimap, notice, results, side));
     card.appendChild(wrap);
     s.appendChild(card);
-    G.svg = svg; G.select = sel; G.notice = notice; G.side = side; G.lastNs = [];
-    panZoom(svg);
-    if (G.pending) { var p = G.pending; G.pending = null; focusInstruction(p[0], p[1]); }
-    else showComputation(comps.findIndex(function (c) { return c.is_entry; }), null);
-  }
-  function showComputation(ci, center, switchTab) {
-    if (switchTab && !G.svg) { G.pending = null; showTab("graph"); }
-    else if (switchTab) showTab("graph");
-    G.ci = ci; G.center = center; G.expanded = {}; G.selected = center; G.collapsed = {};
-    if (G.select) { G.select.value = ci; draw(); }
-  }
-  function overlayFill(n, r) {
-    if (n.group) return "#ece6fb";
-    var ov = G.overlay;
-    if (ov === "family") return FAMILY_FILL[r[C.family]] || "#f3f5f9";
-    var v = null;
-    if (ov === "time") v = n.ci === G.ci && comps[n.ci].seconds ? comps[n.ci].seconds[n.ii] : null;
-    else if (ov === "bytes") v = comps[n.ci].bytes ? comps[n.ci].bytes[n.ii] : bytesByName()[r[C.name]];
-    else if (ov === "peak") return peakSet()[r[C.name]] ? "#f7b3c8" : "#f3f5f9";
-    if (v == null || !G.ovMax) return "#f3f5f9";
-    var f = Math.sqrt(Math.max(0, v) / G.ovMax);  // square root: small values stay visible
-    return "hsl(" + (210 - 200 * f).toFixed(0) + ",80%," + (95 - 35 * f).toFixed(0) + "%)";
-  }
-  var bytesCache = null, peakCache = null;
-  function bytesByName() {
-    if (!bytesCache) { bytesCache = {}; var c = section("cost").data; ((c && c.per_instruction) || []).forEach(function (r) { bytesCache[r.name] = r.bytes_accessed; }); }
-    return bytesCache;
-  }
-  function peakSet() {
-    if (!peakCache) { peakCache = {}; var m = section("memory").data; ((m && m.peak_buffers) || []).forEach(function (b) { peakCache[bufInst(b)] = 1; }); }
-    return peakCache;
-  }
-  function draw(keepView) {
-    var ci = G.ci, rows = comps[ci].instructions, keep = null, msg = "";
-    if (G.center != null) {
-      keep = neighbourhood(ci, G.center, G.depth, MAX_GRAPH_NODES);
-      msg = "Neighbourhood of " + rows[G.center][C.name] + " (depth " + G.depth + "): " + Object.keys(keep).length + " of " + rows.length + " instructions.";
-    } else if (rows.length > MAX_GRAPH_NODES) {
-      // Too big to draw whole: start from the neighbourhood of its slowest instruction (where
-      // the time goes), or of its root without a time estimate; capped.
-      var secs = comps[ci].seconds, best = -1;
-      if (secs) secs.forEach(function (v, i) { if (v != null && (best < 0 || v > secs[best])) best = i; });
-      G.center = best >= 0 ? best : comps[ci].root >= 0 ? comps[ci].root : rows.length - 1;
-      keep = neighbourhood(ci, G.center, G.depth, MAX_GRAPH_NODES);
-      msg = "This computation has " + rows.length + " instructions; showing the neighbourhood of its " + (best >= 0 ? "slowest instruction " : "root ") + rows[G.center][C.name] +
-        " (" + Object.keys(keep).length + " nodes). Search or click a node and change the depth to explore.";
-    } else msg = rows.length + " instructions. Double-click a fusion (dashed) to expand it.";
-    G.notice.textContent = msg;
-    var g = graphData(ci, keep, G.expanded);
-    G.ovMax = 0;
-    g.nodes.forEach(function (n) {
-      var r = comps[n.ci].instructions[n.ii], v = G.overlay === "time" ? (n.ci === ci && comps[ci].seconds ? comps[ci].seconds[n.ii] : 0) : G.overlay === "bytes" ? (comps[n.ci].bytes ? comps[n.ci].bytes[n.ii] : bytesByName()[r[C.name]]) : 0;
-      if (v > G.ovMax) G.ovMax = v;
-    });
-    var labels = g.nodes.length <= 120;
-    var useDagre = typeof dagre !== "undefined" && g.nodes.length <= DAGRE_MAX_NODES && edgeSpan(g) <= DAGRE_MAX_SPAN;
-    var L = useDagre ? layoutDagre(g, labels) : layout(g), svg = G.svg;
-    svg.textContent = "";
-    var root = sv("g", {id: "graph-root"});
-    var nsSeen = {};
-    g.nodes.forEach(function (n) {
-      if (!n.ns) return;
-      var parts = n.ns.split("/");
-      for (var k = 1; k <= parts.length; k++) nsSeen[parts.slice(0, k).join("/")] = 1;
-    });
-    G.lastNs = Object.keys(nsSeen);
-    function clusterLabel(k, x, y, box) {
-      var isNs = k.charAt(0) === "n";
-      var label = sv("text", {x: x, y: y, "class": isNs ? "gnslabel" : "gfuslabel", text: (isNs ? "▾ " : "") + clip(k.slice(2), 40)});
-      if (isNs) label.addEventListener("click", function (ev) { ev.stopPropagation(); G.collapsed[k.slice(2)] = true; draw(true); });
-      box.appendChild(label);
+    G.canvas = canvas; G.minimap = minimap; G.legend = legendBox; G.side = side; G.notice = notice; G.colours = graphColours();
+    graphInput(canvas, minimap);
+    window.addEventListener("resize", function () { if (currentTab === "graph") { sizeStage(); drawGraph(); } });
+    if (window.matchMedia) matchMedia("(prefers-color-scheme: dark)").addEventListener("change", function () { G.colours = graphColours(); G.miniCache = null; drawGraph(); });
+    tabs.graph.onactive = function () { sizeStage(); if (G.scene) drawGraph(); };
+    // The search index (one line per instruction) is made while the page is idle, so the
+    // first search answers at once.
+    (window.requestIdleCallback || function (f) { return setTimeout(f, 200); })(function () { searchIndex(); });
+    rebuildProgram(false);
+    sizeStage();
+    if (G.pending) {
+      var p = G.pending, open = G.pendingOpen;
+      G.pending = null; G.pendingOpen = false;
+      if (open) showComputation(comps[p[0]].instructions[p[1]][C.called].filter(function (k) { return k >= 0; })[0]);
+      else focusInstruction(p[0], p[1]);
     }
-    if (L.boxes) Object.keys(L.boxes).sort(function (a, b) { return L.boxes[b][2] * L.boxes[b][3] - L.boxes[a][2] * L.boxes[a][3]; }).forEach(function (k) {
-      var b = L.boxes[k], isNs = k.charAt(0) === "n", box = sv("g", {"class": isNs ? "gns" : "gfus", "data-cluster": k.slice(2)});
-      box.appendChild(sv("rect", {"class": isNs ? "gnscluster" : "gcluster", x: b[0], y: b[1], width: b[2], height: b[3]}));
-      clusterLabel(k, b[0] + 6, b[1] + 13, box);
-      root.appendChild(box);
-    });
-    // Hand layout: one box per layer the cluster occupies (its members are adjacent there),
-    // stretched over the gaps between layers so the boxes join.
-    var spans = {};
-    if (!L.boxes) g.nodes.forEach(function (n, i) {
-      var keys = [];
-      if (n.cluster) keys.push("f:" + n.cluster);
-      if (n.ns) keys.push("n:" + n.ns);
-      keys.forEach(function (k) {
-        var p = L.xy[i], l = L.layer[i], sp = spans[k] || (spans[k] = {});
-        var b = sp[l] || (sp[l] = [1e9, -1e9]);
-        b[0] = Math.min(b[0], p[0]); b[1] = Math.max(b[1], p[0] + NW);
-      });
-    });
-    Object.keys(spans).forEach(function (k) {
-      var isNs = k.charAt(0) === "n", pad = isNs ? 6 : 10, top = null, box = sv("g", {"class": isNs ? "gns" : "gfus", "data-cluster": k.slice(2)});
-      Object.keys(spans[k]).map(Number).sort(function (a, b) { return a - b; }).forEach(function (l) {
-        var b = spans[k][l], y = l * (NH + GY);
-        if (top == null) top = [b[0], y];
-        box.appendChild(sv("rect", {"class": isNs ? "gnscluster" : "gcluster", x: b[0] - pad, y: y - GY / 2 + 2, width: b[1] - b[0] + 2 * pad, height: NH + GY - 4, rx: 0}));
-      });
-      clusterLabel(k, top[0] - pad + 4, top[1] - GY / 2 + 15, box);
-      root.appendChild(box);
-    });
-    var edgeEls = [];
-    g.edges.forEach(function (e, k) {
-      var a = L.idx[e[0]], b = L.idx[e[1]];
-      if (a == null || b == null) return;
-      var route = L.routes && L.routes[k], d, lx, ly;
-      if (route) { d = curve(route.points); lx = route.lx; ly = route.ly; }
-      else {
-        var p = L.xy[a], q = L.xy[b], x1 = p[0] + NW / 2, y1 = p[1] + NH, x2 = q[0] + NW / 2, y2 = q[1], my = (y1 + y2) / 2;
-        d = "M" + x1 + "," + y1 + "C" + x1 + "," + my + " " + x2 + "," + my + " " + x2 + "," + y2;
-        lx = (x1 + x2) / 2; ly = my;
-      }
-      var path = sv("path", {"class": "gedge", d: d, "marker-end": "url(#arrow)"});
-      path.__ends = [a, b];
-      edgeEls.push(path); root.appendChild(path);
-      if (labels && e[2] && lx != null) root.appendChild(sv("text", {"class": "elabel", x: lx, y: ly + 3, "text-anchor": "middle", text: clip(e[2], 22)}));
-    });
-    var nodeEls = {};
-    g.nodes.forEach(function (n, i) {
-      var r = comps[n.ci].instructions[n.ii], p = L.xy[i];
-      var cls = "gnode" + (n.fusion != null ? " fusion" : "") + (n.group ? " group" : "") + (n.ci === ci && n.ii === G.center && !n.group ? " center" : "") + (n.ci === ci && n.ii === G.selected && !n.group ? " selected" : "");
-      var gn = sv("g", {"class": cls, transform: "translate(" + p[0] + "," + p[1] + ")", "data-name": n.group ? "ns:" + n.group : r[C.name]});
-      if (n.cluster) gn.setAttribute("data-cluster", n.cluster);
-      if (n.ns) gn.setAttribute("data-ns", n.ns);
-      if (n.group) {
-        gn.appendChild(sv("title", {text: n.group + "\n" + n.members + " instructions (double-click to expand)"}));
-        gn.appendChild(sv("rect", {width: NW, height: NH, rx: 7, fill: overlayFill(n, r)}));
-        gn.appendChild(sv("text", {x: 8, y: 15, text: "▸ " + clip(n.group.split("/").pop(), 23)}));
-        gn.appendChild(sv("text", {x: 8, y: 29, "class": "op", text: n.members + " instructions"}));
-      } else {
-        gn.appendChild(sv("title", {text: r[C.name] + " = " + r[C.shape] + " " + r[C.opcode] + (r[C.op_name] ? "\n" + r[C.op_name] : "")}));
-        gn.appendChild(sv("rect", {width: NW, height: NH, rx: 7, fill: overlayFill(n, r)}));
-        gn.appendChild(sv("text", {x: 8, y: 15, text: clip(r[C.name], 25)}));
-        gn.appendChild(sv("text", {x: 8, y: 29, "class": "op", text: clip(r[C.opcode] + " " + r[C.shape], 30)}));
-      }
-      gn.addEventListener("click", function (ev) {
-        ev.stopPropagation();
-        edgeEls.forEach(function (pth) { pth.classList.toggle("hot", pth.__ends[0] === i || pth.__ends[1] === i); });
-        Array.prototype.forEach.call(root.querySelectorAll(".gnode.selected"), function (x) { x.classList.remove("selected"); });
-        gn.classList.add("selected");
-        if (n.group) return;
-        if (n.ci === ci) G.selected = n.ii;
-        details(n.ci, n.ii);
-        selectInstruction(r[C.name]);
-      });
-      gn.addEventListener("dblclick", function (ev) {
-        ev.stopPropagation();
-        if (n.group) {  // open one level: its inner namespaces stay closed, as layers do
-          delete G.collapsed[n.group];
-          var depth = n.group.split("/").length + 1;
-          comps[ci].instructions.forEach(function (q) {
-            var c = nsChain(q);
-            if (c.length >= depth && c[depth - 2] === n.group) G.collapsed[c[depth - 1]] = true;
-          });
-          draw(true);
-        }
-        else if (n.fusion != null) { G.expanded[r[C.name]] = true; draw(true); }
-        else if (n.cluster) { delete G.expanded[n.cluster]; draw(true); }
-      });
-      if (n.ci === ci && !n.group) nodeEls[n.ii] = p;
-      root.appendChild(gn);
-    });
-    var defs = sv("defs"), mk = sv("marker", {id: "arrow", viewBox: "0 0 8 8", refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: "auto"});
-    mk.appendChild(sv("path", {d: "M0,0L8,4L0,8z", fill: "#a3acbf"}));
-    defs.appendChild(mk); svg.appendChild(defs);
-    svg.appendChild(root);
-    G.view = {w: Math.max(L.width, 200), h: Math.max(L.height, 100)};
-    G.nodeXY = nodeEls;
-    if (keepView && G.vb) return;
-    if (G.selected != null && nodeEls[G.selected]) centerOn(G.selected);
-    else if (G.center != null && nodeEls[G.center]) centerOn(G.center);
-    else fitView(0.6);
+    else if (G.pendingMarks) { var m = G.pendingMarks; G.pendingMarks = null; showInGraph(m[0], m[1]); }
+    else fitView();
   }
-  function clip(s, n) { s = String(s); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
-  function svgSize() { var r = G.svg.getBoundingClientRect(); return [r.width || 900, r.height || 600]; }
-  // The "fit" button fits the whole graph however big; a first view keeps text readable
-  // (at least minScale) and shows the top, where the parameters are.
-  function fitView(minScale) {
-    if (!G.view) return;
-    var pad = 30, w = G.view.w + 2 * pad, h = G.view.h + 2 * pad, sz = svgSize();
-    var scale = Math.min(1.2, sz[0] / w, sz[1] / h);
-    if (minScale && scale < minScale) {
-      scale = Math.min(1.2, Math.max(minScale, sz[0] / w));
-      var vw0 = sz[0] / scale;
-      return setViewBox([-pad + (w - vw0) / 2, -pad, vw0, sz[1] / scale]);
-    }
-    var vw = sz[0] / scale, vh = sz[1] / scale;
-    setViewBox([-pad + (w - vw) / 2, -pad + (h - vh) / 2, vw, vh]);
+  // The stage fills the window below the toolbar, whatever the header's height (at 1280×720
+  // the graph gets most of the screen).
+  function sizeStage() {
+    var stage = G.canvas.parentNode, top = stage.getBoundingClientRect().top + window.scrollY;
+    var h = Math.max(360, window.innerHeight - top - 18);
+    stage.style.height = h + "px";
+    G.side.parentNode.style.maxHeight = h + "px";
   }
-  // Bring node ii (of the drawn computation) to the middle at a readable zoom.
-  function centerOn(ii) {
-    var p = G.nodeXY && G.nodeXY[ii];
-    if (!p) return fitView();
-    var sz = svgSize(), scale = 0.85, vw = sz[0] / scale, vh = sz[1] / scale;
-    setViewBox([p[0] + NW / 2 - vw / 2, p[1] + NH / 2 - vh / 2, vw, vh]);
+  function rebuildProgram(keepPlace) {
+    var started = performance.now();
+    buildProgram(G.grouping);
+    var t1 = performance.now();
+    sizeStage();
+    openToFit(FIT_BOXES, G.canvas.clientWidth, G.canvas.clientHeight, 0.4);
+    var t2 = performance.now();
+    refresh(true);
+    G.timing = {build: t1 - started, open: t2 - t1, layout_and_draw: performance.now() - t2};
+    G.notice.textContent = "The whole program: " + D.module.instruction_count + " instructions in " + D.module.computation_count + " computations. " +
+      "Opened " + G.scene.boxes + " boxes to fit (" + (performance.now() - started).toFixed(0) + " ms); double-click any group, loop or fusion to open it.";
+    if (keepPlace) fitView();
   }
-  function setViewBox(vb) { G.vb = vb; G.svg.setAttribute("viewBox", vb.map(function (v) { return v.toFixed(1); }).join(" ")); }
-  function panZoom(svg) {
-    var drag = null;
-    svg.addEventListener("wheel", function (ev) {
+  // Layout again where something opened or closed, then draw.
+  function refresh(relayout) {
+    if (relayout || !G.scene) G.scene = buildScene();
+    G.ovMax = overlayMax(G.scene);
+    legend();
+    drawGraph();
+  }
+  function closeAll() {
+    Object.keys(GM.byId).forEach(function (k) { var n = GM.byId[k]; if (n !== GM.root) setOpen(n, false); });
+  }
+  // Everything open: laid out by the fast layout (dagre on two thousand groups takes seconds);
+  // a group opened or closed later is laid out by dagre again (Note [Graph layout]).
+  function openAllAndDraw() {
+    GM.bulk = true;
+    try { openAll(); refresh(true); } finally { GM.bulk = false; }
+    fitView();
+  }
+  function openAll() {
+    var started = performance.now();
+    (function walk(n) { ensureKids(n).forEach(function (k) { if (k.kind === "op") return; setOpen(k, true); walk(k); }); })(GM.root);
+    G.lastOpenAll = performance.now() - started;
+  }
+
+  // ---- the view: pan, zoom, fit, centre ------------------------------------------------------
+  function fitView() {
+    var sc = G.scene, w = G.canvas.clientWidth || 900, h = G.canvas.clientHeight || 600, pad = 20;
+    var s = Math.min(1.1, (w - 2 * pad) / sc.w, (h - 2 * pad) / sc.h);
+    G.view = {s: s, x: sc.w / 2 - w / 2 / s, y: sc.h / 2 - h / 2 / s};
+    drawGraph();
+  }
+  function centerOnItem(it, scale) {
+    var w = G.canvas.clientWidth, h = G.canvas.clientHeight, s = scale || Math.max(G.view.s, 0.85);
+    if (it.w * s > w * 0.9 || it.h * s > h * 0.9) s = Math.min(s, 0.9 * w / it.w, 0.9 * h / it.h);
+    G.view = {s: s, x: it.x + it.w / 2 - w / 2 / s, y: it.y + it.h / 2 - h / 2 / s};
+    drawGraph();
+  }
+  function fitItems(items) {
+    var x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
+    items.forEach(function (it) { x0 = Math.min(x0, it.x); y0 = Math.min(y0, it.y); x1 = Math.max(x1, it.x + it.w); y1 = Math.max(y1, it.y + it.h); });
+    if (!isFinite(x0)) return;
+    centerOnItem({x: x0, y: y0, w: x1 - x0, h: y1 - y0}, Math.min(1, G.view.s));
+  }
+  function toWorld(ev) {
+    var r = G.canvas.getBoundingClientRect(), v = G.view;
+    return [v.x + (ev.clientX - r.left) / v.s, v.y + (ev.clientY - r.top) / v.s];
+  }
+  function graphInput(c, mini) {
+    var drag = null, last = 0;
+    c.addEventListener("wheel", function (ev) {
       ev.preventDefault();
-      var r = svg.getBoundingClientRect(), vb = G.vb, f = ev.deltaY > 0 ? 1.15 : 1 / 1.15;
-      var mx = vb[0] + (ev.clientX - r.left) / r.width * vb[2], my = vb[1] + (ev.clientY - r.top) / r.height * vb[3];
-      setViewBox([mx - (mx - vb[0]) * f, my - (my - vb[1]) * f, vb[2] * f, vb[3] * f]);
+      var p = toWorld(ev), f = Math.pow(1.0015, -ev.deltaY), v = G.view, s = Math.max(0.005, Math.min(4, v.s * f));
+      G.view = {s: s, x: p[0] - (p[0] - v.x) * v.s / s, y: p[1] - (p[1] - v.y) * v.s / s};
+      drawGraph();
     }, {passive: false});
-    svg.addEventListener("mousedown", function (ev) { drag = [ev.clientX, ev.clientY, G.vb.slice()]; svg.classList.add("panning"); });
+    c.addEventListener("mousedown", function (ev) { drag = {x: ev.clientX, y: ev.clientY, v: G.view, moved: false}; c.classList.add("panning"); });
     window.addEventListener("mousemove", function (ev) {
       if (!drag) return;
-      var r = svg.getBoundingClientRect(), vb = drag[2];
-      setViewBox([vb[0] - (ev.clientX - drag[0]) * vb[2] / r.width, vb[1] - (ev.clientY - drag[1]) * vb[3] / r.height, vb[2], vb[3]]);
+      var dx = ev.clientX - drag.x, dy = ev.clientY - drag.y;
+      if (Math.abs(dx) + Math.abs(dy) > 3) drag.moved = true;
+      G.view = {s: drag.v.s, x: drag.v.x - dx / drag.v.s, y: drag.v.y - dy / drag.v.s};
+      drawGraph();
     });
-    window.addEventListener("mouseup", function () { drag = null; svg.classList.remove("panning"); });
+    window.addEventListener("mouseup", function (ev) {
+      var d = drag;
+      drag = null; c.classList.remove("panning");
+      if (!d || d.moved || ev.target !== c) return;
+      var now = performance.now(), it = hitTest.apply(null, toWorld(ev));
+      if (now - last < 350 && it && G.lastClick === it.n) { last = 0; toggle(it.n); return; }
+      last = now; G.lastClick = it ? it.n : null;
+      select(it ? it.n : null);
+    });
+    c.addEventListener("keydown", function (ev) {
+      if (ev.key === "f") fitView();
+      else if (ev.key === "Enter" && G.selected) toggle(G.selected);
+    });
+    function miniMove(ev) {
+      var r = mini.getBoundingClientRect(), k = G.miniScale || 1, w = G.canvas.clientWidth / G.view.s, h = G.canvas.clientHeight / G.view.s;
+      G.view = {s: G.view.s, x: (ev.clientX - r.left) / k - w / 2, y: (ev.clientY - r.top) / k - h / 2};
+      drawGraph();
+    }
+    var miniDrag = false;
+    mini.addEventListener("mousedown", function (ev) { ev.stopPropagation(); miniDrag = true; miniMove(ev); });
+    window.addEventListener("mousemove", function (ev) { if (miniDrag) miniMove(ev); });
+    window.addEventListener("mouseup", function () { miniDrag = false; });
   }
-  function details(ci, ii) {
-    var r = comps[ci].instructions[ii], box = G.side;
+  // Open or close a box, keeping it where it was on the screen.
+  function toggle(n) {
+    if (n === GM.root || n.kind === "op") return;
+    var before = n.item ? [n.item.x, n.item.y] : null, started = performance.now();
+    setOpen(n, !n.expanded);
+    refresh(true);
+    if (before && n.item) { G.view.x += n.item.x - before[0]; G.view.y += n.item.y - before[1]; }
+    G.lastToggle = performance.now() - started;
+    drawGraph();
+    select(n);
+  }
+
+  // ---- selection and details -----------------------------------------------------------------
+  function select(n) {
+    G.selected = n;
+    drawGraph();
+    if (!n) return;
+    if (n.kind === "op" || n.kind === "call") { details(n.ci, n.ii, n); selectInstruction(comps[n.ci].instructions[n.ii][C.name]); }
+    else groupDetails(n);
+  }
+  function dlRow(dl, k, v) {
+    if (v == null || v === "") return;
+    dl.appendChild(el("dt", {text: k}));
+    dl.appendChild(v instanceof Node ? el("dd", null, v) : el("dd", {cls: "mono", text: String(v)}));
+  }
+  function details(ci, ii, node) {
+    var r = comps[ci].instructions[ii], box = G.side, m;
     box.textContent = "";
     box.appendChild(el("h2", {cls: "mono", text: r[C.name]}));
-    var dl = el("dl");
-    function row(k, v) { if (v == null || v === "") return; dl.appendChild(el("dt", {text: k})); dl.appendChild(v instanceof Node ? el("dd", null, v) : el("dd", {cls: "mono", text: String(v)})); }
-    row("opcode", r[C.opcode]); row("shape", r[C.shape]); row("computation", comps[ci].name);
+    var dl = el("dl"), row = function (k, v) { dlRow(dl, k, v); };
+    row("opcode", r[C.opcode]); row("shape", layoutShape(r) || r[C.shape]); row("computation", comps[ci].name);
+    if (r[C.opcode] === "get-tuple-element" && (m = /index=(\d+)/.exec(r[C.text]))) row("tuple index", m[1]);
+    if ((m = /replica_groups=(\{[^ ]*\}|\[[^\]]*\][^,]*)/.exec(r[C.text]))) row("replica groups", m[1]);
+    if ((m = /source_target_pairs=(\{[^ ]*\})/.exec(r[C.text]))) row("source-target pairs", m[1]);
+    if ((m = /custom_call_target="([^"]*)"/.exec(r[C.text]))) row("target", m[1]);
+    if (r[C.opcode] === "while" && TIM && TIM.trip_counts && TIM.trip_counts[r[C.name]] != null) row("trips", String(TIM.trip_counts[r[C.name]]));
     var sec = comps[ci].seconds ? comps[ci].seconds[ii] : null;
     if (sec != null) row("est. time (per step)", fmtTime(sec) + " (" + fmtPct(shareOf(sec)) + " of the step)");
-    row("op_name", r[C.op_name]); row("source", r[C.source]);
+    var cat = categoryOf(ci, ii);
+    if (cat) row("category", cat + (boundOf(r[C.name]) ? ", " + boundOf(r[C.name]) + "-bound" : ""));
+    if (comps[ci].flop_util && comps[ci].flop_util[ii] != null) row("FLOP utilisation", fmtPct(comps[ci].flop_util[ii]) + " of the peak");
+    if (comps[ci].band_util && comps[ci].band_util[ii] != null) row("bandwidth", fmtPct(comps[ci].band_util[ii]) + " of the peak");
+    if (comps[ci].bytes && comps[ci].bytes[ii] != null) row("bytes accessed (per step)", fmtBytes(comps[ci].bytes[ii]));
+    row("op_name", r[C.op_name] ? breakableSpan(r[C.op_name], "mono") : null); row("source", r[C.source] ? breakableSpan(r[C.source], "mono") : null);
     var ops = el("div"); r[C.operands].forEach(function (o) { if (o >= 0) { ops.appendChild(link(ci, o)); ops.appendChild(document.createTextNode(" ")); } });
     row("operands", ops.childNodes.length ? ops : null);
-    var us = el("div"); usersOf(ci)[ii].forEach(function (u) { us.appendChild(link(ci, u)); us.appendChild(document.createTextNode(" ")); });
+    var us = el("div"), users = usersOf(ci)[ii];
+    users.slice(0, 30).forEach(function (u) { us.appendChild(link(ci, u)); us.appendChild(document.createTextNode(" ")); });
+    if (users.length > 30) us.appendChild(el("span", {cls: "muted", text: "+" + (users.length - 30)}));
     row("users", us.childNodes.length ? us : null);
     var cl = el("div"); r[C.called].forEach(function (t) { if (t >= 0) cl.appendChild(el("div", null, compLink(t))); });
     row("calls", cl.childNodes.length ? cl : null);
     box.appendChild(dl);
     var acts = el("div", {cls: "toolbar"});
-    acts.appendChild(el("button", {cls: "btn", text: "neighbourhood", on: {click: function () { showComputation(ci, ii); }}}));
+    if (node && node.kind === "call") acts.appendChild(el("button", {cls: "btn", text: node.expanded ? "close" : "open", on: {click: function () { toggle(node); }}}));
     acts.appendChild(el("button", {cls: "btn", text: "show text", on: {click: function () { showText(ci, ii); }}}));
     box.appendChild(acts);
+  }
+  function groupDetails(n) {
+    var box = G.side, f = nodeFigures(n);
+    box.textContent = "";
+    box.appendChild(el("h2", {cls: "mono"}, breakable(n.kind === "instance" ? n.label : n.label)));
+    var dl = el("dl"), row = function (k, v) { dlRow(dl, k, v); };
+    row("kind", {ns: "op_name namespace", auto: "automatic group (schedule order)", instance: "computation"}[n.kind] || n.kind);
+    if (n.path) row("op_name prefix", breakableSpan(n.path, "mono"));
+    if (n.range) row("from … to", n.range);
+    if (n.sub) row("holds", n.sub);
+    row("instructions", fmtNum(f.count));
+    if (f.seconds) row("est. time (per step)", fmtTime(f.seconds) + " (" + fmtPct(shareOf(f.seconds)) + " of the step)");
+    if (f.bytes) row("bytes accessed (per step)", fmtBytes(f.bytes));
+    if (f.peakBytes) row("live at the memory peak", fmtBytes(f.peakBytes));
+    var inst = instanceOf(n), ci = compOf(inst), rows = comps[ci].instructions, secs = comps[ci].seconds;
+    var top = memberIndices(n).slice().sort(function (a, b) { return ((secs && secs[b]) || 0) - ((secs && secs[a]) || 0); }).slice(0, 8);
+    var tl = el("div");
+    top.forEach(function (ii) { tl.appendChild(el("div", null, link(ci, ii), el("span", {cls: "muted", text: " " + rows[ii][C.opcode] + (secs && secs[ii] ? " · " + fmtTime(secs[ii]) : "")}))); });
+    row(secs ? "slowest inside" : "inside", tl);
+    box.appendChild(dl);
+    box.appendChild(el("div", {cls: "toolbar"}, el("button", {cls: "btn", text: n.expanded ? "close" : "open", on: {click: function () { toggle(n); }}})));
+    selectInstruction(null);
+  }
+  function layoutShape(r) {  // the shape as written, with its layout and memory space
+    var t = r[C.text], eq = t.indexOf(" = "), at = t.indexOf(" " + r[C.opcode] + "(", eq);
+    return eq >= 0 && at > eq ? t.slice(eq + 3, at) : null;
   }
   function link(ci, ii) {
     return el("span", {cls: "link mono", text: comps[ci].instructions[ii][C.name], on: {click: function () { focusInstruction(ci, ii); }}});
   }
   function focusInstruction(ci, ii) {
-    if (!G.svg) { G.pending = [ci, ii]; showTab("graph"); return; }
+    if (!G.canvas) { G.pending = [ci, ii]; showTab("graph"); return; }
     showTab("graph");
-    // Small computations stay whole with the node selected; big ones (or an open
-    // neighbourhood view) re-centre on the node.
-    var big = comps[ci].instructions.length > MAX_GRAPH_NODES;
-    if (ci !== G.ci) { G.expanded = {}; G.collapsed = {}; }
-    nsChain(comps[ci].instructions[ii]).forEach(function (p) { delete G.collapsed[p]; });
-    G.ci = ci; G.select.value = ci;
-    G.center = big || G.center != null ? ii : null;
-    G.selected = ii;
-    draw();
-    details(ci, ii);
-    selectInstruction(comps[ci].instructions[ii][C.name]);
+    var node = openTo(ci, ii);
+    refresh(true);
+    if (!node || !node.item) { flash("Cannot place " + comps[ci].instructions[ii][C.name] + " in the graph: its computation is not run by a loop, call or fusion."); return; }
+    G.marked = null;
+    centerOnItem(node.item);
+    select(node);
   }
-  // Search runs over one lower-case line per instruction: name, opcode, shape, op_name and a
-  // custom call's target, so "dot", "bf16[4096", "attention" or "cublas" all find something.
+  // Open the graph where a computation runs (the first instruction that calls it), or fit the
+  // whole program for the entry.
+  function showComputation(ci) {
+    if (comps[ci].is_entry) { showTab("graph"); if (G.canvas) fitView(); return; }
+    var callers = callersOf(ci).filter(function (x) { return OPENABLE[comps[x[0]].instructions[x[1]][C.opcode]]; });
+    if (!callers.length) callers = callersOf(ci);
+    if (!callers.length) { flash(comps[ci].name + " is not called by any instruction of this module."); return; }
+    if (!G.canvas) { G.pending = callers[0]; G.pendingOpen = true; showTab("graph"); return; }
+    showTab("graph");
+    var node = openTo(callers[0][0], callers[0][1]);
+    if (!node) return;
+    setOpen(node, true);
+    refresh(true);
+    if (node.item) { centerOnItem(node.item); select(node); }
+  }
+  // Mark a set of instructions (the "what to fix first" items) and fit the view to them.
+  function showInGraph(names, title) {
+    if (!G.canvas) { G.pendingMarks = [names, title]; showTab("graph"); return; }
+    showTab("graph");
+    var marked = {}, nodes = [];
+    names.slice(0, 16).forEach(function (n) {
+      var at = nameIndex()[n];
+      if (!at) return;
+      var node = openTo(at[0], at[1]);
+      if (node) { marked[node.id] = 1; nodes.push(node); }
+    });
+    refresh(true);
+    G.marked = marked;
+    fitItems(nodes.filter(function (n) { return n.item; }).map(function (n) { return n.item; }));
+    G.notice.textContent = (title ? title + ": " : "") + nodes.length + " operations marked in red.";
+  }
+
+  // ---- search --------------------------------------------------------------------------------
+  // One lower-case line per instruction: name, opcode, shape with its layout and memory space,
+  // op_name, a custom call's target and the computations it calls. Hits rank exact names
+  // first, then names that start with the query, then by where they are: the entry, other
+  // computations, fused computations, and fused computations' parameters last.
   var haystack = null;
   function searchIndex() {
     if (haystack) return haystack;
     haystack = [];
     comps.forEach(function (c, ci) {
+      var where = c.is_entry ? 0 : c.is_fusion ? 2 : 1;
       c.instructions.forEach(function (r, ii) {
-        var t = /custom_call_target="([^"]*)"/.exec(r[C.text]);
-        haystack.push([ci, ii, (r[C.name] + "\u0001" + r[C.opcode] + "\u0001" + r[C.shape] + "\u0001" + (r[C.op_name] || "") + "\u0001" + (t ? t[1] : "")).toLowerCase()]);
+        var t = r[C.opcode] === "custom-call" ? /custom_call_target="([^"]*)"/.exec(r[C.text]) : null;
+        var called = r[C.called].length ? r[C.called].filter(function (k) { return k >= 0; }).map(function (k) { return comps[k].name; }).join(" ") : "";
+        var rank = where + (where === 2 && r[C.opcode] === "parameter" ? 1 : 0);
+        haystack.push([ci, ii, (r[C.name] + "\u0001" + r[C.opcode] + "\u0001" + (layoutShape(r) || r[C.shape]) + "\u0001" + (r[C.op_name] || "") + "\u0001" + (t ? t[1] : "") + "\u0001" + called).toLowerCase(), rank]);
       });
     });
     return haystack;
@@ -322,26 +330,50 @@
     box.textContent = "";
     q = q.trim().toLowerCase();
     if (q.length < 2) return;
-    var hs = searchIndex(), hits = [], more = 0, exact = [];
+    var hs = searchIndex(), hits = [];
     for (var k = 0; k < hs.length; k++) {
-      var at = hs[k][2].indexOf(q);
-      if (at < 0) continue;
-      // Exact names first, then entry and non-fusion computations, in instruction order.
-      var r = comps[hs[k][0]].instructions[hs[k][1]];
-      if (r[C.name].toLowerCase() === q || r[C.opcode] === q) exact.push(hs[k]);
-      else if (hits.length < 80) hits.push(hs[k]); else more++;
+      if (hs[k][2].indexOf(q) < 0) continue;
+      var name = comps[hs[k][0]].instructions[hs[k][1]][C.name].toLowerCase();
+      hits.push([name === q ? 0 : name.indexOf(q) === 0 ? 1 : 2, hs[k][3], k, hs[k]]);
     }
-    hits = exact.concat(hits);
-    if (hits.length > 80) { more += hits.length - 80; hits = hits.slice(0, 80); }
+    hits.sort(function (a, b) { return a[0] - b[0] || a[1] - b[1] || a[2] - b[2]; });
+    var more = Math.max(0, hits.length - 80);
     if (!hits.length) { box.appendChild(el("div", {cls: "muted", text: "no instruction matches"})); return; }
-    hits.forEach(function (h) {
-      var r = comps[h[0]].instructions[h[1]];
-      box.appendChild(el("div", {cls: "hit mono", "data-name": r[C.name], on: {click: function () { focusInstruction(h[0], h[1]); }}},
-        r[C.name], el("span", {cls: "muted", text: "  " + r[C.opcode] + " " + clip(r[C.shape], 28) + "  " + comps[h[0]].name})));
+    hits.slice(0, 80).forEach(function (x) {
+      var h = x[3], r = comps[h[0]].instructions[h[1]];
+      box.appendChild(el("div", {cls: "hit mono", "data-name": r[C.name], "data-computation": comps[h[0]].name, on: {click: function () { focusInstruction(h[0], h[1]); }}},
+        r[C.name], el("span", {cls: "muted", text: "  " + r[C.opcode] + " " + clip(layoutShape(r) || r[C.shape], 34) + "  " + comps[h[0]].name})));
     });
     if (more) box.appendChild(el("div", {cls: "muted", text: "… " + more + " more; type more to narrow"}));
   }
+  function clip(s, n) { s = String(s); return s.length > n ? s.slice(0, n - 1) + "…" : s; }
   function jumpTo(name) {
     var at = nameIndex()[name];
     if (at) showText(at[0], at[1]);
   }
+
+  // ---- what tests and benchmarks read (the canvas has no DOM nodes to query) ------------------
+  window.hloscopeGraph = {
+    items: function () {
+      var out = [], r = G.canvas.getBoundingClientRect(), v = G.view;
+      (function walk(it) {
+        it.kids.forEach(function (c) {
+          var n = c.n, leaf = n.kind === "op" || n.kind === "call", fill = c.open ? null : fillOf(n);
+          var f = nodeFigures(n);
+          out.push({id: n.id, kind: n.kind, name: leaf ? comps[n.ci].instructions[n.ii][C.name] : n.label, open: c.open, how: n.laidWith,
+            count: f.count, seconds: f.seconds, depth: c.depth,
+            lines: c.open ? [groupTitle(n)] : nodeLines(n), fill: fill, ink: fill ? inkOn(fill) : null,
+            selected: G.selected === n, marked: !!(G.marked && G.marked[n.id]),
+            x: r.left + (c.x - v.x) * v.s, y: r.top + (c.y - v.y) * v.s, w: c.w * v.s, h: c.h * v.s});
+          if (c.open) walk(c);
+        });
+      })(G.scene.root);
+      return out;
+    },
+    state: function () { return {timing: G.timing, scale: G.view.s, boxes: G.scene.boxes, groups: G.scene.groups, frame_ms: G.stats && G.stats.ms, stats: G.stats, overlayMax: G.ovMax, w: G.scene.w, h: G.scene.h, toggle_ms: G.lastToggle}; },
+    toggle: function (id) { var n = GM.byId[id]; var t = performance.now(); toggle(n); return performance.now() - t; },
+    openAll: function () { var t = performance.now(); openAllAndDraw(); return performance.now() - t; },
+    closeAll: function () { closeAll(); refresh(true); fitView(); },
+    fit: function () { fitView(); },
+    select: function (name) { var at = nameIndex()[name]; if (at) focusInstruction(at[0], at[1]); return !!at; }
+  };

@@ -5,7 +5,22 @@
  * untrusted file, so the DOM is built with textContent and attributes only, never markup.
  */
   // ---- memory ----------------------------------------------------------------------------------
+  var seriesCache = null;
   function memorySeries(mem) {
+    if (mem === section("memory").data && seriesCache) return seriesCache;
+    if (mem === section("memory").data) { memoryRows("timeline"); return (seriesCache = readSeries(mem)); }
+    return readSeries(mem);
+  }
+  // The instruction at one step of the default space's curve, without building the series.
+  function instructionAtStep(mem, t) {
+    var tl = mem.timeline;
+    if (tl && !Array.isArray(tl) && tl.columns) {
+      var times = tl.values[tl.columns.indexOf("time")], names = tl.values[tl.columns.indexOf("instruction")], k = times ? times.indexOf(t) : -1;
+      return k >= 0 && names ? names[k] : null;
+    }
+    return (memorySeries(mem).filter(function (p) { return p.time === t; })[0] || {}).instruction || null;
+  }
+  function readSeries(mem) {
     var raw = pick(mem, "timeline", "series", "memory_over_time", "live_bytes") || [];
     if (raw && !Array.isArray(raw) && raw.bytes) raw = raw.bytes.map(function (b, i) { return {time: (raw.time || [])[i] != null ? raw.time[i] : i, bytes: b}; });
     return raw.map(function (p, i) {
@@ -59,11 +74,16 @@
     var chips = el("div", {cls: "memfigs"});
     // Each peak under the name the analysis gives it (Note [peak_memory_in_bytes] in
     // analysis/memory/xla_peak.py): hloscope's live-range peak is not XLA's peak_memory_in_bytes.
+    // Each chip also says which memory spaces it counts (S(0) is the default; S(1), S(2)... a
+    // device's other memories): the curve's peak and the temporaries count S(0); "total
+    // allocated" and XLA's HloLiveRange peak count every space.
     var xla = mem.xla_live_range_peak, xp = mem.xla_peak_memory;
-    [["peak", mem.peak_label || "peak (default memory space)", mem.peak_bytes], ["arguments", "arguments", mem.argument_bytes],
-      ["outputs", "outputs", mem.output_bytes], ["aliased", "aliased", mem.alias_bytes], ["temps", "temporaries", mem.temp_bytes],
-      ["constants", "constants", mem.constant_bytes], ["total", "total allocated (all allocations)", mem.total_bytes],
-      ["xla-live-range-peak", "XLA's HloLiveRange peak" + (xla ? " (step " + xla.time + ")" : ""), xla ? xla.bytes : null],
+    var others = Object.keys(mem.memory_spaces || {}).filter(function (k) { return Number(k); });
+    var all = others.length ? "S(0) and " + others.map(function (k) { return "S(" + k + ")"; }).join(", ") : "S(0), the only space";
+    [["peak", mem.peak_label || "peak of S(0), the default memory space", mem.peak_bytes], ["arguments", "arguments", mem.argument_bytes],
+      ["outputs", "outputs", mem.output_bytes], ["aliased", "aliased", mem.alias_bytes], ["temps", "temporaries of S(0)", mem.temp_bytes],
+      ["constants", "constants", mem.constant_bytes], ["total", "total allocated, " + all, mem.total_bytes],
+      ["xla-live-range-peak", "XLA's HloLiveRange peak" + (xla ? " (step " + xla.time + ")" : "") + ", " + all, xla ? xla.bytes : null],
       ["xla-peak-memory", xp ? xp.label : null, xp ? xp.bytes : null, xp ? xp.counts + " (backend " + xp.backend + ": " + xp.backend_reason + ")" : ""]].forEach(function (f) {
       if (f[1] == null || (f[2] == null && f[0] !== "xla-peak-memory")) return;
       chips.appendChild(el("div", {cls: "mf", "data-figure": f[0], "data-bytes": f[2] == null ? "" : String(f[2]), title: f[3] || ""},
@@ -74,34 +94,54 @@
       if (sp.space) chips.appendChild(el("div", {cls: "mf other"}, el("b", {text: fmtBytes(sp.peak_bytes)}), el("span", {text: "peak of memory space S(" + sp.space + ")"})));
     });
     figCard.appendChild(chips);
-    if (mem.peak_definition) figCard.appendChild(el("p", {cls: "muted", text: "Live-range peak: " + mem.peak_definition + "."}));
+    if (mem.peak_definition) figCard.appendChild(el("p", {cls: "muted", text: "Live-range peak: " + mem.peak_definition + ". Sizes are as the device allocates them: a tiled layout fills whole tiles (a TPU's f32[]{:T(128)} takes 512 bytes)."}));
     if (mem.peak_note) figCard.appendChild(el("p", {cls: "note", id: "peak-note", text: mem.peak_note}));
+    memoryRows("buffers"); memoryRows("allocations");
     var buffers = pick(mem, "buffers", "live_ranges", "values") || [];
     var chartCard = el("div", {cls: "card chart"}), peakCard = el("div", {cls: "card", id: "peak-buffers"});
     s.appendChild(chartCard); s.appendChild(peakCard);
     var bar = el("div", {cls: "toolbar", id: "memory-spaces"});
-    function show(sp) {
+    function show(sp, step) {
       Array.prototype.forEach.call(bar.children, function (b) { b.classList.toggle("active", Number(b.getAttribute("data-space")) === sp.space); });
+      setParam("memory", "space", sp.space ? sp.space : null);
+      setParam("memory", "t", step != null ? step : null);
+      MEM_VIEW.heap = null; MEM_VIEW.chart = null; MEM_VIEW.picked = null;
       chartCard.textContent = "";
       chartCard.appendChild(el("h2", {text: "Live memory over the schedule, memory space S(" + sp.space + ")" + (sp.space ? "" : " (default)")}));
       if (spaces.length > 1) chartCard.appendChild(bar);
       var live = el("div", {id: "live-set"});
-      var readout = el("div", {cls: "readout mono", id: "memory-readout", text: "Hover the chart to read the bytes live at each step; click to list them."});
+      var readout = el("div", {cls: "readout mono", id: "memory-readout", text: "Hover the chart to read the bytes live at each step; click to list them; drag to zoom into a range, double-click for all."});
       chartCard.appendChild(readout);
       var mine = buffers.filter(function (b) { return (b.memory_space || 0) === sp.space; });
-      if (sp.series.length) chartCard.appendChild(memoryChart(sp.series, sp, readout, function (p) { showLive(live, p, mine); }));
-      else chartCard.appendChild(el("p", {cls: "note", text: "The memory analysis gave no series over time."}));
+      function onpick(p) {
+        MEM_VIEW.picked = p.time;
+        setParam("memory", "t", p.time);
+        showLive(live, p, mine);
+        if (MEM_VIEW.heap) MEM_VIEW.heap.draw();
+      }
+      if (sp.series.length) {
+        chartCard.appendChild(memoryChart(sp.series, sp, readout, onpick));
+        if ((mem.allocations || []).length && mine.some(function (b) { return b.allocation != null && b.allocation >= 0; }))
+          chartCard.appendChild(heapView(sp, mem, mine, function (t) { MEM_VIEW.chart.pick(t); }));
+      } else chartCard.appendChild(el("p", {cls: "note", text: "The memory analysis gave no series over time."}));
       if (mem.buffers_omitted) chartCard.appendChild(el("p", {cls: "note", text: mem.buffers_omitted + " smallest live ranges are not in the page; live sets list the " + buffers.length + " biggest."}));
       chartCard.appendChild(live);
       peakCard.textContent = "";
       var n = sp.peak_buffer_count != null ? sp.peak_buffer_count : sp.peak_buffers.length;
       peakCard.appendChild(el("h2", {text: "Buffers live at the peak of S(" + sp.space + ") (" + fmtBytes(sp.peak_bytes) + " at step " + sp.peak_time + ", " + n + " buffers" + (n > sp.peak_buffers.length ? ", the " + sp.peak_buffers.length + " biggest listed" : "") + ")"}));
-      peakCard.appendChild(bufferTable(sp.peak_buffers));
+      peakCard.appendChild(groupedBuffers(sp.peak_buffers, sp.peak_bytes, "peak"));
+      if (step != null && MEM_VIEW.chart) MEM_VIEW.chart.pick(step);
     }
     spaces.forEach(function (sp) {
       bar.appendChild(el("button", {cls: "btn", "data-space": sp.space, text: "S(" + sp.space + ")" + (sp.space ? "" : " default") + ": peak " + fmtBytes(sp.peak_bytes), on: {click: function () { show(sp); }}}));
     });
-    show(spaces[0]);
+    // Note [Shareable links]: #memory&space=1&t=5 reopens S(1) with step 5's live set.
+    var want = Number(param("memory", "space") || 0), start = spaces.filter(function (sp) { return sp.space === want; })[0];
+    if (param("memory", "space") && !start) flash("This module has no memory space S(" + param("memory", "space") + "); showing S(0).");
+    var t = param("memory", "t"), step = t != null && t !== "" && !isNaN(Number(t)) ? Number(t) : null;
+    show(start || spaces[0], step);
+    window.hloscopeMemory = {pick: function (k) { if (MEM_VIEW.chart) MEM_VIEW.chart.pick(k); }, zoom: function (a, b) { MEM_VIEW.chart.zoom(a, b); },
+      view: function () { return MEM_VIEW.chart ? {v0: MEM_VIEW.chart.view.v0, v1: MEM_VIEW.chart.view.v1, peak: MEM_VIEW.chart.peak.time} : null; }};
     if (mem.explain) s.appendChild(el("div", {cls: "card"}, el("h2", {text: "How the figures arise"}), el("pre", {cls: "explain", text: mem.explain})));
   }
   // A peak buffer's live range, looked up among the live ranges by instruction and index.
@@ -111,6 +151,7 @@
     if (!rangeByName) {
       rangeByName = {};
       var mem = section("memory").data;
+      if (mem) memoryRows("buffers");
       ((mem && pick(mem, "buffers", "live_ranges")) || []).forEach(function (b) { rangeByName[bufName(b)] = b; });
     }
     return rangeByName[bufName(r)] || null;
@@ -131,82 +172,49 @@
     box.appendChild(el("h2", {text: "Live at step " + p.time + (p.instruction ? " (" + p.instruction + ")" : "") + ": " + fmtBytes(p.bytes)}));
     if (!buffers.length) { box.appendChild(el("p", {cls: "note", text: "The memory analysis did not list live ranges, so the buffers at a point cannot be shown."})); return; }
     var rows = buffers.filter(function (b) { return b.start <= p.time && p.time <= b.end; });
-    // Values sharing one buffer (an address) count once, at the largest (Note [One peak]).
+    box.appendChild(el("p", {cls: "muted", text: rows.length + " values, " + fmtBytes(sharedSum(rows)) + " in the buffers listed."}));
+    box.appendChild(groupedBuffers(rows, p.bytes, "live"));
+  }
+  // Values sharing one buffer (an address) count once, at the largest (Note [One peak]).
+  function sharedSum(rows) {
     var big = {}, loose = 0;
     rows.forEach(function (b) {
       var n = Number(pick(b, "bytes", "size")) || 0;
       if (b.buffer == null) loose += n; else big[b.buffer] = Math.max(big[b.buffer] || 0, n);
     });
-    var sum = Object.keys(big).reduce(function (a, k) { return a + big[k]; }, loose);
-    box.appendChild(el("p", {cls: "muted", text: rows.length + " values, " + fmtBytes(sum) + " in the buffers listed."}));
-    box.appendChild(bufferTable(rows));
+    return Object.keys(big).reduce(function (a, k) { return a + big[k]; }, loose);
   }
-  function niceStep(span, n) {
-    var raw = span / n, p = Math.pow(10, Math.floor(Math.log10(raw || 1))), m = raw / p;
-    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
-  }
-  function memoryChart(series, mem, readout, onpick) {
-    // Drawn at the card's own pixel size: no stretching, so text keeps its shape.
-    var W = Math.max(600, Math.round((document.querySelector("main").clientWidth || 1200) - 80)), H = 320, L = 78, R = 20, T = 24, B = 34;
-    var svg = sv("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, id: "memory-chart"});
-    var t0 = series[0].time, t1 = series[series.length - 1].time;
-    if (t1 === t0) t1 = t0 + 1;
-    var maxB = series.reduce(function (a, p) { return Math.max(a, p.bytes); }, 1);
-    function x(t) { return L + (W - L - R) * (t - t0) / (t1 - t0); }
-    function y(b) { return T + (H - T - B) * (1 - b / maxB); }
-    var ax = sv("g", {"class": "axis"});
-    // Round byte ticks in the unit of the maximum (0, 256 MiB, 512 MiB...), not quarters of it.
-    var fifth = maxB / 5, unit = fifth >= 1073741824 ? 1073741824 : fifth >= 1048576 ? 1048576 : fifth >= 1024 ? 1024 : 1;
-    var bstep = niceStep(maxB / unit, 5) * unit;
-    for (var b = 0; b <= maxB + 1e-9; b += bstep) {
-      ax.appendChild(sv("line", {x1: L, x2: W - R, y1: y(b), y2: y(b)}));
-      ax.appendChild(sv("text", {x: L - 6, y: y(b) + 4, "text-anchor": "end", text: fmtBytes(b)}));
+  // A list of buffers, or the same grouped by op_name, source line or opcode: what fills memory.
+  function groupedBuffers(rows, total, key) {
+    var box = el("div"), bar = el("div", {cls: "toolbar"}), body = el("div");
+    var by = el("select", {cls: "group-by", id: key + "-group-by"},
+      el("option", {value: "", text: "each buffer"}), el("option", {value: "op_name", text: "grouped by op_name"}),
+      el("option", {value: "source", text: "grouped by source line"}), el("option", {value: "opcode", text: "grouped by opcode"}));
+    by.value = param("memory", "by") || "";
+    bar.appendChild(el("label", {text: "show"})); bar.appendChild(by);
+    box.appendChild(bar); box.appendChild(body);
+    function draw() {
+      body.textContent = "";
+      setParam("memory", "by", by.value || null);
+      if (!by.value) { body.appendChild(bufferTable(rows)); return; }
+      var groups = {};
+      rows.forEach(function (b) {
+        var k = by.value === "source" ? sourceOf(b) : by.value === "opcode" ? (b.opcode || ((instRow(bufInst(b)) || [])[C.opcode]) || "") : pick(b, "op_name");
+        k = k || "(none)";
+        (groups[k] = groups[k] || []).push(b);
+      });
+      var list = Object.keys(groups).map(function (k) { var g = groups[k]; return {key: k, count: g.length, bytes: sharedSum(g), rows: g}; });
+      body.appendChild(table([
+        {key: "key", label: by.options[by.selectedIndex].text.replace("grouped by ", ""), cls: "mono wrap"},
+        {key: "count", label: "buffers", num: true},
+        {key: "bytes", label: "bytes", num: true, fmt: function (r) { return fmtBytes(r.bytes); }},
+        {key: "share", label: "of " + (key === "peak" ? "the peak" : "this step"), fmt: function (r) { return shareBar(r.bytes / (total || 1)); }, val: function (r) { return r.bytes; }},
+        {key: "largest", label: "largest", fmt: function (r) { var b = r.rows.slice().sort(function (a, c) { return (Number(pick(c, "bytes", "size")) || 0) - (Number(pick(a, "bytes", "size")) || 0); })[0]; return bufLinks(b); }}],
+        list, {sortCol: 2, id: key + "-groups"}));
     }
-    var step = Math.max(1, niceStep(t1 - t0, 10));
-    for (var t = Math.ceil(t0 / step) * step; t <= t1; t += step) {
-      ax.appendChild(sv("line", {x1: x(t), x2: x(t), y1: H - B, y2: H - B + 4, "class": "tick"}));
-      ax.appendChild(sv("text", {x: x(t), y: H - B + 16, "text-anchor": "middle", text: String(t)}));
-    }
-    ax.appendChild(sv("text", {x: W - R, y: H - 4, "text-anchor": "end", text: "schedule step"}));
-    svg.appendChild(ax);
-    // A step path: memory holds its value until the next instruction.
-    var d = "M" + x(t0) + "," + y(0);
-    series.forEach(function (p, i) {
-      var nt = i + 1 < series.length ? series[i + 1].time : p.time;
-      d += "L" + x(p.time).toFixed(1) + "," + y(p.bytes).toFixed(1) + "L" + x(nt).toFixed(1) + "," + y(p.bytes).toFixed(1);
-    });
-    d += "L" + x(series[series.length - 1].time) + "," + y(0) + "Z";
-    svg.appendChild(sv("path", {d: d, "class": "area"}));
-    var peak = series.reduce(function (a, p) { return p.bytes > a.bytes ? p : a; }, series[0]);
-    if (mem.peak_time != null) series.forEach(function (p) { if (p.time === mem.peak_time) peak = p; });
-    svg.appendChild(sv("circle", {cx: x(peak.time), cy: y(peak.bytes), r: 5, "class": "peak", "data-bytes": peak.bytes, "data-time": peak.time}));
-    var lx = x(peak.time) + 8, anchor = "start";
-    if (lx > W - 260) { lx = x(peak.time) - 8; anchor = "end"; }
-    svg.appendChild(sv("text", {x: lx, y: Math.max(14, y(peak.bytes) - 6), "text-anchor": anchor, "class": "peak-label",
-      text: "peak " + fmtBytes(peak.bytes) + " at step " + peak.time + (peak.instruction ? " (" + peak.instruction + ")" : "")}));
-    var cursor = sv("line", {"class": "cursor", y1: T, y2: H - B, x1: -10, x2: -10});
-    var pin = sv("line", {"class": "cursor pinned", y1: T, y2: H - B, x1: -10, x2: -10});
-    svg.appendChild(cursor); svg.appendChild(pin);
-    var hit = sv("rect", {x: L, y: T, width: W - L - R, height: H - T - B, "class": "hit", "data-t0": t0, "data-t1": t1});
-    function at(ev) {
-      var r = svg.getBoundingClientRect(), px = (ev.clientX - r.left) * W / r.width;
-      var tt = t0 + (px - L) / (W - L - R) * (t1 - t0), lo = 0, hi = series.length - 1;
-      while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (series[mid].time <= tt) lo = mid; else hi = mid - 1; }
-      return series[lo];
-    }
-    hit.addEventListener("mousemove", function (ev) {
-      var p = at(ev);
-      cursor.setAttribute("x1", x(p.time)); cursor.setAttribute("x2", x(p.time));
-      readout.textContent = "step " + p.time + " · " + fmtBytes(p.bytes) + " live" + (p.instruction ? " · " + p.instruction : "") +
-        (p.time === peak.time ? " · the peak" : "");
-    });
-    hit.addEventListener("click", function (ev) {
-      var p = at(ev);
-      pin.setAttribute("x1", x(p.time)); pin.setAttribute("x2", x(p.time));
-      onpick(p);
-    });
-    svg.appendChild(hit);
-    return el("div", {cls: "chart-wrap"}, svg);
+    by.addEventListener("change", draw);
+    draw();
+    return box;
   }
 
   // ---- collectives -----------------------------------------------------------------------------
@@ -229,6 +237,7 @@
       {key: "opcode", label: "opcode", cls: "mono"},
       {key: "group_mode", label: "mode", cls: "mono"},
       {key: "num_groups", label: "groups", num: true, fmt: function (r) { return r.num_groups == null ? "" : String(r.num_groups); }},
+      {key: "replica_groups", label: "replica groups", cls: "mono wrap", fmt: function (r) { return r.replica_groups == null ? "" : r.replica_groups === "{}" ? "{} (all devices)" : r.replica_groups; }},
       {key: "group_size", label: "devices per group", num: true},
       {key: "count", label: "runs", num: true},
       {key: "bytes", label: "payload", num: true, fmt: function (r) { return fmtBytes(collBytes(r)); }, val: function (r) { return Number(collBytes(r)); }},
@@ -236,8 +245,8 @@
       {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }},
       {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
       {key: "op_name", label: "op_name", cls: "mono wrap"}];
-    if (!TIM) cols.splice(8, 2);
-    card.appendChild(table(cols, rows, {sortCol: TIM ? 8 : 6, id: "collectives-table"}));
+    if (!TIM) cols.splice(9, 2);
+    card.appendChild(table(cols, rows, {sortCol: TIM ? 9 : 7, id: "collectives-table"}));
   }
 
   // ---- a BufferAssignment dump (report/data.py collect_dump_data) ------------------------------

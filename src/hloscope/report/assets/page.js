@@ -4,9 +4,26 @@
  * share their names; every string from the module (names, op_name, source, text) comes from an
  * untrusted file, so the DOM is built with textContent and attributes only, never markup.
  */
+  var STARTED = performance.now();
   var D = JSON.parse(document.getElementById("hloscope-data").textContent);
+  var PARSED = performance.now();
+  // Note [Compact memory rows] (report/compact.py): long lists come as columns; the rest of the
+  // page reads them as the analysis wrote them, one object per row.
+  function unpackColumns(t) {
+    if (!t || Array.isArray(t) || !t.columns) return t;
+    var keys = t.columns, vals = t.values, n = keys.length ? vals[0].length : 0, out = new Array(n);
+    for (var i = 0; i < n; i++) { var o = {}; for (var k = 0; k < keys.length; k++) o[keys[k]] = vals[k][i]; out[i] = o; }
+    return out;
+  }
+  // Unpacked when first read (the Memory tab), not at start-up: 230,000 steps at 10x Llama.
+  var unpacked = {};
+  function memoryRows(key) {
+    var mem = D.memory && D.memory.data;
+    if (!mem) return [];
+    if (!unpacked[key]) { unpacked[key] = true; mem[key] = unpackColumns(mem[key]); }
+    return mem[key] || [];
+  }
   var SVGNS = "http://www.w3.org/2000/svg";
-  var MAX_GRAPH_NODES = 250;  // more than this and layout + DOM get slow; offer neighbourhoods
   var C = {};
   D.columns.forEach(function (c, i) { C[c] = i; });
   var comps = D.computations;
@@ -81,6 +98,20 @@
       text: what + (sec.status === "error" ? " failed: " : " not available: ") + (sec.message || "")});
   }
 
+  // op_name parts: "jit(f)/layer_3/attention/dot" -> [jit(f), layer_3, attention, dot]. A "/"
+  // inside parentheses is no boundary: XLA writes a fusion of several ops as
+  // "jit(f)/(transpose(jvp(GPT))/block1/up/dot_general:...)".
+  function opNameParts(o) {
+    var out = [], depth = 0, at = 0;
+    for (var k = 0; k < o.length; k++) {
+      var ch = o.charCodeAt(k);
+      if (ch === 40) depth++; else if (ch === 41) depth = Math.max(0, depth - 1);
+      else if (ch === 47 && depth === 0) { out.push(o.slice(at, k)); at = k + 1; }
+    }
+    out.push(o.slice(at));
+    return out;
+  }
+
   // ---- instruction lookup ----------------------------------------------------------------------
   var byName = null;  // name -> [comp, index]; built on first search
   function nameIndex() {
@@ -148,7 +179,9 @@
         cols.forEach(function (c) {
           var v = c.fmt ? c.fmt(r) : r[c.key];
           var td = el("td", {cls: (c.num ? "num" : "") + (c.cls ? " " + c.cls : "")});
-          if (v instanceof Node) td.appendChild(v); else td.textContent = v == null ? "" : String(v);
+          if (v instanceof Node) td.appendChild(v);
+          else if (c.cls && / ?wrap\b/.test(c.cls) && v != null) td.appendChild(breakable(v));
+          else td.textContent = v == null ? "" : String(v);
           tr.appendChild(td);
         });
         tbody.appendChild(tr);
@@ -165,12 +198,40 @@
   }
 
   // ---- header and tabs -------------------------------------------------------------------------
-  // Note [Shareable links]: the URL hash holds the tab and the selected instruction
-  // ("#memory" or "#graph&i=fusion.9"), so a link to the page reopens the same view.
-  var tabs = {}, currentTab = null, currentInst = null;
+  // Note [Shareable links]: the URL hash holds the tab, the selected instruction and the state
+  // of the tab's view ("#memory&space=1&t=33", "#graph&i=fusion.9"), so a link to the page
+  // reopens the same view. Each tab keeps its own parameters; a malformed or unknown value
+  // never stops the page: it is ignored and the page says so.
+  var tabs = {}, currentTab = null, currentInst = null, tabParams = {};
   function setHash() {
     var h = "#" + currentTab + (currentInst ? "&i=" + encodeURIComponent(currentInst) : "");
+    var ps = tabParams[currentTab] || {};
+    Object.keys(ps).forEach(function (k) { if (ps[k] != null && ps[k] !== "") h += "&" + k + "=" + encodeURIComponent(ps[k]); });
     if (location.hash !== h) history.replaceState(null, "", h);
+  }
+  function setParam(tab, key, value) {
+    (tabParams[tab] = tabParams[tab] || {})[key] = value;
+    if (tab === currentTab) setHash();
+  }
+  function param(tab, key) { var ps = tabParams[tab]; return ps ? ps[key] : undefined; }
+  function decodeSafe(s) {
+    try { return decodeURIComponent(s); } catch (e) { return null; }
+  }
+  function parseHash(hash) {  // "#graph&i=x&t=3" -> {tab, params}, undecodable values dropped
+    var parts = hash.replace(/^#/, "").split("&"), out = {tab: decodeSafe(parts[0]) || "", params: {}, bad: []};
+    parts.slice(1).forEach(function (kv) {
+      var at = kv.indexOf("="), k = at < 0 ? kv : kv.slice(0, at), v = at < 0 ? "" : decodeSafe(kv.slice(at + 1));
+      if (v == null) out.bad.push(kv); else out.params[k] = v;
+    });
+    return out;
+  }
+  // A short message at the top of the page (a link that names nothing, a search without hits).
+  function flash(text) {
+    var box = document.getElementById("flash");
+    if (!box) { box = el("div", {id: "flash", cls: "flash", role: "status"}); document.querySelector("main").prepend(box); }
+    box.textContent = "";
+    box.appendChild(el("span", {text: text}));
+    box.appendChild(el("button", {cls: "btn small", text: "×", title: "dismiss", on: {click: function () { box.remove(); }}}));
   }
   function showTab(name) {
     Object.keys(tabs).forEach(function (k) {
@@ -179,6 +240,7 @@
     });
     if (currentTab !== name) { currentTab = name; currentInst = null; }
     if (tabs[name].onshow) { var f = tabs[name].onshow; tabs[name].onshow = null; f(); }
+    if (tabs[name].onactive) tabs[name].onactive();
     setHash();
   }
   function addTab(name, label, build, lazy) {
@@ -190,6 +252,40 @@
     if (!lazy) build(s);
   }
   function selectInstruction(name) { currentInst = name; setHash(); }
+  // Long op_names and paths break after "/" (and ":", "," or a space), never inside a word: each
+  // piece between those is one unbreakable run (a hyphen or "_" inside it is no break).
+  function breakable(text) {
+    var f = document.createDocumentFragment(), parts = String(text == null ? "" : text).split(/(?<=[\/:, ])/);
+    if (parts.length === 1) { f.appendChild(document.createTextNode(parts[0])); return f; }
+    parts.forEach(function (p, i) {
+      if (i) f.appendChild(document.createElement("wbr"));
+      // a piece longer than a column could hold may still break inside (no overflow)
+      f.appendChild(p.length > 36 ? document.createTextNode(p) : el("span", {cls: "nb", text: p}));
+    });
+    return f;
+  }
+  function breakableSpan(text, cls) { var s = el("span", cls ? {cls: cls} : null); s.appendChild(breakable(text)); return s; }
+  // Text on a coloured box: dark ink on light fills, white on dark ones (WCAG relative luminance).
+  function luminance(hex) {
+    var m = /^#?([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex);
+    if (!m) return 1;
+    return [m[1], m[2], m[3]].reduce(function (a, h, i) {
+      var c = parseInt(h, 16) / 255;
+      c = c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+      return a + c * [0.2126, 0.7152, 0.0722][i];
+    }, 0);
+  }
+  // Black or white, whichever contrasts more: at the crossover (luminance 0.179) both reach
+  // 4.58:1, so every fill keeps WCAG's 4.5:1 (a greyer ink would not).
+  function inkOn(fill) { return luminance(fill) > 0.179 ? ["#000000", "#000000"] : ["#ffffff", "#ffffff"]; }
+  // A theme colour, read once (getComputedStyle forces a style pass each call): again only when
+  // the browser switches between light and dark.
+  var cssCache = {};
+  function cssVar(name) {
+    if (!(name in cssCache)) cssCache[name] = getComputedStyle(document.body).getPropertyValue(name).trim();
+    return cssCache[name];
+  }
+  if (window.matchMedia) matchMedia("(prefers-color-scheme: dark)").addEventListener("change", function () { cssCache = {}; });
 
   // ---- estimated time per instruction ----------------------------------------------------------
   var TIM = section("timing").data;
@@ -221,7 +317,9 @@
     return m && compIndex[m[1]] != null ? compIndex[m[1]] : (r[C.called].length ? r[C.called][r[C.called].length - 1] : -1);
   }
   function compLink(ci, label) {
-    return el("span", {cls: "link mono", text: label || comps[ci].name, on: {click: function () { showComputation(ci, null, true); }}});
+    var a = el("span", {cls: "link mono", on: {click: function () { showComputation(ci); }}});
+    a.appendChild(breakable(label || comps[ci].name));
+    return a;
   }
   function gridOf() {
     var col = section("collectives").data, m = D.module;
