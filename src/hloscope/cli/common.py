@@ -13,11 +13,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hloscope.ir import Module
 
-__all__ = ["COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_VERIFY", "EXIT_INTERNAL",
+__all__ = ["COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_VERIFY", "EXIT_FOUND", "EXIT_INTERNAL",
            "EXIT_INTERRUPTED", "command", "console", "emit_json", "file_arg", "format_bytes", "short", "working",
            "read_module"]
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_VERIFY, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+# The numerics commands found what they look for: a non-finite value (run --find-nonfinite),
+# two runs that part (compare).
+EXIT_FOUND = 4
 
 Command = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None], str]] = {}

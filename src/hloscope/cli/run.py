@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from hloscope.cli.common import EXIT_OK, EXIT_VERIFY, command, console, emit_json
+from hloscope.cli.common import EXIT_FOUND, EXIT_OK, EXIT_VERIFY, command, console, emit_json
 
 __all__: list[str] = []
 
@@ -45,6 +45,11 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help="run modules whose large constants were elided ({...}) with these values")
     p.add_argument("--check-xla", action="store_true",
                    help="also run the module on XLA:CPU (needs jax) and print the largest difference per output")
+    p.add_argument("--find-nonfinite", action="store_true",
+                   help="stop at the first instruction whose result holds a NaN or an infinity while its "
+                        "operands held none, and say where it is (devices, loop iterations, the instruction "
+                        "inside a fusion, op_name and source line) and what its operands held; exit status "
+                        "4 when one is found")
     p.add_argument("--json", action="store_true", help="print a JSON summary of the outputs")
     p.add_argument("--force", action="store_true",
                    help="run even when the memory analysis predicts more memory than is available")
@@ -63,6 +68,32 @@ def _stats(a: np.ndarray) -> dict[str, Any]:
     elif arr.size and arr.dtype.kind in "iub":
         info.update(min=int(arr.min()), max=int(arr.max()))
     return info
+
+
+_STOPPED = object()  # the run ended early: the non-finite value is found
+
+
+def _run_watched(run: Callable[..., Any], m: Any, inputs: Any, r: int, p: int, options: Any, donate: bool) -> Any:
+    """``run(...)``, or ``_STOPPED`` when an observer ended it (``--find-nonfinite``)."""
+    from hloscope.errors import EvaluationStopped
+
+    try:
+        return run(m, inputs, replicas=r, partitions=p, options=options, donate=donate)
+    except EvaluationStopped:
+        return _STOPPED
+
+
+def _report_nonfinite(args: argparse.Namespace, m: Any, r: int, p: int, elapsed: float, first: Any) -> int:
+    """Print what ``--find-nonfinite`` found when it stopped the run (no outputs then); exit
+    status 4 (EXIT_FOUND)."""
+    if args.json:
+        emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed, "stopped": True,
+                   "first_nonfinite": None if first is None else first.to_json(), "outputs": None})
+    else:
+        sys.stdout.write((first.describe() if first is not None else "the run stayed finite") + "\n")
+        sys.stdout.write(f"(the run stopped there after {elapsed:.2f} s, so it has no outputs"
+                         f"{'; none written to ' + args.out if args.out else ''})\n")
+    return EXIT_OK if first is None else EXIT_FOUND
 
 
 def _max_difference(ours: np.ndarray, theirs: np.ndarray) -> float:
@@ -146,14 +177,28 @@ def _run(args: argparse.Namespace) -> int:
 
     options = RunOptions(fill_elided=args.fill_elided, seed=args.random or 0, progress=progress_cb,
                          progress_every=5_000, per_device=args.per_device, float_env=args.float_env)
+    watch = None
+    if args.find_nonfinite:  # an observer: the run computes what it computes without it
+        from hloscope.numerics.nonfinite import NonfiniteWatch, input_records
+
+        inputs_held = input_records(m, inputs, n)
+        watch = NonfiniteWatch(m, r, p)
+        options = RunOptions(**{**options.__dict__, "hooks": [watch]})
     # The inputs are ours: hand them over (outputs reuse their memory), unless XLA needs them after.
     t0 = time.perf_counter()
     if progress_ctx is not None:
         with progress_ctx:
-            results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla)
+            results = _run_watched(run, m, inputs, r, p, options, not args.check_xla)
     else:
-        results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla)
+        results = _run_watched(run, m, inputs, r, p, options, not args.check_xla)
     elapsed = time.perf_counter() - t0
+    first = None
+    if watch is not None:
+        from hloscope.numerics.nonfinite import conclude
+
+        first = conclude(watch, inputs_held)
+        if results is _STOPPED:
+            return _report_nonfinite(args, m, r, p, elapsed, first)
     # A global program (not partitioned yet) returns its global outputs: one set, not n.
     global_result = n > 1 and not isinstance(results, list)
     outputs = outputs_to_mapping(results, 1 if global_result else n)
@@ -189,10 +234,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed,
                     **({"grid_note": grid_note} if grid_note else {}),
+                    **({"first_nonfinite": None if first is None else first.to_json()} if watch is not None else {}),
                     **({"xla": xla_summary} if xla_summary else {}),
                     "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": diffs[k]} if diffs else {})}
                                 for k, v in outputs.items()}})
-        return EXIT_OK
+        return EXIT_OK if first is None else EXIT_FOUND
     from rich.table import Table
 
     con = console()
@@ -218,4 +264,6 @@ def _run(args: argparse.Namespace) -> int:
                   f"XLA:CPU ran the module rewritten for it: {xla_run.rewrite}")
     if args.out:
         con.print(f"outputs written to {args.out}")
-    return EXIT_OK
+    if watch is not None:
+        con.print(first.describe() if first is not None else "no NaN or infinity: the run stayed finite")
+    return EXIT_OK if first is None else EXIT_FOUND

@@ -10,9 +10,10 @@ Note [Executors]
 
     Two executors live in this process. ``PerDeviceExecutor`` runs one generator per device and
     exchanges contributions in memory (driver.py, Note [Cooperative devices]); it runs every
-    module and observes hooks. ``LockstepExecutor`` holds all devices' values stacked along a
+    module and observes any hook. ``LockstepExecutor`` holds all devices' values stacked along a
     leading axis and runs each instruction once for all of them (lockstep.py, Note
-    [Lockstep]); it applies to modules whose ops all have stacked rules. An executor placing
+    [Lockstep]); it applies to modules whose ops all have stacked rules, and to runs whose
+    hooks accept stacked values (Note [Observers] in evaluator.py). An executor placing
     devices in other processes or hosts would implement the same two methods, sending each
     rendezvous' contributions where its group's members live; nothing in the op semantics
     changes. ``choose_executor`` picks one for a run (``RunOptions.mode``).
@@ -72,11 +73,16 @@ class LockstepExecutor:
     name = "lockstep"
 
     def applies(self, module: Module, options: RunOptions) -> bool:
-        return not options.hooks and lockstep.applies(module)
+        return _hooks_see_stacked(options) and lockstep.applies(module)
 
     def run(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
             options: RunOptions, *, donate: bool = False) -> list[Value]:
         return lockstep.run_lockstep(module, args, replicas, partitions, options)
+
+
+def _hooks_see_stacked(options: RunOptions) -> bool:
+    """Whether every hook of the run accepts lockstep's stacked values (Note [Observers])."""
+    return all(getattr(h, "sees_stacked", False) for h in options.hooks)
 
 
 PER_DEVICE = PerDeviceExecutor()
@@ -89,8 +95,9 @@ def choose_executor(module: Module, options: RunOptions, num_devices: int) -> Ex
     if options.mode == "per-device" or num_devices == 1:
         return PER_DEVICE
     if options.mode == "lockstep":
-        if options.hooks:
-            raise InputError("mode='lockstep' cannot run with hooks: hooks see per-device values")
+        if not _hooks_see_stacked(options):
+            raise InputError("mode='lockstep' cannot run with these hooks: they see per-device values "
+                             "(Note [Observers] in evaluator.py: a hook with sees_stacked=True can)")
         if not lockstep.applies(module):
             raise InputError("mode='lockstep' does not apply: the module calls an op with no lockstep rule")
         return LOCKSTEP

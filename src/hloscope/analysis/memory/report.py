@@ -34,6 +34,7 @@ from hloscope.ir.buffer_assignment import (
     PeakInfo,
     value_key,
 )
+from hloscope.ir.source_location import op_name_and_source
 
 if TYPE_CHECKING:
     from hloscope.ir import Computation, Instruction, Module
@@ -306,23 +307,7 @@ def _order(module: Module, schedule: str) -> dict[Computation, list[Instruction]
 
 
 def _source(module: Module, inst: Instruction) -> tuple[str | None, str | None]:
-    md = inst.metadata
-    if md is None:
-        return None, None
-    fields = md.fields
-    op_name = md.op_name
-    if fields.get("source_file"):
-        return op_name, f"{fields['source_file']}:{fields.get('source_line', 0)}"
-    frame_id = fields.get("stack_frame_id")
-    if frame_id is not None and module.stack_frames is not None:
-        try:
-            frames = module.stack_frames.frame(int(frame_id))
-        except Exception:  # a malformed table must not break the report
-            frames = []
-        if frames:
-            file, _, line = frames[0]
-            return op_name, f"{file}:{line}"
-    return op_name, None
+    return op_name_and_source(inst, module)
 
 
 def analyze_memory(module: Module, *, schedule: str = "module") -> MemoryReport:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from hloscope.testing.oracle.corpus import OracleCase
 
-__all__ = ["LLM_MODULES", "MODEL_NAMES", "build", "default_cache_dir", "xla_bench_dir"]
+__all__ = ["LLM_MODULES", "MODEL_NAMES", "build", "default_cache_dir", "pre_text_with_metadata", "xla_bench_dir"]
 
 # The programs of programs.py, by name (kept here so that collecting tests needs no jax).
 MODEL_NAMES = ("gpt_dp8", "gpt_tp4x2", "gpt_bf16_remat", "resnet_1", "resnet_dp8", "lstm_scan",
@@ -59,3 +59,35 @@ def build(name: str, cache_dir: Path | None = None) -> OracleCase:
 
     cache = cache_dir if cache_dir is not None else default_cache_dir()
     return corpus.OracleCase(name, corpus.build_case(by_name(name), cache))
+
+
+def pre_text_with_metadata(name: str, cache_dir: Path | None = None) -> str:
+    """The model's HLO before XLA's optimizations *with* its metadata (op_name, the stack-frame
+    tables with the source lines), as XLA's own dumps print it: ``pre.hlo`` is jax's default
+    printing, which leaves the metadata out, so a tool that pairs values of the two modules by
+    op_name (``hloscope compare``) finds nothing to pair. Lowered again with jax (no compile)
+    on first use and kept beside the case as ``pre_metadata.hlo``; the instructions and their
+    names are ``pre.hlo``'s."""
+    from hloscope.testing.cases import jax_config
+    from hloscope.xla.client import use_shardy
+
+    from .programs import by_name
+
+    case = build(name, cache_dir)
+    path = case.path / "pre_metadata.hlo"
+    if path.exists():
+        return path.read_text()
+    import jax
+
+    prog = by_name(name)
+    with jax_config(prog.config), use_shardy(prog.shardy):
+        inputs = prog.inputs()
+        kwargs = prog.jit_options()
+        if prog.lowering == "jit":
+            kwargs.setdefault("keep_unused", True)  # as lower_jax: parameters = flat inputs
+        transform = jax.pmap if prog.lowering == "pmap" else jax.jit
+        text = transform(prog.fn, **kwargs).lower(*inputs).as_text(dialect="hlo", debug_info=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return text

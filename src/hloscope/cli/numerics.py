@@ -1,0 +1,122 @@
+"""The numerics commands: ``stats`` (what every value holds), ``compare`` (where two runs part)
+and ``reduce`` (the smallest module that still shows a problem). ``run --find-nonfinite`` is
+in run.py. Each has a ``--json`` twin; ``compare`` exits with 4 when the runs part."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from hloscope.cli.common import EXIT_OK, command, console, emit_json, read_module, short
+
+__all__: list[str] = []
+
+
+# --- inputs, as `hloscope run` takes them -----------------------------------------------------------
+
+
+def add_input_args(p: argparse.ArgumentParser, *, devices: bool = True) -> None:
+    """The options that say what a module runs on: ``run``'s ``--inputs``/``--random`` and grid."""
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--inputs", metavar="IN.npz",
+                     help="arrays arg0, arg1, ... (tuple parameters arg0.0 ...; device k only: d<k>.arg0)")
+    src.add_argument("--random", type=int, metavar="SEED", default=None,
+                     help="deterministic random inputs from SEED (the default, with seed 0)")
+    p.add_argument("--distribution", choices=("normal", "uniform", "positive"), default="normal",
+                   help="how --random draws floats (default normal)")
+    if devices:
+        p.add_argument("--per-device-inputs", action="store_true",
+                       help="draw different random inputs for each device (default: the same on every device)")
+        p.add_argument("--replicas", type=int, help="number of replicas (default: the module's)")
+        p.add_argument("--partitions", type=int, help="number of partitions (default: the module's)")
+    p.add_argument("--float-env", choices=("auto", "xla-cpu", "xla-cpu-avx512", "gpu", "tpu", "ieee"),
+                   default="auto", help="the backend's floating-point environment (see `hloscope run --help`)")
+    p.add_argument("--fill-elided", choices=("zeros", "random"),
+                   help="run modules whose large constants were elided ({...}) with these values")
+
+
+def grid_of(args: argparse.Namespace, m: Any) -> tuple[int, int]:
+    from hloscope.interpret.run import infer_grid
+
+    r0, p0, _ = infer_grid(m)
+    return getattr(args, "replicas", None) or r0, getattr(args, "partitions", None) or p0
+
+
+def inputs_of(args: argparse.Namespace, m: Any, n: int) -> list[Any]:
+    """The inputs ``args`` name for ``m`` on ``n`` devices (``hloscope.run``'s conventions)."""
+    from hloscope.interpret.inputs import inputs_from_mapping, random_inputs
+    from hloscope.interpret.npz_io import load_npz
+
+    if args.inputs:
+        return inputs_from_mapping(m, load_npz(args.inputs), n)
+    per_device = n > 1 and getattr(args, "per_device_inputs", False)
+    return random_inputs(m, args.random or 0, args.distribution, num_devices=n, per_device=per_device)
+
+
+def options_of(args: argparse.Namespace) -> Any:
+    from hloscope.interpret import RunOptions
+
+    return RunOptions(fill_elided=args.fill_elided, seed=args.random or 0, float_env=args.float_env)
+
+
+# --- stats --------------------------------------------------------------------------------------------
+
+
+def _configure_stats(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO text file ('-' reads standard input)")
+    add_input_args(p)
+    p.add_argument("--select", metavar="REGEX",
+                   help="only instructions whose name or op_name matches REGEX (Python re.search)")
+    p.add_argument("--fused", action="store_true", help="also the instructions inside fusions")
+    p.add_argument("--save", metavar="DIR",
+                   help="write the selected values to DIR as npz, one file per instruction "
+                        "(arrays d<device>.<execution>)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print every row as JSON")
+    out.add_argument("--csv", action="store_true", help="print every row as CSV")
+    p.add_argument("--limit", type=int, default=60, help="rows shown in the table (default 60)")
+
+
+@command("stats", "statistics of every value a run makes, per instruction and device: min, max, mean, std, "
+                  "abs-max, NaN/inf/zero counts")(_configure_stats)
+def _stats(args: argparse.Namespace) -> int:
+    from hloscope.numerics.stats import value_stats
+
+    m = read_module(args.file, "stats")
+    r, p = grid_of(args, m)
+    inputs = inputs_of(args, m, r * p)
+    report = value_stats(m, inputs, replicas=r, partitions=p, select=args.select, fused=args.fused,
+                         save_dir=args.save, options=options_of(args))
+    if args.json:
+        emit_json(report.to_json())
+        return EXIT_OK
+    if args.csv:
+        sys.stdout.write(report.to_csv())
+        return EXIT_OK
+    from rich.table import Table
+
+    con = console()
+    rows = report.rows
+    con.print(f"[bold]{m.name}[/bold]: {len(rows)} rows ({r} replica(s) x {p} partition(s))")
+    t = Table(title_justify="left")
+    cols = ("instruction", "opcode", "dev", "runs", "shape", "min", "max", "mean", "std", "abs-max",
+            "NaN", "inf", "zero", "op_name")
+    for c in cols:
+        t.add_column(c, justify="left" if c in ("instruction", "opcode", "shape", "op_name") else "right")
+
+    def g(x: float | None) -> str:
+        return "" if x is None else f"{x:.4g}"
+
+    for row in rows[:args.limit]:
+        t.add_row(row.label, row.opcode, str(row.device), str(row.executions),
+                  f"{row.dtype}[{','.join(map(str, row.shape))}]", g(row.min), g(row.max), g(row.mean), g(row.std),
+                  g(row.abs_max), str(row.nan or ""), str(row.inf or ""), str(row.zero or ""),
+                  short(row.op_name, 40))
+    con.print(t)
+    if len(rows) > args.limit:
+        con.print(f"... and {len(rows) - args.limit} more rows (--limit, --json or --csv for all)")
+    if report.saved:
+        con.print(f"values of {len(report.saved)} instructions written to {args.save}")
+    if report.save_note:
+        con.print(f"note: {report.save_note}")
+    return EXIT_OK
