@@ -33,8 +33,8 @@ from hloscope.interpret.evaluator import RunOptions
 from hloscope.interpret.observe import LoopIteration, Observer, Site, device_values
 from hloscope.ir import Instruction, Module, Opcode
 from hloscope.ir.source_location import op_name_and_source
-from hloscope.numerics.matching import Matching, match_values
-from hloscope.numerics.summary import leaves
+from hloscope.numerics.matching import Matching, match_values, precision_floor
+from hloscope.numerics.summary import is_float, leaves
 from hloscope.numerics.tolerances import difference, tolerance_for
 
 __all__ = ["CompareReport", "Divergence", "PairError", "ValueRef", "compare_modules"]
@@ -204,9 +204,10 @@ class _Checker(Observer):
     partitioned]: a device's values wait until every device's of the same execution came)."""
 
     def __init__(self, module: Module, n: int, matching: Matching, captured: _Capture,
-                 tolerances: dict | None) -> None:
+                 tolerances: dict | None, floors: dict[Instruction, np.dtype] | None = None) -> None:
         super().__init__(module, n, fused=True)
         self.matching = matching
+        self.floors = floors or {}
         self.captured = captured.values
         self.tolerances = tolerances
         self.global_run = False  # b's values outside manual regions are global
@@ -243,19 +244,19 @@ class _Checker(Observer):
         """Compare execution ``j`` of ``b`` (its values on ``devices``; None: one global value)."""
         glob = _execution(self.captured.get((id(a), -1)), j)
         err = None
+        tol, floor = self.tolerances, self.floors.get(b)
         if glob is not None and devices is None:
-            err = _pair(a, b, glob, ours[0], self.tolerances, j, ())
+            err = _pair(a, b, glob, ours[0], tol, j, (), floor)
         elif glob is not None:
-            err = _global_pair(a, b, glob, ours, self.tolerances, j, tuple(devices))
+            err = _global_pair(a, b, glob, ours, tol, j, tuple(devices), floor)
         else:
             everyone = range(self.num_devices) if devices is None else devices
             theirs = [_execution(self.captured.get((id(a), d)), j) for d in everyone]
             if all(t is not None for t in theirs):
                 if devices is None:  # b global, a per device
-                    err = _global_pair(a, b, ours[0], theirs, self.tolerances, j, tuple(everyone))
+                    err = _global_pair(a, b, ours[0], theirs, tol, j, tuple(everyone), floor)
                 else:
-                    err = _worst([_pair(a, b, x, y, self.tolerances, j, (d,))
-                                  for d, x, y in zip(devices, theirs, ours)])
+                    err = _worst([_pair(a, b, x, y, tol, j, (d,), floor) for d, x, y in zip(devices, theirs, ours)])
         if err is None:
             self.skipped += 1
         else:
@@ -272,8 +273,15 @@ def _execution(runs: list[Any] | None, j: int) -> Any:
     return runs[0] if len(runs) == 1 else None
 
 
+def _tolerance(dtype: np.dtype, floor: np.dtype | None, tolerances: dict | None) -> dict | None:
+    """The tolerance of a value of ``dtype`` computed from values as coarse as ``floor``."""
+    if floor is not None and is_float(dtype):
+        dtype = floor
+    return tolerance_for(dtype, overrides=tolerances)
+
+
 def _pair(a: Instruction, b: Instruction, x: Any, y: Any, tolerances: dict | None, j: int,
-          devices: tuple[int, ...]) -> PairError | None:
+          devices: tuple[int, ...], floor: np.dtype | None = None) -> PairError | None:
     xs, ys = leaves(x), leaves(y)
     if len(xs) != len(ys) or not xs:
         return None
@@ -281,7 +289,7 @@ def _pair(a: Instruction, b: Instruction, x: Any, y: Any, tolerances: dict | Non
     for p, q in zip(xs, ys):
         if p.shape != q.shape:
             return None
-        tol = tolerance_for(q.dtype, overrides=tolerances)
+        tol = _tolerance(q.dtype, floor, tolerances)
         err, scale, rel = difference(p, q, tol)
         cand = PairError(a.name, b.name, err, scale, rel, None if tol is None else tol["rtol"],
                          None if tol is None else tol["atol"], j, devices)
@@ -299,7 +307,7 @@ def _worst(errs: list[PairError | None]) -> PairError | None:
 
 
 def _global_pair(a: Instruction, b: Instruction, g: Any, ours: list[Any], tolerances: dict | None, j: int,
-                 devices: tuple[int, ...]) -> PairError | None:
+                 devices: tuple[int, ...], floor: np.dtype | None = None) -> PairError | None:
     """A global value against every device's (Note [Global and partitioned])."""
     gs = leaves(g)
     per = [leaves(v) for v in ours]
@@ -313,10 +321,10 @@ def _global_pair(a: Instruction, b: Instruction, g: Any, ours: list[Any], tolera
                 return None  # a per-device part of it (a partial sum), not the value
             y = parts[0]
         else:
-            y = _assemble(parts, x.shape, x, tolerances)
+            y = _assemble(parts, x.shape, x, _tolerance(x.dtype, floor, tolerances))
             if y is None:
                 return None
-        tol = tolerance_for(y.dtype, overrides=tolerances)
+        tol = _tolerance(y.dtype, floor, tolerances)
         err, scale, rel = difference(x, y, tol)
         cand = PairError(a.name, b.name, err, scale, rel, None if tol is None else tol["rtol"],
                          None if tol is None else tol["atol"], j, devices)
@@ -325,31 +333,43 @@ def _global_pair(a: Instruction, b: Instruction, g: Any, ours: list[Any], tolera
 
 
 def _assemble(parts: list[np.ndarray], shape: tuple[int, ...], reference: np.ndarray,
-              tolerances: dict | None) -> np.ndarray | None:
-    """The devices' shards put together into ``shape``: row-major over the split dimensions,
-    else column-major, whichever agrees better with ``reference``; None when they cannot be."""
+              tol: dict | None) -> np.ndarray | None:
+    """The devices' shards put together into ``shape`` (Note [Global and partitioned]); None
+    when they are no shards of one value: the devices holding each shard must agree (a
+    partial sum differs between them)."""
     local = parts[0].shape
-    if len(local) != len(shape) or any(s % t for s, t in zip(shape, local)):
+    if len(local) != len(shape) or any(t == 0 or s % t for s, t in zip(shape, local)):
         return None
     factors = [s // t for s, t in zip(shape, local)]
     count = int(np.prod(factors))
-    if count == 0 or len(parts) % count:
+    n = len(parts)
+    if count == 0 or n % count:
+        return None
+    rep = n // count
+    shards = None
+    # Which devices hold shard s: a block of ``rep`` neighbours (the split mesh axis is the
+    # major one), or every count-th device (it is the minor one).
+    for holders in ([list(range(s * rep, (s + 1) * rep)) for s in range(count)],
+                    [list(range(s, n, count)) for s in range(count)]):
+        if all(np.array_equal(parts[h[0]], parts[k], equal_nan=True) for h in holders for k in h[1:]):
+            shards = [parts[h[0]] for h in holders]
+            break
+    if shards is None:
         return None
     split = [i for i, f in enumerate(factors) if f > 1]
     best = None
     for order in ("C", "F"):
-        grid_index = [np.unravel_index(d, [factors[i] for i in split], order=order) for d in range(count)]
         out = np.empty(shape, parts[0].dtype)
-        for d in range(count):
+        for k, shard in enumerate(shards):
+            pos = np.unravel_index(k, [factors[i] for i in split], order=order)
             where = [slice(None)] * len(shape)
-            for axis, pos in zip(split, grid_index[d]):
-                where[axis] = slice(pos * local[axis], (pos + 1) * local[axis])
-            out[tuple(where)] = parts[d]
-        tol = tolerance_for(out.dtype, overrides=tolerances)
+            for axis, q in zip(split, pos):
+                where[axis] = slice(q * local[axis], (q + 1) * local[axis])
+            out[tuple(where)] = shard
         rel = difference(reference, out, tol)[2]
         if best is None or rel < best[0]:
             best = (rel, out)
-        if rel <= 1.0:
+        if rel <= 1.0 or len(split) < 2:
             break
     return None if best is None else best[1]
 
@@ -399,10 +419,32 @@ def compare_modules(a: Module, b: Module, inputs: Sequence[Any] = (), *, inputs_
         inputs_b = _inputs_for(b, a, inputs_a, n)
     capture = _Capture(a, n, {id(x) for x in matching.partner.values()}, _run(a, inputs_a, r, p, options, []))
     _run(a, inputs_a, r, p, options, [capture])
-    checker = _Checker(b, n, matching, capture, tolerances)
+    checker = _Checker(b, n, matching, capture, tolerances, _floors(a, b, matching))
     checker.global_run = _run(b, inputs_b, r, p, options, [])
     _run(b, inputs_b, r, p, options, [checker])
     return _report(a, b, matching, checker, chain)
+
+
+def _floors(a: Module, b: Module, matching: Matching) -> dict[Instruction, np.dtype]:
+    """For each value of ``b``, the coarsest float type it (or its partner in ``a``) was
+    computed from: its tolerance's dtype (``matching.precision_floor``)."""
+    from hloscope.ir.dtypes import dtype_of
+
+    looseness = {}
+    for name in ("f64", "f32", "f16", "bf16", "c64", "c128", "f8e4m3fn", "f8e5m2"):
+        try:
+            tol = tolerance_for(dtype_of(name))
+        except (KeyError, ValueError):
+            continue
+        if tol is not None:
+            looseness[name] = tol["rtol"]
+    fa, fb = precision_floor(a, looseness), precision_floor(b, looseness)
+    out = {}
+    for inst, pa in matching.partner.items():
+        names = [f for f in (fb.get(inst), fa.get(pa)) if f is not None]
+        if names:
+            out[inst] = dtype_of(max(names, key=lambda f: looseness[f]))
+    return out
 
 
 _IMPURE = frozenset({Opcode.REPLICA_ID, Opcode.PARTITION_ID, Opcode.RNG})

@@ -18,7 +18,8 @@ Note [Matching values]
        their users), a value pairs with the one value of ``a`` of the same opcode whose
        operands are all its operands' partners, position by position (or the same
        constants): the same operation on the same values. Without such anchors it pairs
-       only when it is the one value of its op_name, opcode and shape on both sides. XLA's
+       only when it is the one value of its op_name, opcode and shape on both sides and its
+       unpaired operands have the opcodes of the other's. XLA's
        rewrites keep the op_name on new instructions that compute something else (the
        simplifier folds ``m / c / d`` into ``m / (c * d)`` and the new divide keeps the
        divide's op_name; a broadcast hoisted out of a divide keeps it too), so op_name and
@@ -45,7 +46,8 @@ from collections import defaultdict
 from hloscope.interpret.observe import fusion_callers, watched_computations
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 
-__all__ = ["Matching", "match_values", "value_instructions", "execution_order", "compatible_shapes", "resolve"]
+__all__ = ["Matching", "match_values", "value_instructions", "execution_order", "compatible_shapes", "resolve",
+           "precision_floor"]
 
 # Instructions that hold no value of their own (their value is another's), never compared.
 _NOT_VALUES = frozenset({Opcode.TUPLE, Opcode.GET_TUPLE_ELEMENT, Opcode.WHILE, Opcode.CALL,
@@ -246,7 +248,7 @@ def match_values(a: Module, b: Module) -> Matching:
         if len(anchored) == 1:
             m.add(inst, anchored[0], "op_name")
         elif (not anchored and len(cands) == 1 and classes_b[_class(inst)] == 1
-              and classes_a[_class(cands[0])] == 1):
+              and classes_a[_class(cands[0])] == 1 and _anchored(m, sa, sb, cands[0], inst, loose=True)):
             m.add(inst, cands[0], "op_name")
     _propagate(m, sa, sb)
     _fusions(m, sb.values)
@@ -286,17 +288,20 @@ def _may_pair(m: Matching, sa: _Side, sb: _Side, a: Instruction, b: Instruction)
     return True
 
 
-def _anchored(m: Matching, sa: _Side, sb: _Side, a: Instruction, b: Instruction) -> bool:
+def _anchored(m: Matching, sa: _Side, sb: _Side, a: Instruction, b: Instruction, *, loose: bool = False) -> bool:
     """Every operand of ``b`` is paired with ``a``'s at the same position, or both are the
-    same constant (Note [Matching values], step 3)."""
+    same constant (Note [Matching values], step 3); ``loose`` also lets an operand with no
+    partner stand for one of the same opcode."""
     ia, ib = sa.inputs.get(a, []), sb.inputs.get(b, [])
     if len(ia) != len(ib) or not ib:
-        return False
+        return loose and len(ia) == len(ib)
     for ra, rb in zip(ia, ib):
         if m.partner.get(rb) is ra:
             continue
         la = _literal(ra)
-        if la is None or la != _literal(rb):
+        if la is not None and la == _literal(rb):
+            continue
+        if not (loose and rb not in m.partner and ra.opcode is rb.opcode and la is None):
             return False
     return True
 
@@ -325,3 +330,28 @@ def _fusions(m: Matching, values_b: list[Instruction]) -> None:
             a = m.partner.get(root)
             if a is not None and compatible_shapes(a, inst):
                 m.add(inst, a, "fusion root")
+
+
+def precision_floor(module: Module, looseness: dict[str, float]) -> dict[Instruction, str]:
+    """For each value, the float type among its own and its ancestors' (through fusions)
+    with the largest ``looseness`` (a number per dtype name; types not in it are ignored): a
+    float32 value computed from bfloat16 ones carries bfloat16's rounding, which two modules
+    that round in different places show (Note [Comparing values] in tolerances.py)."""
+    callers = fusion_callers(module)
+    floor: dict[Instruction, str] = {}
+
+    def own(inst: Instruction) -> str | None:
+        shape = inst.shape
+        name = shape.element_type if isinstance(shape, ArrayShape) else None
+        return name if name is not None and name in looseness else None
+
+    for v in execution_order(module):
+        best = own(v)
+        for o in v.operands:
+            r = resolve(o, callers)
+            f = floor.get(r) or own(r)
+            if f is not None and (best is None or looseness[f] > looseness[best]):
+                best = f
+        if best is not None:
+            floor[v] = best
+    return floor

@@ -51,10 +51,10 @@ LINALG = {
 COMPARE = {
     np.dtype(np.float64): dict(rtol=1e-9, atol=1e-12),
     np.dtype(np.complex128): dict(rtol=1e-9, atol=1e-12),
-    np.dtype(np.float32): dict(rtol=1e-4, atol=1e-6),
-    np.dtype(np.complex64): dict(rtol=1e-4, atol=1e-6),
+    np.dtype(np.float32): dict(rtol=1e-3, atol=1e-5),
+    np.dtype(np.complex64): dict(rtol=1e-3, atol=1e-5),
     np.dtype(np.float16): dict(rtol=2e-2, atol=1e-4),
-    np.dtype(ml_dtypes.bfloat16): dict(rtol=6e-2, atol=1e-3),
+    np.dtype(ml_dtypes.bfloat16): dict(rtol=6e-2, atol=2e-3),
     np.dtype(ml_dtypes.float8_e4m3fn): dict(rtol=0.25, atol=1e-2),
     np.dtype(ml_dtypes.float8_e5m2): dict(rtol=0.5, atol=1e-2),
 }
