@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from hloscope.cli.common import EXIT_OK, command, console, emit_json, read_module, short
+from hloscope.cli.common import EXIT_FOUND, EXIT_OK, command, console, emit_json, read_module, short
 
 __all__: list[str] = []
 
@@ -120,3 +120,59 @@ def _stats(args: argparse.Namespace) -> int:
     if report.save_note:
         con.print(f"note: {report.save_note}")
     return EXIT_OK
+
+
+# --- compare ------------------------------------------------------------------------------------------
+
+
+def _configure_compare(p: argparse.ArgumentParser) -> None:
+    p.add_argument("a", metavar="A", help="a module (before optimizations, say)")
+    p.add_argument("b", metavar="B", nargs="?",
+                   help="another module of the same program (after optimizations, another compiler's, a "
+                        "GPU dump against a CPU one); omit with --against xla")
+    p.add_argument("--against", choices=("xla",),
+                   help="compare A as hloscope runs it with XLA:CPU (needs jax): XLA's intermediate values come "
+                        "from cut-down modules run in a child process")
+    add_input_args(p)
+    p.add_argument("--inputs-b", metavar="IN.npz",
+                   help="B's own inputs (default: A's; cut into each device's shard when A is the global program "
+                        "of a partitioned B)")
+    p.add_argument("--rtol", type=float, help="relative tolerance for every float type (default: per dtype, "
+                                              "hloscope.numerics.tolerances.COMPARE)")
+    p.add_argument("--atol", type=float, help="absolute tolerance for every float type")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+@command("compare", "where two modules of one program part (or one module on hloscope and on XLA:CPU): the "
+                    "first matched value that differs beyond the tolerance; exit status 4 when they part")(_configure_compare)
+def _compare(args: argparse.Namespace) -> int:
+    from hloscope.errors import InputError
+
+    if (args.b is None) == (args.against is None):
+        raise InputError("give two modules (compare A B) or one with --against xla")
+    tolerances = {k: v for k, v in (("rtol", args.rtol), ("atol", args.atol)) if v is not None} or None
+    a = read_module(args.a, "compare")
+    r, p = grid_of(args, a)
+    if args.against:
+        from hloscope.numerics.xla_compare import compare_with_xla
+
+        inputs = inputs_of(args, a, r * p)
+        report = compare_with_xla(a, inputs, replicas=r, partitions=p, tolerances=tolerances,
+                                  options=options_of(args))
+    else:
+        from hloscope.interpret.inputs import inputs_from_mapping
+        from hloscope.interpret.npz_io import load_npz
+        from hloscope.numerics.compare import compare_modules
+
+        b = read_module(args.b, "compare")
+        rb, pb = grid_of(args, b)
+        r, p = max(r, rb), max(p, pb)
+        inputs = inputs_of(args, a, r * p)
+        inputs_b = inputs_from_mapping(b, load_npz(args.inputs_b), r * p) if args.inputs_b else None
+        report = compare_modules(a, b, inputs, inputs_b=inputs_b, replicas=r, partitions=p,
+                                 tolerances=tolerances, options=options_of(args))
+    if args.json:
+        emit_json(report.to_json())
+    else:
+        sys.stdout.write(report.describe() + "\n")
+    return EXIT_OK if report.first_divergence is None else EXIT_FOUND

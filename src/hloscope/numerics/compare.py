@@ -111,10 +111,12 @@ class Divergence:
     before: tuple[PairError, ...]
     after: tuple[PairError, ...]
     unmatched_operands: tuple[str, ...]  # operands of b with no partner (e.g. a changed constant)
+    within: tuple[ValueRef, ...] = ()  # the fusions, calls and loops it is inside, outermost first
 
     def to_json(self) -> dict[str, Any]:
         return {"a": self.a.to_json(), "b": self.b.to_json(), "error": self.error.to_json(),
                 "devices": list(self.devices), "loops": [lp.to_json() for lp in self.loops],
+                "within": [w.to_json() for w in self.within],
                 "chain_before": [e.to_json() for e in self.before],
                 "chain_after": [e.to_json() for e in self.after],
                 "unmatched_operands": list(self.unmatched_operands)}
@@ -158,6 +160,8 @@ class CompareReport:
                      f"{d.a.name} ({d.a.opcode}, in {d.a.computation}) of {self.a}, device(s) {on}")
         if d.loops:
             lines.append("  in " + ", ".join(f"iteration {lp.iteration} of {lp.loop}" for lp in d.loops))
+        if d.within:
+            lines.append("  inside " + " > ".join(f"{w.name} ({w.opcode})" for w in d.within))
         lines.append(f"  max |a - b| {e.max_abs:.6g} at scale {e.scale:.6g}: {e.error:.3g} tolerances "
                      f"(rtol {e.rtol}, atol {e.atol})")
         lines.append(f"  b: {d.b.text}")
