@@ -176,3 +176,64 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(report.describe() + "\n")
     return EXIT_OK if report.first_divergence is None else EXIT_FOUND
+
+
+# --- reduce -------------------------------------------------------------------------------------------
+
+
+def _configure_reduce(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE", help="HLO text file")
+    p.add_argument("--until", required=True, metavar="PROPERTY",
+                   help="what must keep holding: 'nonfinite' (an instruction makes a NaN or an infinity), "
+                        "'differs-from-xla' (hloscope's outputs differ from XLA:CPU's; needs jax), "
+                        "'differs-from:REF.hlo' (a value differs from its namesake in REF, run on the same "
+                        "inputs), or a shell command line with {} for the candidate's path ({inputs} for its "
+                        "npz inputs) that exits 0 while the property holds")
+    p.add_argument("-o", "--output", metavar="SMALL.hlo", required=True,
+                   help="where to write the reduced module; its inputs go beside it (SMALL.npz)")
+    add_input_args(p)
+    p.add_argument("--rtol", type=float, help="relative tolerance for the differs-from properties")
+    p.add_argument("--atol", type=float, help="absolute tolerance for the differs-from properties")
+    p.add_argument("--json", action="store_true", help="print what was done as JSON")
+
+
+@command("reduce", "shrink a module to a small one that still shows a property (a NaN, a difference from XLA, "
+                   "your own test), with the inputs that reproduce it")(_configure_reduce)
+def _reduce(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from hloscope.fileio import check_not_input
+    from hloscope.numerics import reduce as reducing
+
+    m = read_module(args.file, "reduce")
+    r, p = grid_of(args, m)
+    npz = str(Path(args.output).with_suffix(".npz"))
+    check_not_input(args.output, [args.file] + ([args.inputs] if args.inputs else []))
+    check_not_input(npz, [args.file] + ([args.inputs] if args.inputs else []))
+    inputs = inputs_of(args, m, r * p)
+    options = options_of(args)
+    tolerances = {k: v for k, v in (("rtol", args.rtol), ("atol", args.atol)) if v is not None} or None
+    until = args.until.strip()
+    prop: Any
+    if until == "nonfinite":
+        prop = reducing.Nonfinite(options)
+    elif until == "differs-from-xla":
+        prop = reducing.DiffersFromXla(tolerances, options)
+    elif until.startswith("differs-from:"):
+        ref = read_module(until.split(":", 1)[1], "reduce")
+        prop = reducing.DiffersFrom(ref, inputs, replicas=r, partitions=p, tolerances=tolerances, options=options)
+    else:
+        prop = reducing.Command(until)
+    log = None if args.json else (lambda line: sys.stderr.write(f"hloscope reduce: {line}\n"))
+    result = reducing.reduce_module(m, inputs, prop, replicas=r, partitions=p, log=log)
+    reducing.write_candidate(result.candidate, args.output, npz)
+    if args.json:
+        emit_json({"output": args.output, "inputs": npz, **result.to_json()})
+    else:
+        sys.stdout.write(f"{m.name}: {result.original_size} -> {result.size} instructions in {len(result.steps)} "
+                         f"steps ({result.tests} tests, {result.seconds:.1f} s); wrote {args.output} and {npz}\n")
+        checks = ["verifies" if result.verified else "DOES NOT VERIFY"]
+        checks.append({True: "XLA parses it", False: "XLA DOES NOT PARSE IT", None: "XLA's parser not tried (no jax)"}
+                      [result.xla_parses])
+        sys.stdout.write("the result " + ", ".join(checks) + "\n")
+    return EXIT_OK

@@ -122,7 +122,10 @@ def isolate(module: Module, name: str) -> Module:
         del k
     attrs = {k: v for k, v in inst.attrs.items() if k != "control-predecessors"}
     clone = Instruction(inst.name, inst.opcode, inst.shape, [seen[id(o)] for o in inst.operands], attrs)
-    comp = Computation(f"isolated.{inst.name}", [*params, clone], clone, is_entry=True)
+    taken = NameUniquer()
+    for c in out.computations:
+        taken.unique(c.name)
+    comp = Computation(taken.unique(f"isolated.{inst.name}"), [*params, clone], clone, is_entry=True)
     out.add_computation(comp)
     for k in ("replica_count", "num_partitions"):
         out.attrs.pop(k, None)

@@ -197,6 +197,7 @@ class _Birth:
     loops: tuple[LoopIteration, ...]
     record: InstructionRecord
     fused: InstructionRecord | None
+    operands: list[Any] | None = None  # the operands' values (keep_operands), of one device
 
 
 class NonfiniteWatch(Observer):
@@ -209,10 +210,11 @@ class NonfiniteWatch(Observer):
     """
 
     def __init__(self, module: Module, replicas: int = 1, partitions: int = 1, *, stop: bool = True,
-                 computations: list[Computation] | None = None) -> None:
+                 computations: list[Computation] | None = None, keep_operands: bool = False) -> None:
         super().__init__(module, replicas * partitions, computations=computations)
         self.replicas, self.partitions = replicas, partitions
         self.stop = stop
+        self.keep_operands = keep_operands  # keep each birth's operand values (reduce isolates it)
         self.births: dict[int, _Birth] = {}  # device -> its first birth
         self.constants: list[InputRecord] = []  # constants holding a NaN
         self._constants_seen: set[int] = set()
@@ -249,8 +251,10 @@ class NonfiniteWatch(Observer):
         fused = None
         if inst.opcode is Opcode.FUSION:
             fused = self._inside(site, site.devices[k], inst, ops)
+        kept = [np.array(o, copy=True) if isinstance(o, np.ndarray) else o for o in ops] if self.keep_operands else None
         for j in new:
-            self.births[site.devices[j]] = _Birth(site.position, inst, site.loops, record, fused)
+            self.births[site.devices[j]] = _Birth(site.position, inst, site.loops, record, fused,
+                                                  kept if j == k else None)
 
     def _inside(self, site: Site, device: int, fusion: Instruction, operands: list[Any]) -> InstructionRecord | None:
         """The instruction inside ``fusion`` that made the non-finite value: the fused
