@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -197,52 +198,74 @@ class DiffersFromXla:
 
 
 class _Reference(Observer):
-    """Values by instruction name (first execution, per device) of a reference run."""
+    """Every value of a reference run by instruction name and device, each execution."""
 
     def __init__(self, module: Module, n: int) -> None:
         super().__init__(module, n, fused=True)
-        self.values: dict[tuple[str, int], Any] = {}
+        self.values: dict[tuple[str, int], list[Any]] = {}
         self.opcodes: dict[str, Opcode] = {}
 
     def observe(self, site: Site, inst: Instruction, operands: list[Any], result: Any) -> None:
         self.opcodes.setdefault(inst.name, inst.opcode)
         for d, v in zip(site.devices, device_values(result, site)):
-            self.values.setdefault((inst.name, d), v)
+            self.values.setdefault((inst.name, d), []).append(v)
+
+    def matches(self, name: str, device: int, value: Any, tolerances: dict | None) -> bool | None:
+        """Whether ``value`` is one of ``name``'s values (any execution) on ``device``; None
+        when the reference has none of that name."""
+        runs = self.values.get((name, device)) or self.values.get((name, 0))
+        if not runs:
+            return None
+        written = self.opcodes.get(name) is Opcode.CONSTANT
+        return any(_same(r, value, tolerances, written) for r in runs)
+
+
+def _same(x: Any, y: Any, tolerances: dict | None, written: bool = False) -> bool:
+    """Two values within the tolerance (Note [Comparing values]; ``written``: constants,
+    compared with rtol alone)."""
+    from hloscope.numerics.summary import leaves
+    from hloscope.numerics.tolerances import difference, tolerance_for
+
+    xs, ys = leaves(x), leaves(y)
+    if len(xs) != len(ys):
+        return False
+    for a, b in zip(xs, ys):
+        tol = tolerance_for(b.dtype, overrides=tolerances)
+        if tol is not None and written:
+            tol = {**tol, "atol": 0.0}
+        if a.shape != b.shape or difference(a, b, tol)[2] > 1:
+            return False
+    return True
 
 
 class _Differs(Observer):
-    """Stops the run at the first value that differs from its namesake in the reference."""
+    """Stops the run at the first value that is none of its namesake's in the reference."""
 
     def __init__(self, module: Module, n: int, ref: _Reference, tolerances: dict | None) -> None:
         super().__init__(module, n, fused=True)
         self.ref = ref
         self.tolerances = tolerances
-        self.seen: set[tuple[str, int]] = set()
         self.found: tuple[Instruction, int] | None = None
 
     def observe(self, site: Site, inst: Instruction, operands: list[Any], result: Any) -> None:
-        from hloscope.numerics.summary import leaves
-        from hloscope.numerics.tolerances import difference, tolerance_for
-
         if self.ref.opcodes.get(inst.name) is not inst.opcode or inst.opcode in (Opcode.TUPLE, Opcode.PARAMETER):
             return
         for d, v in zip(site.devices, device_values(result, site)):
-            if (inst.name, d) in self.seen:
-                continue
-            self.seen.add((inst.name, d))
-            r = self.ref.values.get((inst.name, d), self.ref.values.get((inst.name, 0)))
-            if r is None:
-                continue
-            for x, y in zip(leaves(r), leaves(v)):
-                if x.shape == y.shape and difference(x, y, tolerance_for(y.dtype, overrides=self.tolerances))[2] > 1:
-                    self.found = (inst, d)
-                    raise EvaluationStopped("a value differs from the reference")
+            if self.ref.matches(inst.name, d, v, self.tolerances) is False:
+                self.found = (inst, d)
+                raise EvaluationStopped("a value differs from the reference")
+
+
+_ITERATION = re.compile(r"^(.+)\.iteration(\d+)$")
 
 
 class DiffersFrom:
-    """Holds when a value of the candidate differs from the value of the reference module's
-    instruction of the same name and opcode (a module one edit away from the reference keeps
-    the names; reduce keeps them too), run once on ``inputs``."""
+    """Holds when a value of the candidate is none of the values of the reference module's
+    instruction of the same name and opcode, while every input the reduction made (a
+    parameter standing for an instruction, or for a loop's state) holds one of the
+    reference's values of what it stands for: the difference must be made inside the
+    candidate, not brought in. A module one edit away from the reference keeps the names,
+    and reduce keeps them too. The reference runs once, on ``inputs``."""
 
     name = "differs-from"
 
@@ -253,10 +276,37 @@ class DiffersFrom:
 
         r0, p0 = default_grid(reference)
         r, p = replicas or r0, partitions or p0
+        self.reference = reference
         self.ref = _Reference(reference, r * p)
         self.tolerances = tolerances
         self.options = options
         _run(Candidate(reference, _per_device(list(inputs), r * p), r, p), [self.ref], options)
+
+    def _clean_inputs(self, cand: Candidate) -> bool:
+        for p in cand.module.entry.parameters:
+            names = self._stands_for(p.name)
+            for d in range(cand.devices):
+                value = cand.inputs[d][p.parameter_number]
+                known = [self.ref.matches(n, d, value, self.tolerances) for n in names]
+                if known and all(k is False for k in known):
+                    return False
+        return True
+
+    def _stands_for(self, name: str) -> list[str]:
+        """The reference instructions whose values a parameter made by reduce holds."""
+        for suffix in (".in", ".param"):
+            if name.endswith(suffix):
+                return [name[: -len(suffix)]]
+        m = _ITERATION.match(name)
+        if m is not None:
+            for comp in self.reference.computations:
+                try:
+                    loop = comp.instruction(m.group(1))
+                except KeyError:
+                    continue
+                if loop.opcode is Opcode.WHILE:
+                    return [loop.operands[0].name, loop.attrs["body"].root.name]
+        return []
 
     def _differs(self, cand: Candidate) -> _Differs:
         watch = _Differs(cand.module, cand.devices, self.ref, self.tolerances)
@@ -267,7 +317,7 @@ class DiffersFrom:
         return watch
 
     def __call__(self, cand: Candidate) -> bool:
-        return self._differs(cand).found is not None
+        return self._clean_inputs(cand) and self._differs(cand).found is not None
 
     def focus(self, cand: Candidate) -> list[Candidate]:
         found = self._differs(cand).found
@@ -450,8 +500,8 @@ def _loops(cand: Candidate, prop: Callable[[Candidate], bool], log: Callable[[st
         starts = init[:1] + after[:-1]  # the state each iteration started from
         if not starts:
             continue
-        module, sig = loop_once(cand.module, w.name)
         for k in dict.fromkeys((len(starts) - 1, 0)):
+            module, sig = loop_once(cand.module, w.name, k)
             per = starts[k]
             inputs = tuple(tuple(apply_signature(cand.inputs[d], sig, [per[d if len(per) > 1 else 0]]))
                            for d in range(cand.devices))

@@ -133,14 +133,16 @@ def inline(module: Module, name: str) -> Module:
     return dead_code(rebuild(out, entry, keep_signature=True))
 
 
-def loop_once(module: Module, name: str) -> tuple[Module, Signature]:
+def loop_once(module: Module, name: str, iteration: int = 0) -> tuple[Module, Signature]:
     """A copy of ``module`` where entry while loop ``name`` is one iteration: a call of its
-    body on a new parameter (the loop state the iteration starts from, given as an input)."""
+    body on a new parameter ``<name>.iteration<k>``, the loop state iteration ``k`` starts
+    from (given as an input)."""
     out = copy_module(module)
     entry = out.entry
     loop = entry.instruction(name)
     first = len(entry.parameters)
-    state = Instruction(f"{name}.state", Opcode.PARAMETER, loop.operands[0].shape, attrs={"parameter_number": first})
+    state = Instruction(f"{name}.iteration{iteration}", Opcode.PARAMETER, loop.operands[0].shape,
+                        attrs={"parameter_number": first})
     entry.add_instruction(state, before=loop)
     call = Instruction(f"{name}.once", Opcode.CALL, loop.shape, [state], {"to_apply": loop.attrs["body"]})
     entry.replace_instruction(loop, call)

@@ -17,6 +17,8 @@ Note [Comparing values]
     of infinity). ``COMPARE``'s rtol is a few hundred roundings of the dtype, which rounding
     along a whole training step stays inside (measured on the models tier, tests/numerics),
     while a changed constant or a swapped operand lands orders of magnitude above it.
+    Constants are written, not computed: two of them are compared with rtol alone, so a
+    changed epsilon (1e-8 made 1.5e-8) is a difference, not a rounding.
 """
 from __future__ import annotations
 
