@@ -18,7 +18,7 @@ Note [Reducing]
     2. *Cut*: the entry's root becomes an earlier instruction (bisection over the entry's
        order: the earliest cut where the property holds, if it holds at both ends). A while
        loop of the entry becomes one iteration, a call of its body on the state that
-       iteration started from (the last iteration, then the first).
+       iteration started from (the last iteration, the first, then inwards: at most 8).
     3. *Parameters*: instructions the root reads become parameters holding their values,
        which drops what computed them (all of the root's operands at once first, then one
        instruction at a time, nearest the root first).
@@ -486,9 +486,21 @@ def _copy(v: Any) -> Any:
     return np.array(v, copy=True) if isinstance(v, np.ndarray) else v
 
 
+def _iterations_to_try(count: int, most: int = 8) -> list[int]:
+    """The last iteration, the first, then inwards from both ends: at most ``most``."""
+    order: list[int] = []
+    lo, hi = 0, count - 1
+    while lo <= hi and len(order) < most:
+        order.append(hi)
+        if lo != hi and len(order) < most:
+            order.append(lo)
+        lo, hi = lo + 1, hi - 1
+    return order
+
+
 def _loops(cand: Candidate, prop: Callable[[Candidate], bool], log: Callable[[str], None]) -> Candidate | None:
     """Step 2b: an entry while loop becomes one iteration (a call of its body) on the state
-    that iteration started from: the last iteration first, then the first."""
+    that iteration started from: the last iteration, the first, then inwards (at most 8)."""
     loops = [i for i in cand.module.entry.instructions if i.opcode is Opcode.WHILE]
     if not loops:
         return None
@@ -500,7 +512,7 @@ def _loops(cand: Candidate, prop: Callable[[Candidate], bool], log: Callable[[st
         starts = init[:1] + after[:-1]  # the state each iteration started from
         if not starts:
             continue
-        for k in dict.fromkeys((len(starts) - 1, 0)):
+        for k in _iterations_to_try(len(starts)):
             module, sig = loop_once(cand.module, w.name, k)
             per = starts[k]
             inputs = tuple(tuple(apply_signature(cand.inputs[d], sig, [per[d if len(per) > 1 else 0]]))
