@@ -19,6 +19,11 @@ def _configure_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="OUT", default="report.html",
                    help="where to write the HTML page (default: report.html)")
     p.add_argument("--hardware", metavar="NAME", help="hardware for the time estimate (a bundled name or a JSON file)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--inputs", metavar="IN.npz",
+                     help="run the module on these inputs and add a Numerics tab: every value's statistics "
+                          "along the schedule, where magnitudes explode or vanish (as `hloscope run --inputs`)")
+    src.add_argument("--random", type=int, metavar="SEED", help="the same with random inputs from SEED")
 
 
 @command("report", "write a self-contained HTML report: summary, cost, memory, collectives, graphs, text")(_configure_report)
@@ -38,7 +43,18 @@ def _report(args: argparse.Namespace) -> int:
     progress("parse", None)
     module = load(path)
     progress("parse", time.perf_counter() - started)
-    out = write_report(module, args.output, hardware=args.hardware, inputs=[path], progress=progress)
+    run_inputs, grid = None, (None, None)
+    if args.inputs or args.random is not None:
+        from hloscope.interpret.inputs import inputs_from_mapping, random_inputs
+        from hloscope.interpret.npz_io import load_npz
+        from hloscope.interpret.run import default_grid
+
+        grid = default_grid(module)
+        n = grid[0] * grid[1]
+        run_inputs = (inputs_from_mapping(module, load_npz(args.inputs), n) if args.inputs
+                      else random_inputs(module, args.random, "normal", num_devices=n))
+    out = write_report(module, args.output, hardware=args.hardware, inputs=[path] + ([args.inputs] if args.inputs else []),
+                       progress=progress, run_inputs=run_inputs, replicas=grid[0], partitions=grid[1])
     sys.stdout.write(f"wrote {Path(out).resolve()} ({module.name}, {module.instruction_count} instructions, "
                      f"{time.perf_counter() - started:.1f} s)\n")
     return EXIT_OK

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -183,7 +184,7 @@ def _run(args: argparse.Namespace) -> int:
 
         inputs_held = input_records(m, inputs, n)
         watch = NonfiniteWatch(m, r, p)
-        options = RunOptions(**{**options.__dict__, "hooks": [watch]})
+        options = dataclasses.replace(options, hooks=[watch])
     # The inputs are ours: hand them over (outputs reuse their memory), unless XLA needs them after.
     t0 = time.perf_counter()
     if progress_ctx is not None:

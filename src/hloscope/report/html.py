@@ -42,7 +42,7 @@ def _asset(name: str) -> str:
 
 # The page's script, in order: later parts use the names earlier ones define, and the last
 # starts the page. They run inside one function scope, so nothing leaks into the window.
-PARTS = ("page.js", "overview.js", "memory.js", "graph_layout.js", "graph_view.js", "text.js")
+PARTS = ("page.js", "overview.js", "memory.js", "graph_layout.js", "graph_view.js", "numerics.js", "text.js")
 
 
 @cache

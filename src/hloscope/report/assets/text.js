@@ -94,6 +94,7 @@
     addTab("collectives", "Collectives", buildCollectives, true);
     addTab("graph", "Graph", buildGraph, true);
     addTab("text", "Text", buildText, true);
+    if (D.numerics) addTab("numerics", "Numerics", buildNumerics, true);  // numerics.js: a run on inputs
   }
   (function restore() {  // Note [Shareable links]
     var h = location.hash.slice(1).split("&"), tab = tabs[h[0]] ? h[0] : first, inst = null;
