@@ -8,7 +8,7 @@ import pytest
 
 import hloscope as hs
 from hloscope.cli.main import main
-from hloscope.numerics.compare import _assemble, compare_modules
+from hloscope.numerics.compare import assemble_shards, compare_modules
 from hloscope.numerics.matching import match_values
 from hloscope.testing.numerics_plants import change_constant, swap_operands
 from tests.numerics.test_nonfinite import LOOP, X
@@ -94,11 +94,11 @@ def test_shards_are_put_together_when_the_devices_holding_each_agree() -> None:
     full = np.arange(16, dtype=np.float32).reshape(4, 4)
     # 4 devices, 2 shards along dimension 0, each held by two neighbours ("data" major)
     parts = [full[:2], full[:2], full[2:], full[2:]]
-    np.testing.assert_array_equal(_assemble(parts, (4, 4), full, None), full)
+    np.testing.assert_array_equal(assemble_shards(parts, (4, 4), full, None), full)
     parts = [full[:2], full[2:], full[:2], full[2:]]  # every other device ("data" minor)
-    np.testing.assert_array_equal(_assemble(parts, (4, 4), full, None), full)
+    np.testing.assert_array_equal(assemble_shards(parts, (4, 4), full, None), full)
     partial = [full[:2], full[:2] + 1, full[2:], full[2:]]  # the holders disagree: not shards
-    assert _assemble(partial, (4, 4), full, None) is None
+    assert assemble_shards(partial, (4, 4), full, None) is None
 
 
 def test_global_program_against_its_partitioned_version() -> None:

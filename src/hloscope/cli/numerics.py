@@ -224,7 +224,10 @@ def _reduce(args: argparse.Namespace) -> int:
         prop = reducing.DiffersFrom(ref, inputs, replicas=r, partitions=p, tolerances=tolerances, options=options)
     else:
         prop = reducing.Command(until)
-    log = None if args.json else (lambda line: sys.stderr.write(f"hloscope reduce: {line}\n"))
+    def log(line: str) -> None:
+        if not args.json:
+            sys.stderr.write(f"hloscope reduce: {line}\n")
+
     result = reducing.reduce_module(m, inputs, prop, replicas=r, partitions=p, log=log)
     reducing.write_candidate(result.candidate, args.output, npz)
     if args.json:

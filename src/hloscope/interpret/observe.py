@@ -84,18 +84,31 @@ class LoopIteration:
         return {"while": self.loop, "iteration": self.iteration}
 
 
-@dataclasses.dataclass(frozen=True)
 class Site:
     """Where a value was made: the devices whose values these are (all of them for lockstep's
-    stacked values, ``stacked`` True), the loops around it, outermost first, ``position``,
-    the number of watched instructions the device had evaluated before (its order in time),
-    and the evaluation ``context`` (its options, device grid and caches)."""
+    stacked values, ``stacked`` True), ``position``, the number of watched instructions the
+    device had evaluated before (its order in time), the evaluation ``context`` (its options,
+    device grid and caches), and ``loops``, the while loops around it with their iterations,
+    outermost first: read it while observing (it is taken from the loop stack when first
+    read, so a site kept for later must read it first)."""
 
-    devices: tuple[int, ...]
-    stacked: bool
-    loops: tuple[LoopIteration, ...]
-    position: int
-    context: EvalContext = dataclasses.field(compare=False, repr=False)
+    __slots__ = ("devices", "stacked", "position", "context", "_observer", "_key", "_loops")
+
+    def __init__(self, devices: tuple[int, ...], stacked: bool, position: int, context: EvalContext,
+                 observer: Observer, key: int) -> None:
+        self.devices = devices
+        self.stacked = stacked
+        self.position = position
+        self.context = context
+        self._observer = observer
+        self._key = key
+        self._loops: tuple[LoopIteration, ...] | None = None
+
+    @property
+    def loops(self) -> tuple[LoopIteration, ...]:
+        if self._loops is None:
+            self._loops = self._observer.loops_of(self._key)
+        return self._loops
 
 
 def device_values(value: Any, site: Site) -> list[Any]:
@@ -153,9 +166,9 @@ class Observer:
         position = self._positions.get(key, 0)
         self._positions[key] = position + 1
         if ctx.stacked:
-            site = Site(self._all, True, self._loops(key), position, ctx)
+            site = Site(self._all, True, position, ctx, self, key)
         else:
-            site = Site((ctx.device,), False, self._loops(key), position + self._positions.get(_STACKED, 0), ctx)
+            site = Site((ctx.device,), False, position + self._positions.get(_STACKED, 0), ctx, self, key)
         self.observe(site, inst, operands, result)
 
     def observe(self, site: Site, inst: Instruction, operands: list[Any], result: Any) -> None:
@@ -185,7 +198,8 @@ class Observer:
             for k in [k for k in self._stacks if k != _STACKED]:
                 del self._stacks[k]
 
-    def _loops(self, key: int) -> tuple[LoopIteration, ...]:
+    def loops_of(self, key: int) -> tuple[LoopIteration, ...]:
+        """The loops a device (``key``: its index, or -1 for lockstep's values) is in now."""
         stack = self._stacks.get(key)
         if not stack:
             return ()

@@ -31,13 +31,14 @@ import numpy as np
 
 from hloscope.interpret.evaluator import RunOptions
 from hloscope.interpret.observe import LoopIteration, Observer, Site, device_values
-from hloscope.ir import Instruction, Module, Opcode
+from hloscope.ir import ArrayShape, Instruction, Module, Opcode
 from hloscope.ir.source_location import op_name_and_source
 from hloscope.numerics.matching import Matching, match_values, precision_floor
 from hloscope.numerics.summary import is_float, leaves
 from hloscope.numerics.tolerances import difference, tolerance_for
 
-__all__ = ["CompareReport", "Divergence", "PairError", "ValueRef", "compare_modules"]
+__all__ = ["CompareReport", "Divergence", "PairError", "ValueRef", "assemble_shards", "compare_modules", "pair_error",
+           "worst_error"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,8 +251,8 @@ class _Checker(Observer):
         err = None
         tol, floor = self.tolerances, self.floors.get(b)
         if glob is not None and devices is None:
-            err = _pair(a, b, glob, ours[0], tol, j, (), floor)
-        elif glob is not None:
+            err = pair_error(a, b, glob, ours[0], tol, j, (), floor)
+        elif glob is not None and devices is not None:
             err = _global_pair(a, b, glob, ours, tol, j, tuple(devices), floor)
         else:
             everyone = range(self.num_devices) if devices is None else devices
@@ -260,10 +261,11 @@ class _Checker(Observer):
                 if devices is None:  # b global, a per device
                     err = _global_pair(a, b, ours[0], theirs, tol, j, tuple(everyone), floor)
                 else:
-                    err = _worst([_pair(a, b, x, y, tol, j, (d,), floor) for d, x, y in zip(devices, theirs, ours)])
+                    err = worst_error([pair_error(a, b, x, y, tol, j, (d,), floor) for d, x, y in zip(devices, theirs, ours)])
         if err is None:
             self.skipped += 1
         else:
+            site.loops  # noqa: B018  (taken now: Site.loops reads the loop stack when first read)
             self.results.append((site.position, b, err, site))
 
 
@@ -284,8 +286,10 @@ def _tolerance(dtype: np.dtype, floor: np.dtype | None, tolerances: dict | None)
     return tolerance_for(dtype, overrides=tolerances)
 
 
-def _pair(a: Instruction, b: Instruction, x: Any, y: Any, tolerances: dict | None, j: int,
-          devices: tuple[int, ...], floor: np.dtype | None = None) -> PairError | None:
+def pair_error(a: Instruction, b: Instruction, x: Any, y: Any, tolerances: dict | None, j: int,
+               devices: tuple[int, ...], floor: np.dtype | None = None) -> PairError | None:
+    """How far ``a``'s value ``x`` and ``b``'s value ``y`` (execution ``j`` on ``devices``) are
+    apart: the worst of their arrays; None when they cannot be compared (shapes differ)."""
     xs, ys = leaves(x), leaves(y)
     if len(xs) != len(ys) or not xs:
         return None
@@ -303,7 +307,8 @@ def _pair(a: Instruction, b: Instruction, x: Any, y: Any, tolerances: dict | Non
     return worst
 
 
-def _worst(errs: list[PairError | None]) -> PairError | None:
+def worst_error(errs: list[PairError | None]) -> PairError | None:
+    """The largest of several devices' errors, naming every device where the pair differs."""
     known = [e for e in errs if e is not None]
     if not known:
         return None
@@ -327,7 +332,7 @@ def _global_pair(a: Instruction, b: Instruction, g: Any, ours: list[Any], tolera
                 return None  # a per-device part of it (a partial sum), not the value
             y = parts[0]
         else:
-            y = _assemble(parts, x.shape, x, _tolerance(x.dtype, floor, tolerances))
+            y = assemble_shards(parts, x.shape, x, _tolerance(x.dtype, floor, tolerances))
             if y is None:
                 return None
         tol = _tolerance(y.dtype, floor, tolerances)
@@ -338,7 +343,7 @@ def _global_pair(a: Instruction, b: Instruction, g: Any, ours: list[Any], tolera
     return worst
 
 
-def _assemble(parts: list[np.ndarray], shape: tuple[int, ...], reference: np.ndarray,
+def assemble_shards(parts: list[np.ndarray], shape: tuple[int, ...], reference: np.ndarray,
               tol: dict | None) -> np.ndarray | None:
     """The devices' shards put together into ``shape`` (Note [Global and partitioned]); None
     when they are no shards of one value: the devices holding each shard must agree (a
@@ -392,8 +397,8 @@ def _inputs_for(module: Module, other: Module, inputs: Sequence[Any], n: int) ->
     per_device = n > 1 and len(inputs) == n and all(isinstance(x, list) for x in inputs)
     if n == 1 or per_device or is_global_run(module, inputs, n):
         return inputs
-    fits = all(isinstance(x, tuple) or np.shape(x) == tuple(p.shape.dimensions)
-               for x, p in zip(inputs, params) if isinstance(p.shape, type(params[0].shape)))
+    fits = all(not isinstance(p.shape, ArrayShape) or np.shape(x) == tuple(p.shape.dimensions)
+               for x, p in zip(inputs, params))
     if fits:
         return inputs
     return input_shards(other, inputs, n)

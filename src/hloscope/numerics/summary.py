@@ -74,7 +74,7 @@ def nonfinite_per_device(x: np.ndarray, devices: int) -> tuple[np.ndarray, np.nd
     if all_finite(x):
         return None
     flat = x.reshape(devices, -1) if devices > 1 else x.reshape(1, -1)
-    return np.isnan(flat).any(axis=1), np.isinf(flat).any(axis=1)
+    return np.asarray(np.isnan(flat).any(axis=1)), np.asarray(np.isinf(flat).any(axis=1))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,14 @@ from typing import Any
 from hloscope.interpret.evaluator import RunOptions
 from hloscope.interpret.observe import Observer, Site, device_values
 from hloscope.ir import Computation, Instruction, Module, Opcode
-from hloscope.numerics.compare import CompareReport, Divergence, PairError, ValueRef, _pair, _worst
+from hloscope.numerics.compare import (
+    CompareReport,
+    Divergence,
+    PairError,
+    ValueRef,
+    pair_error,
+    worst_error,
+)
 from hloscope.numerics.cut import isolate_computation, with_outputs
 
 __all__ = ["compare_with_xla"]
@@ -71,8 +78,8 @@ def _first_difference(module: Module, comp: Computation, ours: _Keep, theirs: di
         xla = theirs.get(id(inst))
         if not kept or xla is None:
             continue
-        errs = [_pair(inst, inst, xla[d], kept[d], tolerances, 0, (d,)) for d in sorted(kept) if d < len(xla)]
-        err = _worst(errs)
+        errs = [pair_error(inst, inst, xla[d], kept[d], tolerances, 0, (d,)) for d in sorted(kept) if d < len(xla)]
+        err = worst_error(errs)
         if err is None:
             continue
         errors.append(err)

@@ -33,11 +33,11 @@ def report_html(module: Module, *, hardware: Any = None, title: str | None = Non
 
     numerics = None
     if run_inputs is not None:
+        from functools import partial
+
         from hloscope.report.numerics import numerics_section
 
-        def numerics() -> dict[str, Any]:
-            return numerics_section(module, run_inputs, replicas=replicas, partitions=partitions)
-
+        numerics = partial(numerics_section, module, run_inputs, replicas=replicas, partitions=partitions)
     data = collect_report_data(module, hardware=hardware, title=title, source_path=source_path, progress=progress,
                                numerics=numerics)
     if progress is not None:

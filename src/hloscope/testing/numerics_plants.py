@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hloscope.ir import Instruction, Literal, Module, Opcode
+from hloscope.ir import ArrayShape, Instruction, Literal, Module, Opcode
 from hloscope.numerics.cut import copy_module
 
 __all__ = ["change_constant", "swap_operands"]
@@ -13,9 +13,10 @@ _SWAPPABLE = (Opcode.SUBTRACT, Opcode.DIVIDE, Opcode.POWER, Opcode.ATAN2)
 
 
 def _scalar(inst: Instruction) -> float | None:
-    if inst.opcode is not Opcode.CONSTANT or inst.shape.is_tuple or inst.shape.dimensions:
+    shape = inst.shape
+    if inst.opcode is not Opcode.CONSTANT or not isinstance(shape, ArrayShape) or shape.dimensions:
         return None
-    if inst.shape.element_type not in ("f32", "f64", "bf16", "f16"):
+    if shape.element_type not in ("f32", "f64", "bf16", "f16"):
         return None
     try:
         value = float(inst.attrs["literal"].to_numpy(inst.shape))
