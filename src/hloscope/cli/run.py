@@ -182,8 +182,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.find_nonfinite:  # an observer: the run computes what it computes without it
         from hloscope.numerics.nonfinite import NonfiniteWatch, input_records
 
+        from hloscope.interpret.run import is_global_run
+
         inputs_held = input_records(m, inputs, n)
         watch = NonfiniteWatch(m, r, p)
+        watch.global_run = n > 1 and is_global_run(m, inputs, n)
         options = dataclasses.replace(options, hooks=[watch])
     # The inputs are ours: hand them over (outputs reuse their memory), unless XLA needs them after.
     t0 = time.perf_counter()

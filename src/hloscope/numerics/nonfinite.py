@@ -88,7 +88,8 @@ class FirstNonfinite:
     ``kind`` is "instruction" (``instruction`` made it; ``fused`` is the instruction inside
     it that did, when it is a fusion), "input" (no instruction made one, but an entry
     parameter held one: ``inputs``) or "constant" (a constant of the module holds a NaN).
-    ``devices`` are the devices where it happened and ``loops`` the while loops around it,
+    ``devices`` are the devices where it happened (empty for a value of a global program, a
+    sharded module not partitioned yet) and ``loops`` the while loops around it,
     outermost first, with the iteration. ``inputs`` lists every input that held one, whatever
     the kind.
     """
@@ -127,7 +128,8 @@ class FirstNonfinite:
     def describe(self) -> str:
         """The finding in a few lines of plain text."""
         lines = []
-        on = f" on device{'s' if len(self.devices) != 1 else ''} {_ranges(self.devices)}" if self.devices else ""
+        on = (f" on device{'s' if len(self.devices) != 1 else ''} {_ranges(self.devices)}" if self.devices
+              else " (a value of the global program)")
         if self.kind == "instruction" and self.instruction is not None:
             inst = self.instruction
             lines.append(f"first non-finite value: {inst.name} ({inst.opcode}) in computation "
@@ -198,6 +200,7 @@ class _Birth:
     record: InstructionRecord
     fused: InstructionRecord | None
     operands: list[Any] | None = None  # the operands' values (keep_operands), of one device
+    per_device: bool = True  # False: a global program's value (Note [Global programs] in spmd.py)
 
 
 class NonfiniteWatch(Observer):
@@ -215,6 +218,9 @@ class NonfiniteWatch(Observer):
         self.replicas, self.partitions = replicas, partitions
         self.stop = stop
         self.keep_operands = keep_operands  # keep each birth's operand values (reduce isolates it)
+        # A sharded program not partitioned yet runs as one global program: its values are no
+        # device's, except inside manual regions (Note [Global programs] in spmd.py).
+        self.global_run = False
         self.births: dict[int, _Birth] = {}  # device -> its first birth
         self.constants: list[InputRecord] = []  # constants holding a NaN
         self._constants_seen: set[int] = set()
@@ -252,9 +258,10 @@ class NonfiniteWatch(Observer):
         if inst.opcode is Opcode.FUSION:
             fused = self._inside(site, site.devices[k], inst, ops)
         kept = [np.array(o, copy=True) if isinstance(o, np.ndarray) else o for o in ops] if self.keep_operands else None
+        per_device = not self.global_run or site.context.in_region
         for j in new:
             self.births[site.devices[j]] = _Birth(site.position, inst, site.loops, record, fused,
-                                                  kept if j == k else None)
+                                                  kept if j == k else None, per_device)
 
     def _inside(self, site: Site, device: int, fusion: Instruction, operands: list[Any]) -> InstructionRecord | None:
         """The instruction inside ``fusion`` that made the non-finite value: the fused
@@ -301,6 +308,8 @@ class NonfiniteWatch(Observer):
             return None
         device, birth = min(self.births.items(), key=lambda kv: (kv[1].position, kv[0]))
         same = tuple(sorted(d for d, b in self.births.items() if b.inst is birth.inst and b.loops == birth.loops))
+        if not birth.per_device:
+            same = ()  # the global program's value: every device's shard of it, or none
         return FirstNonfinite("instruction", same, birth.record, birth.fused, birth.loops)
 
 
@@ -357,13 +366,14 @@ def find_nonfinite(module: Module, inputs: Sequence[Any] = (), *, replicas: int 
     (measured in benchmarks/numerics.py). ``options`` are the run's (executor, float
     environment, ...); its hooks are kept.
     """
-    from hloscope.interpret.run import default_grid, run
+    from hloscope.interpret.run import default_grid, is_global_run, run
 
     r0, p0 = default_grid(module)
     r = replicas or r0
     p = partitions or p0
     inputs_held = input_records(module, inputs, r * p)
     watch = NonfiniteWatch(module, r, p)
+    watch.global_run = r * p > 1 and is_global_run(module, inputs, r * p)
     options = options or RunOptions()
     options = dataclasses.replace(options, hooks=[*options.hooks, watch])
     try:
