@@ -346,7 +346,8 @@ class Command:
             raise InputError(f"the property command must hold {{}} for the candidate's path: {command!r}")
         self.command = command
         self.timeout = timeout
-        self.tmp = Path(tempfile.mkdtemp(prefix="hloscope-reduce-"))
+        self._dir = tempfile.TemporaryDirectory(prefix="hloscope-reduce-")  # removed with the property
+        self.tmp = Path(self._dir.name)
 
     def __call__(self, cand: Candidate) -> bool:
         hlo = self.tmp / "candidate.hlo"
