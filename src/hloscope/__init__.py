@@ -5,6 +5,8 @@
     outputs = hs.run(m, inputs)            # numpy, on one device or many
     hs.cost(m).flops, hs.memory(m).peak_bytes
     hs.write_report(m, "report.html")
+    hs.find_nonfinite(m, inputs)           # where the first NaN or infinity is born
+    hs.compare_modules(pre, post, inputs)  # where two modules of one program part
 """
 import importlib
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,13 @@ from hloscope.text import PrintOptions, to_text
 
 if TYPE_CHECKING:
     from hloscope.interpret import RunOptions, register_custom_call
+    from hloscope.numerics import (
+        compare_modules,
+        compare_with_xla,
+        find_nonfinite,
+        reduce_module,
+        value_stats,
+    )
     from hloscope.report import write_report
     from hloscope.version import __version__ as __version__
     from hloscope.xla.jax_bridge import JaxModules, from_jax
@@ -29,6 +38,11 @@ _LAZY = {
     "__version__": "hloscope.version",
     "JaxModules": "hloscope.xla.jax_bridge",
     "from_jax": "hloscope.xla.jax_bridge",
+    "find_nonfinite": "hloscope.numerics",
+    "value_stats": "hloscope.numerics",
+    "compare_modules": "hloscope.numerics",
+    "compare_with_xla": "hloscope.numerics",
+    "reduce_module": "hloscope.numerics",
 }
 
 
@@ -57,15 +71,20 @@ __all__ = [
     "RunOptions",
     "VerifyError",
     "collectives",
+    "compare_modules",
+    "compare_with_xla",
     "cost",
     "estimate_time",
+    "find_nonfinite",
     "from_jax",
     "load",
     "memory",
     "parse",
+    "reduce_module",
     "register_custom_call",
     "run",
     "to_text",
+    "value_stats",
     "verify",
     "write_report",
 ]

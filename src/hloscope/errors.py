@@ -16,6 +16,7 @@ __all__ = [
     "VerifyError",
     "InterpretError",
     "EvaluationInterrupted",
+    "EvaluationStopped",
     "UnsupportedOpcodeError",
     "UnsupportedCustomCallError",
     "InputError",
@@ -67,6 +68,13 @@ class EvaluationInterrupted(HloscopeError):
     """The user interrupted an evaluation (Ctrl-C); the message says where it was."""
 
     exit_code = 130
+
+
+class EvaluationStopped(EvaluationInterrupted):
+    """An observer ended the evaluation early because it has what it looked for (the first
+    non-finite value, Note [Observers] in interpret/evaluator.py); not a failure."""
+
+    exit_code = 0
 
 
 class UnsupportedOpcodeError(InterpretError):

@@ -13,12 +13,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hloscope.ir import Module
 
-__all__ = ["COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_VERIFY", "EXIT_INTERNAL",
+__all__ = ["COMMANDS", "EXIT_OK", "EXIT_INPUT", "EXIT_USAGE", "EXIT_VERIFY", "EXIT_FOUND", "EXIT_INTERNAL",
            "EXIT_INTERRUPTED", "command", "console", "emit_json", "file_arg", "format_bytes", "short", "working",
            "read_module", "input_file", "input_file_or_dir", "output_file", "output_dir", "positive_int", "non_negative_int",
            "positive_float", "check_paths", "InputPath", "OutputPath", "OutputDir"]
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE, EXIT_VERIFY, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 3, 70, 130
+# The numerics commands found what they look for: a non-finite value (run --find-nonfinite),
+# two runs that part (compare).
+EXIT_FOUND = 4
 
 Command = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[Command, Callable[[argparse.ArgumentParser], None], str]] = {}

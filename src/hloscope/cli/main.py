@@ -2,7 +2,9 @@
 
 Exit codes: 0 success; 1 a problem with the input (parse, verify, run errors), printed as
 ``file:line:col`` with the line and a caret, never a traceback; 2 bad command-line usage;
-3 the module failed verification; 70 an internal error (a bug in hloscope); 130 interrupted.
+3 the module failed verification; 4 a numerics finding (``run --find-nonfinite`` found a NaN
+or infinity, ``compare`` found two runs that part); 70 an internal error (a bug in hloscope);
+130 interrupted.
 """
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def _load_command_modules() -> None:
     import importlib
 
     for mod in ("hloscope.cli.inspect", "hloscope.cli.run", "hloscope.cli.analysis", "hloscope.cli.report",
-                "hloscope.cli.jax", "hloscope.cli.sweep", "hloscope.cli.profile"):
+                "hloscope.cli.jax", "hloscope.cli.sweep", "hloscope.cli.profile", "hloscope.cli.numerics"):
         try:
             importlib.import_module(mod)
         except ModuleNotFoundError as e:
@@ -52,7 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hloscope",
         description="Read, run and explain XLA HLO modules.",
-        epilog="Exit codes: 0 ok, 1 bad input, 2 usage, 3 verification failed, 70 internal error.",
+        epilog="Exit codes: 0 ok, 1 bad input, 2 usage, 3 verification failed, 4 a numerics finding "
+               "(a non-finite value, a divergence), 70 internal error.",
     )
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     parser.add_argument("--debug", action="store_true", help="show Python tracebacks for internal errors")
@@ -65,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Commands that execute programs keep the collector: arrays held in reference cycles (an
 # exception's frames, for one) must be freed while they run.
-_EXECUTING_COMMANDS = frozenset({"run", "dump", "calibrate"})
+_EXECUTING_COMMANDS = frozenset({"run", "dump", "calibrate", "stats", "compare", "reduce"})
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,11 @@ def _configure_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", metavar="OUT", default=None, type=output_file,
                    help="where to write the HTML page (default: report.html; index.html for a directory)")
     p.add_argument("--hardware", metavar="NAME", help="hardware for the time estimate (a bundled name or a JSON file)")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--inputs", metavar="IN.npz", type=input_file,
+                     help="run the module on these inputs and add a Numerics tab: every value's statistics "
+                          "along the schedule, where magnitudes explode or vanish (as `hloscope run --inputs`)")
+    src.add_argument("--random", type=non_negative_int, metavar="SEED", help="the same with random inputs from SEED")
     index = p.add_argument_group("the index of a directory or a sweep")
     index.add_argument("--results", metavar="RESULTS.jsonl",
                        help="the sweep results a directory's index reads, and where the modules not in it yet "
@@ -66,7 +71,18 @@ def _report(args: argparse.Namespace) -> int:
     progress("parse", None)
     module = load(path)
     progress("parse", time.perf_counter() - started)
-    out = write_report(module, args.output, hardware=args.hardware, inputs=[path], progress=progress)
+    run_inputs, grid = None, (None, None)
+    if args.inputs or args.random is not None:
+        from hloscope.interpret.inputs import inputs_from_mapping, random_inputs
+        from hloscope.interpret.npz_io import load_npz
+        from hloscope.interpret.run import default_grid
+
+        grid = default_grid(module)
+        n = grid[0] * grid[1]
+        run_inputs = (inputs_from_mapping(module, load_npz(args.inputs), n) if args.inputs
+                      else random_inputs(module, args.random, "normal", num_devices=n))
+    out = write_report(module, args.output, hardware=args.hardware, inputs=[path] + ([args.inputs] if args.inputs else []),
+                       progress=progress, run_inputs=run_inputs, replicas=grid[0], partitions=grid[1])
     sys.stdout.write(f"wrote {Path(out).resolve()} ({module.name}, {module.instruction_count} instructions, "
                      f"{time.perf_counter() - started:.1f} s)\n")
     return EXIT_OK

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.cli.common import (
+    EXIT_FOUND,
     EXIT_INPUT,
     EXIT_OK,
     EXIT_USAGE,
@@ -62,6 +64,11 @@ def _configure_run(p: argparse.ArgumentParser) -> None:
                    help="also run the module on XLA:CPU (needs jax) and print the largest difference per output "
                         "and the worst over all; when XLA:CPU cannot run the module, hloscope's results are "
                         "still printed (and written) with XLA's reason, and the exit code is 1")
+    p.add_argument("--find-nonfinite", action="store_true",
+                   help="stop at the first instruction whose result holds a NaN or an infinity while its "
+                        "operands held none, and say where it is (devices, loop iterations, the instruction "
+                        "inside a fusion, op_name and source line) and what its operands held; exit status "
+                        "4 when one is found")
     p.add_argument("--json", action="store_true", help="print a JSON summary of the outputs")
     p.add_argument("--force", action="store_true",
                    help="run even when the memory analysis predicts more memory than is available")
@@ -89,6 +96,33 @@ def _stats(a: np.ndarray) -> dict[str, Any]:
     elif arr.size and arr.dtype.kind in "iub":
         info.update(min=int(arr.min()), max=int(arr.max()))
     return info
+
+
+_STOPPED = object()  # the run ended early: the non-finite value is found
+
+
+def _run_watched(run: Callable[..., Any], m: Any, inputs: Any, r: int, p: int, options: Any, donate: bool,
+                 executor: Any) -> Any:
+    """``run(...)``, or ``_STOPPED`` when an observer ended it (``--find-nonfinite``)."""
+    from hloscope.errors import EvaluationStopped
+
+    try:
+        return run(m, inputs, replicas=r, partitions=p, options=options, donate=donate, executor=executor)
+    except EvaluationStopped:
+        return _STOPPED
+
+
+def _report_nonfinite(args: argparse.Namespace, m: Any, r: int, p: int, elapsed: float, first: Any) -> int:
+    """Print what ``--find-nonfinite`` found when it stopped the run (no outputs then); exit
+    status 4 (EXIT_FOUND)."""
+    if args.json:
+        emit_json({"module": m.name, "replicas": r, "partitions": p, "seconds": elapsed, "stopped": True,
+                   "first_nonfinite": None if first is None else first.to_json(), "outputs": None})
+    else:
+        sys.stdout.write((first.describe() if first is not None else "the run stayed finite") + "\n")
+        sys.stdout.write(f"(the run stopped there after {elapsed:.2f} s, so it has no outputs"
+                         f"{'; none written to ' + args.out if args.out else ''})\n")
+    return EXIT_OK if first is None else EXIT_FOUND
 
 
 def _max_difference(ours: np.ndarray, theirs: np.ndarray) -> float:
@@ -134,6 +168,10 @@ def _run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"note: {grid_note}\n")
     if args.executor == "local" and (args.ray_address or args.devices_per_worker):
         sys.stderr.write("hloscope run: --ray-address and --devices-per-worker need --executor ray\n")
+        return EXIT_USAGE
+    if args.executor == "ray" and args.find_nonfinite:
+        # The watch observes every value as it is made, in this process (Note [Observers]).
+        sys.stderr.write("hloscope run: --find-nonfinite runs the devices in this process; leave out --executor ray\n")
         return EXIT_USAGE
     executor = None
     if args.executor == "ray":
@@ -192,16 +230,30 @@ def _run(args: argparse.Namespace) -> int:
     options = RunOptions(fill_elided=args.fill_elided, seed=args.random or 0, progress=progress_cb,
                          progress_every=5_000, per_device=args.per_device and not global_run,
                          float_env=args.float_env)
+    watch = None
+    if args.find_nonfinite:  # an observer: the run computes what it computes without it
+        from hloscope.numerics.nonfinite import NonfiniteWatch, input_records
+
+        assert isinstance(inputs, list)  # drawn here: --find-nonfinite refuses --executor ray
+        inputs_held = input_records(m, inputs, n)
+        watch = NonfiniteWatch(m, r, p)
+        watch.global_run = global_run
+        options = dataclasses.replace(options, hooks=[watch])
     # The inputs are ours: hand them over (outputs reuse their memory), unless XLA needs them after.
     t0 = time.perf_counter()
     if progress_ctx is not None:
         with progress_ctx:
-            results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla,
-                          executor=executor)
+            results = _run_watched(run, m, inputs, r, p, options, not args.check_xla, executor)
     else:
-        results = run(m, inputs, replicas=r, partitions=p, options=options, donate=not args.check_xla,
-                      executor=executor)
+        results = _run_watched(run, m, inputs, r, p, options, not args.check_xla, executor)
     elapsed = time.perf_counter() - t0
+    first = None
+    if watch is not None:
+        from hloscope.numerics.nonfinite import conclude
+
+        first = conclude(watch, inputs_held)
+        if results is _STOPPED:
+            return _report_nonfinite(args, m, r, p, elapsed, first)
     if global_run:
         outputs = outputs_to_mapping(shards_of(m, results, n), n) if args.per_device else outputs_to_mapping(results, 1)
     else:
@@ -216,11 +268,14 @@ def _run(args: argparse.Namespace) -> int:
                    **({"ray": last.to_json()} if (last := getattr(executor, "last_run", None)) else {}),
                    **({"global_program": True} if global_run else {}),
                    **({"grid_note": grid_note} if grid_note else {}),
+                   **({"first_nonfinite": None if first is None else first.to_json()} if watch is not None else {}),
                    **({"xla": check.summary()} if check is not None else {}),
                    "outputs": {k: {**_stats(v), **({"max_abs_difference_vs_xla": check.difference(k)}
                                                    if check is not None and check.diffs else {})}
                                for k, v in outputs.items()}})
-        return EXIT_OK if check is None or check.error is None else EXIT_INPUT
+        if check is not None and check.error is not None:
+            return EXIT_INPUT
+        return EXIT_OK if first is None else EXIT_FOUND
     from rich.table import Table
 
     con = console()
@@ -248,6 +303,9 @@ def _run(args: argparse.Namespace) -> int:
         con.print(f"... and {len(keys) - len(shown)} more outputs (use --out to save them all)")
     if args.out:
         con.print(f"outputs written to {args.out}")
+    if watch is not None:
+        con.print(first.describe() if first is not None else "no NaN or infinity: the run stayed finite",
+                  markup=False, highlight=False)
     if check is not None and check.error is not None:
         # hloscope's results stand (printed above, written to --out); the check could not be made.
         sys.stderr.write(f"{check.error}; nothing was compared\n")
@@ -255,7 +313,7 @@ def _run(args: argparse.Namespace) -> int:
     if check is not None:
         for line in check.lines():
             con.print(line, markup=False, highlight=False)
-    return EXIT_OK
+    return EXIT_OK if first is None else EXIT_FOUND
 
 
 class _XlaCheck:

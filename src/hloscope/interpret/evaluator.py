@@ -60,6 +60,7 @@ import numpy as np
 
 from hloscope.errors import (
     EvaluationInterrupted,
+    EvaluationStopped,
     HloscopeError,
     InterpretError,
     UnsupportedOpcodeError,
@@ -71,15 +72,41 @@ from hloscope.interpret.values import Value
 from hloscope.ir import Computation, Instruction, Module, Opcode
 from hloscope.ir.replica_groups import ProcessId
 
-__all__ = ["Hooks", "Progress", "RunOptions", "EvalContext", "EvaluationInterrupted", "Plan",
+__all__ = ["Hooks", "Progress", "RunOptions", "EvalContext", "EvaluationInterrupted", "EvaluationStopped", "Plan",
            "evaluate", "run_to_completion", "known_reduction", "located_error", "sole_owner"]
 
 
 class Hooks(Protocol):
-    """Observer of an evaluation. Implement the methods you need (missing ones are skipped)."""
+    """Observer of an evaluation. Implement the methods you need (missing ones are skipped);
+    Note [Observers] says what a hook may also define."""
 
     def on_instruction(self, inst: Instruction, operands: list[Value], result: Value) -> None:
         """Called after each instruction of any computation has produced ``result``."""
+
+
+# Note [Observers]
+#     A hook sees each instruction after it ran, with its operands (intact: a run with hooks
+#     never writes into an operand, Note [Donation]) and its result, and never changes what
+#     the run computes (torch.fx's Interpreter.run_node, xDSL's listeners). Besides
+#     ``on_instruction(inst, operands, result)`` a hook may define
+#     ``on_evaluated(ctx, inst, operands, result)``, which is called instead and is told the
+#     EvalContext as well: ``ctx.device`` says whose values these are, ``ctx.stacked`` whether
+#     they are lockstep's (every device's array along a leading axis, Note [Lockstep] in
+#     lockstep.py) and ``ctx.weight`` for how many devices. A hook whose ``sees_stacked`` is
+#     true accepts stacked values, so a run whose hooks all accept them still runs in lockstep
+#     (executor.py); any other hook makes the run go device by device. A hook stops the run
+#     by raising ``EvaluationStopped`` (the run raises it, unchanged, to its caller).
+
+
+def _bind_hook(hook: Any) -> Callable[..., None] | None:
+    """``hook`` as one function ``(ctx, inst, operands, result)`` (Note [Observers])."""
+    evaluated = getattr(hook, "on_evaluated", None)
+    if evaluated is not None:
+        return evaluated
+    seen = getattr(hook, "on_instruction", None)
+    if seen is None:
+        return None
+    return lambda ctx, inst, operands, result: seen(inst, operands, result)
 
 
 @dataclasses.dataclass
@@ -94,7 +121,7 @@ class Progress:
 class RunOptions:
     """How to run a module.
 
-    hooks           observers (``Hooks``) told about every instruction.
+    hooks           observers (``Hooks``) told about every instruction (Note [Observers]).
     fill_elided     None (elided constants are an error), "zeros" or "random".
     seed            seeds the legacy ``rng`` op and ``fill_elided="random"``.
     progress        ``progress(Progress)`` every ``progress_every`` instructions.
@@ -274,6 +301,8 @@ class EvalContext:
     """What handlers may use on one device: the module, options, the device's ProcessId and
     the grid size, shared plan and computation caches, and the shared Progress counters."""
 
+    stacked = False  # values hold one device's arrays (lockstep.py's context: every device's)
+
     def __init__(self, module: Module, options: RunOptions, process: ProcessId | None = None,
                  num_replicas: int = 1, num_partitions: int = 1, *,
                  shared: dict[str, Any] | None = None) -> None:
@@ -286,7 +315,7 @@ class EvalContext:
         self.plans: dict[Computation, Plan] = shared.setdefault("plans", {})
         self.cache: dict[Any, Any] = shared.setdefault("cache", {})  # per-instruction derived data
         self.progress: Progress = shared.setdefault("progress", Progress())
-        self.hooks = [h for h in options.hooks if hasattr(h, "on_instruction")]
+        self.hooks = [f for f in map(_bind_hook, options.hooks) if f is not None]  # Note [Observers]
         self.rng = np.random.default_rng([options.seed, self.process.replica, self.process.partition])
         self.async_state: dict[Any, Any] = {}
         self.donate = not self.hooks  # Note [Donation]
@@ -406,7 +435,7 @@ def evaluate(ctx: EvalContext, comp: Computation, args: Sequence[Value], *,
             if hooks:  # inside the try: a hook may be where Ctrl-C lands
                 shown = result if step.shown is None else result[step.shown]
                 for h in hooks:
-                    h.on_instruction(step.inst, operands, shown)
+                    h(ctx, step.inst, operands, shown)
         except KeyboardInterrupt:
             raise EvaluationInterrupted(
                 f"interrupted at instruction {step.inst.name} in computation {comp.name} after "

@@ -10,14 +10,15 @@ Note [Executors]
 
     Two executors live in this process. ``PerDeviceExecutor`` runs one generator per device and
     exchanges contributions in memory (driver.py, Note [Cooperative devices]); it runs every
-    module and observes hooks. ``LockstepExecutor`` holds all devices' values stacked along a
+    module and observes any hook. ``LockstepExecutor`` holds all devices' values stacked along a
     leading axis and runs each instruction once for all of them (lockstep.py, Note
-    [Lockstep]); it applies to modules whose ops all have stacked rules. Both also run a
-    *slice* of the grid (``run_slice``): the devices one worker holds, with an ``Exchange``
-    reaching the others' (Note [Members on other workers] in driver.py). ``RayExecutor``
-    (ray_executor.py, imported only when chosen) implements the same two methods by placing
-    slices on Ray actors that run them with these two; nothing in the op semantics changes.
-    ``choose_executor`` picks one for a run (``RunOptions.mode``).
+    [Lockstep]); it applies to modules whose ops all have stacked rules, and to runs whose
+    hooks accept stacked values (Note [Observers] in evaluator.py). Both also run a *slice* of
+    the grid (``run_slice``): the devices one worker holds, with an ``Exchange`` reaching the
+    others' (Note [Members on other workers] in driver.py). ``RayExecutor`` (ray_executor.py,
+    imported only when chosen) implements the same two methods by placing slices on Ray actors
+    that run them with these two; nothing in the op semantics changes. ``choose_executor``
+    picks one for a run (``RunOptions.mode``).
 """
 from __future__ import annotations
 
@@ -83,7 +84,7 @@ class LockstepExecutor:
     name = "lockstep"
 
     def applies(self, module: Module, options: RunOptions) -> bool:
-        return not options.hooks and lockstep.applies(module)
+        return _hooks_see_stacked(options) and lockstep.applies(module)
 
     def run(self, module: Module, args: list[list[Value]], replicas: int, partitions: int,
             options: RunOptions, *, donate: bool = False) -> list[Value]:
@@ -94,6 +95,11 @@ class LockstepExecutor:
                   donate: bool = False) -> list[Value]:
         """A consecutive slice of the grid in lockstep (Note [Lockstep slices] in lockstep_collectives.py)."""
         return lockstep.run_lockstep(module, args, replicas, partitions, options, held, exchange)
+
+
+def _hooks_see_stacked(options: RunOptions) -> bool:
+    """Whether every hook of the run accepts lockstep's stacked values (Note [Observers])."""
+    return all(getattr(h, "sees_stacked", False) for h in options.hooks)
 
 
 PER_DEVICE = PerDeviceExecutor()
@@ -113,8 +119,9 @@ def choose_local_executor(module: Module, options: RunOptions,
     if options.mode == "per-device" or num_devices == 1:
         return PER_DEVICE
     if options.mode == "lockstep":
-        if options.hooks:
-            raise InputError("mode='lockstep' cannot run with hooks: hooks see per-device values")
+        if not _hooks_see_stacked(options):
+            raise InputError("mode='lockstep' cannot run with these hooks: they see per-device values "
+                             "(Note [Observers] in evaluator.py: a hook with sees_stacked=True can)")
         if not lockstep.applies(module):
             raise InputError("mode='lockstep' does not apply: the module calls an op with no lockstep rule")
         return LOCKSTEP

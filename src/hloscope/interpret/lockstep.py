@@ -29,7 +29,8 @@ Note [Lockstep]
     collectives through driver.py) and its results are stacked again; everything after
     it is back in lockstep. Nothing starts over, so run() need not keep the inputs for a
     second attempt. Mode "lockstep" raises ``Diverged`` there instead (tests compare the two
-    paths with it). Hooks see per-device values, so runs with hooks use the per-device path.
+    paths with it). Hooks see stacked values only if they say they can (``sees_stacked``, Note
+    [Observers] in evaluator.py); runs with other hooks use the per-device path.
 
 The stacked rules of collectives, and how a slice of the grid meets the others' devices, are
 in lockstep_collectives.py (Note [Lockstep slices]).
@@ -177,6 +178,8 @@ class LockstepContext(EvalContext):
     ``devices`` (default: the whole grid) is the contiguous slice of the grid held here, and
     ``exchange`` reaches the other slices' devices (Note [Lockstep slices] in lockstep_collectives.py)."""
 
+    stacked = True  # Note [Observers] in evaluator.py: hooks see every device's value at once
+
     def __init__(self, module: Module, options: RunOptions, num_replicas: int, num_partitions: int,
                  devices_held: Sequence[int] | None = None, exchange: Exchange | None = None) -> None:
         super().__init__(module, options, devices.process_id(0, num_partitions), num_replicas, num_partitions)
@@ -200,7 +203,8 @@ class LockstepContext(EvalContext):
     def plan(self, comp: Computation) -> Plan:
         plan = self.lockstep_plans.get(comp)
         if plan is None:
-            plan = self.lockstep_plans[comp] = build_plan(comp, resolve=_resolve, per_device=per_device)
+            plan = self.lockstep_plans[comp] = build_plan(comp, unpack_tuples=not self.hooks, resolve=_resolve,
+                                                          per_device=per_device)
         return plan
 
     def handler(self, inst: Instruction) -> Handler:

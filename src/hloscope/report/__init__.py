@@ -23,14 +23,23 @@ if module_summary_html not in HTML_DISPLAY:
 
 
 def report_html(module: Module, *, hardware: Any = None, title: str | None = None,
-                source_path: str | None = None, progress: Any = None) -> str:
+                source_path: str | None = None, progress: Any = None, run_inputs: Any = None,
+                replicas: int | None = None, partitions: int | None = None) -> str:
     """The report page for ``module`` as an HTML string (see ``write_report``)."""
     import time
 
     from hloscope.report.data import collect_report_data
     from hloscope.report.html import render_html
 
-    data = collect_report_data(module, hardware=hardware, title=title, source_path=source_path, progress=progress)
+    numerics = None
+    if run_inputs is not None:
+        from functools import partial
+
+        from hloscope.report.numerics import numerics_section
+
+        numerics = partial(numerics_section, module, run_inputs, replicas=replicas, partitions=partitions)
+    data = collect_report_data(module, hardware=hardware, title=title, source_path=source_path, progress=progress,
+                               numerics=numerics)
     if progress is not None:
         progress("page", None)
     started = time.perf_counter()
@@ -42,11 +51,14 @@ def report_html(module: Module, *, hardware: Any = None, title: str | None = Non
 
 def write_report(module: Module, path: str | os.PathLike[str], *, hardware: Any = None,
                  title: str | None = None, inputs: list[str | os.PathLike[str]] | None = None,
-                 progress: Any = None) -> str:
+                 progress: Any = None, run_inputs: Any = None, replicas: int | None = None,
+                 partitions: int | None = None) -> str:
     """Write the HTML report of ``module`` to ``path`` atomically; returns the path written.
 
     Refuses (InputError) to write over the file the module was read from, or over any of
-    ``inputs``. ``hardware`` (a HardwareSpec or bundled hardware name) feeds the time estimate.
+    ``inputs`` (file paths). ``hardware`` (a HardwareSpec or bundled hardware name) feeds the
+    time estimate. ``run_inputs`` (arrays, as ``hloscope.run`` takes them, on ``replicas`` x
+    ``partitions`` devices) adds the Numerics tab: the statistics of a run on them.
     ``progress(step, seconds)`` hears each step start (``seconds=None``) and end.
     """
     from hloscope.fileio import atomic_write_text, check_not_input
@@ -58,6 +70,7 @@ def write_report(module: Module, path: str | os.PathLike[str], *, hardware: Any 
         sources.append(source_name)
     check_not_input(path, sources)
     text = report_html(module, hardware=hardware, title=title, progress=progress,
-                       source_path=str(source_name) if isinstance(source_name, str) else None)
+                       source_path=str(source_name) if isinstance(source_name, str) else None,
+                       run_inputs=run_inputs, replicas=replicas, partitions=partitions)
     atomic_write_text(path, text)
     return os.fspath(path)

@@ -83,13 +83,15 @@ _TEXT_OPTIONS = PrintOptions(metadata=False, stack_frames=False)
 
 def collect_report_data(module: Module, *, hardware: Any = None, title: str | None = None,
                         source_path: str | None = None,
-                        progress: Callable[[str, float | None], None] | None = None) -> dict[str, Any]:
+                        progress: Callable[[str, float | None], None] | None = None,
+                        numerics: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
     """Everything the report page shows, as one JSON-ready dict (see Note [Report sections]).
 
     ``hardware`` is passed to the timing estimate (a ``HardwareSpec`` or a bundled name); with
     none, the profile the module implies is used and the page says so (Note [Implied hardware]).
     ``progress(step, seconds)`` is called with ``seconds=None`` when a step starts and with its
     duration when it ends, so a terminal can show what a big module is waiting on.
+    ``numerics()`` makes the Numerics section (``report.numerics.numerics_section``).
     """
     started = time.perf_counter()
     note = progress or (lambda step, seconds: None)
@@ -156,6 +158,8 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
         data["timing"]["data"]["implied"] = implied
         _attach_seconds(data["computations"], times[0])
         _views_of_the_estimate(data, module, cost_result[0] if cost_result else None, times[0], hardware, step)
+    if numerics is not None:  # report/numerics.py: value statistics of a run on inputs
+        data["numerics"] = step("value statistics", numerics)
     data["collect_seconds"] = round(time.perf_counter() - started, 3)
     return data
 

@@ -43,7 +43,7 @@ def _asset(name: str) -> str:
 # The page's script, in order: later parts use the names earlier ones define, and the last
 # starts the page. They run inside one function scope, so nothing leaks into the window.
 PARTS = ("page.js", "overview.js", "profile.js", "memory.js", "memory_chart.js", "timeline.js", "graph_model.js", "graph_layout.js",
-         "graph_draw.js", "graph_view.js", "text.js")
+         "graph_draw.js", "graph_view.js", "numerics.js", "text.js")
 
 
 @cache

@@ -4,32 +4,17 @@ differential fuzzer (``hloscope.testing.fuzz``) read these tables.
 Each op family has its own table (rtol/atol by result dtype), because families differ in how
 much rounding XLA's own kernels add: indexing moves values untouched, reductions reorder sums,
 linear algebra accumulates long dot products. Dtypes not in a table (integers, bools) must
-match exactly.
+match exactly. The tables live in ``hloscope.numerics.tolerances`` (a stage below this one),
+with ``COMPARE``, what ``hloscope compare`` allows between two modules of one program.
 """
 from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
 
-__all__ = ["INDEXING", "REDUCTION", "LINALG", "MODULE", "module_tolerance", "assert_close"]
+from hloscope.numerics.tolerances import COMPARE, INDEXING, LINALG, REDUCTION
 
-INDEXING = {
-    np.dtype(np.float32): dict(rtol=1e-6, atol=1e-6),
-    np.dtype(ml_dtypes.bfloat16): dict(rtol=1e-2, atol=1e-2),
-}
-REDUCTION = {
-    np.dtype(np.float64): dict(rtol=1e-12, atol=1e-12),
-    np.dtype(np.float32): dict(rtol=1e-5, atol=1e-5),
-    np.dtype(np.float16): dict(rtol=2e-3, atol=2e-3),
-    np.dtype(ml_dtypes.bfloat16): dict(rtol=2e-2, atol=2e-2),
-}
-LINALG = {
-    np.dtype(np.float64): dict(rtol=1e-12, atol=1e-12),
-    np.dtype(np.float32): dict(rtol=2e-5, atol=2e-5),
-    np.dtype(np.complex64): dict(rtol=2e-5, atol=2e-5),
-    np.dtype(np.float16): dict(rtol=2e-3, atol=2e-3),
-    np.dtype(ml_dtypes.bfloat16): dict(rtol=1e-2, atol=1e-2),
-}
+__all__ = ["INDEXING", "REDUCTION", "LINALG", "COMPARE", "MODULE", "module_tolerance", "assert_close"]
 
 
 # Whole modules on random inputs (XLA's own test modules, tools/xla_sweep.py): ``rtol`` of each

@@ -40,6 +40,7 @@ from hloscope.ir.buffer_assignment import (
     PeakInfo,
     value_key,
 )
+from hloscope.ir.source_location import op_name_and_source
 
 if TYPE_CHECKING:
     from hloscope.ir import Computation, Instruction, Module
@@ -349,8 +350,7 @@ def _order(module: Module, schedule: str) -> dict[Computation, list[Instruction]
 
 
 def _source(module: Module, inst: Instruction) -> tuple[str | None, str | None]:
-    md = inst.metadata
-    return (md.op_name if md is not None else None), module.source_location(inst)
+    return op_name_and_source(inst, module)
 
 
 def analyze_memory(module: Module, *, schedule: str = "module", backend: str | None = None) -> MemoryReport:

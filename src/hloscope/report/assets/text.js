@@ -143,6 +143,7 @@
     addTab("collectives", "Collectives", buildCollectives, true);
     addTab("cost", "Cost", buildCost, true);
     addTab("text", "Text", buildText, true);
+    if (D.numerics) addTab("numerics", "Numerics", buildNumerics, true);  // numerics.js: a run on inputs
   }
   (function restore() {  // Note [Shareable links]
     var h = parseHash(location.hash), tab = tabs[h.tab] ? h.tab : first, inst = h.params.i || null;

@@ -1,0 +1,65 @@
+"""The report's Numerics tab: report/numerics.py's section and assets/numerics.js in a browser."""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import hloscope as hs
+from hloscope.report import report_html
+from hloscope.report.data import collect_report_data
+from hloscope.report.numerics import numerics_section
+from tests.numerics.test_nonfinite import LOOP, X
+
+
+def test_section_rows_growth_and_first_nonfinite() -> None:
+    sec = numerics_section(hs.parse(LOOP), [X])
+    assert sec["status"] == "ok"
+    data = sec["data"]
+    rows = [dict(zip(data["columns"], r)) for r in data["rows"]]
+    f = next(r for r in rows if r["name"] == "f")
+    assert f["executions"] == 5 and f["nan"] == 13
+    first = data["first_nonfinite"]
+    assert first["instruction"]["name"] == "f" and first["fused"]["name"] == "l"
+    assert {g["name"] for g in data["growth"]["vanish"]} >= {"x2"}  # x * 0.5
+
+
+def test_section_on_several_devices_sums_them() -> None:
+    data = numerics_section(hs.parse(LOOP), [[X * (d + 1)] for d in range(2)], replicas=2)["data"]
+    f = dict(zip(data["columns"], next(r for r in data["rows"] if r[0] == "f")))
+    assert f["devices"] == 2 and data["devices"] == 2
+
+
+def test_a_failing_run_is_a_note_not_a_broken_report() -> None:
+    sec = numerics_section(hs.parse(LOOP), [np.ones(3, np.float32)])  # the wrong shape
+    assert sec["status"] == "error" and sec["data"] is None
+
+
+def test_no_inputs_no_tab() -> None:
+    assert "numerics" not in collect_report_data(hs.parse(LOOP))
+    assert "numerics" in collect_report_data(hs.parse(LOOP), numerics=lambda: numerics_section(hs.parse(LOOP), [X]))
+
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def test_tab_draws_in_a_browser(tmp_path) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+        pytest.skip("no chromium")
+    path = tmp_path / "r.html"
+    path.write_text(report_html(hs.parse(LOOP), run_inputs=[X]), encoding="utf-8")
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(path.as_uri() + "#numerics")
+        page.wait_for_selector("body[data-ready='1']")
+        assert page.locator("#numerics-chart").count() == 1
+        assert page.locator("#numerics-table tbody tr").count() >= 8
+        assert "made by f (l, log, inside it) in iteration 1 of w" in page.locator("#numerics-first-nonfinite").inner_text()
+        browser.close()
+    assert not errors
