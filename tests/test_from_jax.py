@@ -173,7 +173,7 @@ def test_typed_prng_key_as_an_argument() -> None:
     through the bridge gives that data as the module's input, which hloscope runs to jax's
     result."""
     import hloscope as hs
-    from hloscope.xla.client import lower_jax
+    from hloscope.xla.lowering import lower_jax
 
     key, x = jax.random.key(3), _f32(16)
     jm = from_jax(_noisy, key, x)

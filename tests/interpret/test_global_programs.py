@@ -128,7 +128,7 @@ def _after_call_inliner(fn, *args):
 
     import jax
 
-    from hloscope.xla.client import use_shardy
+    from hloscope.xla.lowering import use_shardy
 
     with tempfile.TemporaryDirectory() as d, use_shardy(False):
         compiled = jax.jit(fn).lower(*args).compile(compiler_options={

@@ -371,11 +371,10 @@ ENTRY e {
     assert out.shape == (0, 1, 0, 1) and out.dtype == np.complex64
 
 
-def test_an_inline_manual_region_is_refused_with_a_clear_error() -> None:
+def test_an_inline_manual_region_runs_like_the_called_form() -> None:
     # GSPMD markers around ops in the entry itself (no call): the copy met a Sharded value and
-    # leaked "AttributeError: 'Sharded' object has no attribute 'copy'".
-    from hloscope.errors import UnsupportedOpcodeError
-
+    # leaked "AttributeError: 'Sharded' object has no attribute 'copy'"; such regions are now
+    # outlined into a called computation (Note [Manual regions written inline] in interpret/spmd.py) and run.
     text = """HloModule inline_region, num_partitions=2
 ENTRY e {
   x = s32[4] parameter(0), sharding={devices=[2]<=[2]}
@@ -383,8 +382,8 @@ ENTRY e {
   c = s32[2] copy(s), sharding={manual}
   ROOT f = s32[4] custom-call(c), custom_call_target="SPMDShardToFullShape", sharding={devices=[2]<=[2]}
 }"""
-    with pytest.raises(UnsupportedOpcodeError, match="manual region written inline"):
-        run(hloscope.parse(text), [np.arange(4, dtype=np.int32)])
+    out = run(hloscope.parse(text), [np.arange(4, dtype=np.int32)])
+    np.testing.assert_array_equal(out, np.arange(4, dtype=np.int32))
 
 
 def test_u64_constant_minus_one_is_all_ones_as_xla_reads_it() -> None:

@@ -114,7 +114,7 @@ def test_a_donating_run_leaves_the_callers_arrays() -> None:
     caller's arrays survive, and the inputs it reports are theirs."""
     import numpy as np
 
-    from hloscope.xla.client import lower_jax
+    from hloscope.xla.lowering import lower_jax
 
     f, args, kw = _program("moe_a2a8")
     assert kw["donate_argnums"] == (0, 1)

@@ -55,7 +55,7 @@ class Case:
 
     @property
     def lowering(self) -> str:
-        """``"pmap"`` or ``"jit"``: how ``hloscope.xla.client.lower_jax`` lowers ``fn``."""
+        """``"pmap"`` or ``"jit"``: how ``hloscope.xla.lowering.lower_jax`` lowers ``fn``."""
         return "pmap" if self.mode.startswith("pmap") else "jit"
 
     @property

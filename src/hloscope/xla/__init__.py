@@ -1,6 +1,7 @@
 """Everything that talks to jax/jaxlib (an optional dependency), imported lazily.
 
-- ``client``: XLA's parser, cost analysis and XLA:CPU compile/run/time, and ``lower_jax``;
+- ``client``: XLA's parser, cost analysis and XLA:CPU compile/run/time;
+- ``lowering``: ``lower_jax``, a jax function's modules, analyses and values per device;
 - ``rewrite`` and ``gpu``: rewriting optimized and GPU modules into modules XLA:CPU compiles;
 - ``worker``: the child process that runs a module on XLA:CPU;
 - ``convert``: other module formats (StableHLO, protos) to HLO text through jaxlib;
@@ -8,7 +9,6 @@
 """
 from hloscope.xla.client import (
     CompiledHlo,
-    JaxArtifacts,
     Rewrite,
     XlaCompileError,
     XlaTiming,
@@ -18,13 +18,12 @@ from hloscope.xla.client import (
     compile_hlo,
     cost_analysis,
     instruction_opcodes,
-    lower_jax,
     module_config,
     parse_hlo_text,
     rewrite_for_xla_cpu,
-    use_shardy,
     xla_canonical_text,
 )
+from hloscope.xla.lowering import JaxArtifacts, lower_jax, use_shardy
 
 __all__ = [
     "available",

@@ -1,6 +1,6 @@
 """``from_jax``: a jax function's modules as hloscope sees them, next to XLA's own figures.
 
-One call lowers and compiles ``f`` on XLA:CPU (through ``hloscope.xla.client.lower_jax``) exactly
+One call lowers and compiles ``f`` on XLA:CPU (through ``hloscope.xla.lowering.lower_jax``) exactly
 as the program is written (Note [The program as written]) and returns the pre- and
 post-optimization modules parsed by hloscope, XLA's ``cost_analysis()`` and
 ``memory_analysis()``, and XLA's dumped buffer assignment. ``JaxModules.compare()`` puts
@@ -269,7 +269,7 @@ def from_jax(f: Callable[..., Any], *args: Any, **jit_kwargs: Any) -> JaxModules
     not. Needs jax (``pip install 'hloscope[jax]'``).
     """
     from hloscope.text.parser import parse_module as parse
-    from hloscope.xla.client import lower_jax
+    from hloscope.xla.lowering import lower_jax
 
     art = lower_jax(f, *args, run=False, **jit_kwargs)
     pre = parse(art.pre_optimization_text, "<jax pre-optimization>")

@@ -3,7 +3,7 @@
 One directory per program (Note [Corpus layout]); it is created in a temporary directory and
 renamed into place, so a reader never sees a half-written case and concurrent builders (pytest
 -n) only waste work. A case is rebuilt when ``registry.py`` (the shared helpers), the file defining the program (e.g.
-``programs_more.py``), this file or ``hloscope/xla/client.py`` changes (their hash is in
+``programs_more.py``), this file, ``hloscope/xla/client.py`` or ``lowering.py`` changes (their hash is in
 ``meta.json``).
 
 Note [Corpus layout]
@@ -55,6 +55,7 @@ import numpy as np  # noqa: E402
 from hloscope.interpret.npz_io import flatten_named, load_npz, save_npz  # noqa: E402
 from hloscope.testing.cases import Case, jax_config  # noqa: E402
 from hloscope.xla import client as xla  # noqa: E402
+from hloscope.xla import lowering  # noqa: E402
 
 from . import registry  # noqa: E402
 from .programs import PROGRAMS, by_name  # noqa: E402
@@ -74,7 +75,7 @@ def default_cache_dir() -> Path:
 
 def source_hash(prog: Case) -> str:
     """Hash of the sources that determine ``prog``'s case: registry.py (the shared helpers), the
-    file defining ``prog``, hloscope/xla/client.py and this file. Hashing per defining
+    file defining ``prog``, hloscope/xla/client.py and lowering.py and this file. Hashing per defining
     file means editing one program file rebuilds only its own cases."""
     return _files_hash(getattr(sys.modules.get(prog.fn.__module__), "__file__", None))
 
@@ -82,7 +83,7 @@ def source_hash(prog: Case) -> str:
 @functools.cache
 def _files_hash(defining_file: str | None) -> str:
     h = hashlib.sha256()
-    paths = [Path(registry.__file__), Path(xla.__file__), Path(__file__)]
+    paths = [Path(registry.__file__), Path(xla.__file__), Path(lowering.__file__), Path(__file__)]
     if defining_file is not None and Path(defining_file) != paths[0]:
         paths.append(Path(defining_file))
     for path in paths:
@@ -130,7 +131,7 @@ def _with_large_constants(prog: Case, inputs: tuple[Any, ...], kwargs: dict[str,
     transform = jax.pmap if mode == "pmap" else jax.jit
     if mode == "jit":
         kwargs = {"keep_unused": True, **kwargs}
-    with xla.use_shardy(prog.shardy):
+    with lowering.use_shardy(prog.shardy):
         executable = transform(prog.fn, **kwargs).lower(*inputs).compile().runtime_executable()
     # jax types this Optional (other backends may lack one); XLA:CPU always has it.
     assert executable is not None
@@ -163,7 +164,7 @@ def build_case(prog: Case, cache_dir: Path) -> Path:
             inputs = prog.make_inputs()
             kwargs = prog.jit_kwargs() if prog.jit_kwargs else {}
             mode = prog.lowering
-            art = xla.lower_jax(prog.fn, *inputs, mode=mode, shardy=prog.shardy, **kwargs)
+            art = lowering.lower_jax(prog.fn, *inputs, mode=mode, shardy=prog.shardy, **kwargs)
             post = art.post_optimization_text
             if "{...}" in post:
                 post = _with_large_constants(prog, inputs, kwargs, mode, post)
