@@ -80,7 +80,7 @@ def pre_text_with_metadata(name: str, cache_dir: Path | None = None) -> str:
     on first use and kept beside the case as ``pre_metadata.hlo``; the instructions and their
     names are ``pre.hlo``'s."""
     from hloscope.testing.cases import jax_config
-    from hloscope.xla.client import use_shardy
+    from hloscope.xla.lowering import use_shardy
 
     case = build(name, cache_dir)
     path = case.path / "pre_metadata.hlo"
