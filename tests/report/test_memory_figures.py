@@ -13,7 +13,7 @@ from hloscope.cli.main import main
 from hloscope.report.data import collect_report_data
 from hloscope.report.html import render_html
 from hloscope.testing.models import build
-from tests.report.test_browser import browser, open_page  # noqa: F401  (the browser fixture)
+from tests.report.browser_util import open_page
 
 # A step writes its result over an operand it reads last, while the parameter is live too: the
 # live-range peak (three buffers at step 2) exceeds the two allocations XLA:CPU makes.
@@ -44,7 +44,7 @@ def test_the_in_place_module_peaks_above_what_is_allocated() -> None:
     assert "exceeds the 8192 bytes allocated" in r.peak_note()
 
 
-def test_cli_json_and_page_agree(module_file, browser, capsys, tmp_path):  # noqa: F811
+def test_cli_json_and_page_agree(module_file, browser, capsys, tmp_path):
     assert main(["memory", "--json", str(module_file)]) == 0
     cli = json.loads(capsys.readouterr().out)
     assert main(["memory", "--top", "1", str(module_file)]) == 0

@@ -1,17 +1,14 @@
 """The report's Numerics tab: report/numerics.py's section and assets/numerics.js in a browser."""
 from __future__ import annotations
 
-import os
-import shutil
-
 import numpy as np
-import pytest
 
 import hloscope as hs
 from hloscope.report import report_html
 from hloscope.report.data import collect_report_data
 from hloscope.report.numerics import numerics_section
 from tests.numerics.test_nonfinite import LOOP, X
+from tests.report.browser_util import open_page
 
 
 def test_section_rows_growth_and_first_nonfinite() -> None:
@@ -42,24 +39,12 @@ def test_no_inputs_no_tab() -> None:
     assert "numerics" in collect_report_data(hs.parse(LOOP), numerics=lambda: numerics_section(hs.parse(LOOP), [X]))
 
 
-CHROMIUM = "/usr/bin/chromium"
-
-
-def test_tab_draws_in_a_browser(tmp_path) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
-        pytest.skip("no chromium")
+def test_tab_draws_in_a_browser(browser, tmp_path) -> None:
     path = tmp_path / "r.html"
     path.write_text(report_html(hs.parse(LOOP), run_inputs=[X]), encoding="utf-8")
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-        page = browser.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(path.as_uri() + "#numerics")
-        page.wait_for_selector("body[data-ready='1']")
-        assert page.locator("#numerics-chart").count() == 1
-        assert page.locator("#numerics-table tbody tr").count() >= 8
-        assert "made by f (l, log, inside it) in iteration 1 of w" in page.locator("#numerics-first-nonfinite").inner_text()
-        browser.close()
-    assert not errors
+    page, problems, _, _ = open_page(browser, path, "#numerics")
+    assert page.locator("#numerics-chart").count() == 1
+    assert page.locator("#numerics-table tbody tr").count() >= 8
+    assert "made by f (l, log, inside it) in iteration 1 of w" in page.locator("#numerics-first-nonfinite").inner_text()
+    page.close()
+    assert not problems
