@@ -60,7 +60,9 @@ class SweepOptions:
 def _looks_like_module(path: Path) -> bool:
     if path.suffix not in _MODULE_SUFFIXES or _SIDE_FILES.search(path.name):
         return False
-    if path.suffix in (".pb", ".mlirbc"):
+    if path.suffix in (".pb", ".mlirbc", ".hlo"):
+        # A .hlo file is HLO by its name, also a lit test's computations without a header
+        # (XLA's parser takes the last as the entry): each gets its line, parsed or failed.
         return True
     try:
         with open(path, "rb") as f:
