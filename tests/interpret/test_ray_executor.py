@@ -32,7 +32,7 @@ def ray_executor(devices_per_worker: int, **kwargs):
     return RayExecutor(None, devices_per_worker, **kwargs)
 
 
-@pytest.mark.parametrize("seed,grid,per_worker", [("000", (8, 1), 3), ("001", (1, 4), 2)])
+@pytest.mark.parametrize("seed,grid,per_worker", [("000", (8, 1), 3), ("001", (1, 4), 2), ("004", (4, 1), 2)])
 def test_seeds_on_ray_workers_match_the_local_run(ray_instance, seed: str, grid: tuple[int, int],
                                                   per_worker: int) -> None:
     m = hs.load(SEED_FILES[seed])
