@@ -23,6 +23,30 @@ def test_section_rows_growth_and_first_nonfinite() -> None:
     assert {g["name"] for g in data["growth"]["vanish"]} >= {"x2"}  # x * 0.5
 
 
+def test_a_mask_written_as_finfo_min_is_not_an_explosion() -> None:
+    # The models tier's GPT step masks attention with -3.4e38 (jnp.finfo.min): its Numerics tab
+    # listed that select first, "7.3e38 times its operands".
+    text = """HloModule mask
+masking {
+  x = f32[4] parameter(0)
+  m = pred[4] compare(x, x), direction=GT
+  big = f32[] constant(-3.40282347e+38)
+  b = f32[4] broadcast(big), dimensions={}
+  ROOT masked = f32[4] select(m, x, b)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  masked = f32[4] fusion(x), kind=kLoop, calls=masking
+  k = f32[] constant(1000)
+  kb = f32[4] broadcast(k), dimensions={}
+  grown = f32[4] multiply(x, kb)
+  ROOT t = (f32[4], f32[4]) tuple(masked, grown)
+}"""
+    data = numerics_section(hs.parse(text), [np.float32([0.5, 1, 2, 3])])["data"]
+    exploding = {g["name"] for g in data["growth"]["explode"]}
+    assert "masked" not in exploding and "grown" in exploding
+
+
 def test_section_on_several_devices_sums_them() -> None:
     data = numerics_section(hs.parse(LOOP), [[X * (d + 1)] for d in range(2)], replicas=2)["data"]
     f = dict(zip(data["columns"], next(r for r in data["rows"] if r[0] == "f")))

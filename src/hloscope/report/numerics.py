@@ -13,6 +13,8 @@ Note [Growth]
     ratio far above 1 is where values explode (an exp of a large logit, a division by a
     small variance), far below 1 where they vanish (a product of small gradients); the page
     lists the largest and smallest, with the first non-finite value on top when there is one.
+    A result whose abs-max is its type's largest finite value is a mask written as
+    ``finfo.min`` (the GPT step's attention mask: 3.4e38, "7e38 times its operands"), left out.
 """
 from __future__ import annotations
 
@@ -21,6 +23,11 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import ml_dtypes
+import numpy as np
+
+from hloscope.ir import ArrayShape
+from hloscope.ir.dtypes import dtype_of
 from hloscope.ir.module import Module
 
 __all__ = ["NUMERICS_COLUMNS", "numerics_section"]
@@ -90,6 +97,19 @@ def numerics_section(module: Module, inputs: Sequence[Any], *, replicas: int | N
     return {"status": "ok", "message": "", "data": data}
 
 
+def _is_sentinel(inst: Any, abs_max: float) -> bool:
+    """Whether ``inst``'s largest value is its float type's largest finite one: a mask written
+    as ``finfo.min`` (attention masks, ``where(mask, x, -big)``), not a value that grew."""
+    leaf = next((s for _, s in inst.shape.leaves()), None)
+    if not isinstance(leaf, ArrayShape):
+        return False
+    try:
+        dtype = dtype_of(leaf.element_type)
+        return bool(np.issubdtype(dtype, np.floating) or dtype.kind == "V") and abs_max == float(ml_dtypes.finfo(dtype).max)
+    except (TypeError, ValueError, KeyError):  # not a float type ml_dtypes knows
+        return False
+
+
 def _growth(module: Module, rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The instructions that grow or shrink their operands' magnitudes the most (Note [Growth])."""
     size = {r["name"]: r["abs_max"] for r in rows}
@@ -97,7 +117,7 @@ def _growth(module: Module, rows: list[dict[str, Any]]) -> dict[str, list[dict[s
     for comp in module.computations:
         for inst in comp.instructions:
             mine = size.get(inst.name)
-            if mine is None or not inst.operands:
+            if mine is None or not inst.operands or _is_sentinel(inst, mine):
                 continue
             theirs = [size.get(o.name) for o in inst.operands]
             known = [t for t in theirs if t is not None]
