@@ -207,3 +207,41 @@ def test_missing_jax_is_one_clear_line(monkeypatch) -> None:
         monkeypatch.undo()
         xla.jaxlib_api.cache_clear()
     assert xla.available()
+
+
+def test_concurrent_builders_take_turns(tmp_path, monkeypatch) -> None:
+    """Two builders of one case (the two pytest-xdist workers): the second waits for the first
+    and reuses its case instead of moving it aside while a test reads it (a CI failure)."""
+    import threading
+
+    from hloscope.testing.oracle import corpus
+
+    prog = next(p for p in PROGRAMS if p.name == "int4_arith")
+    builds: list[str] = []
+    real = corpus._build_locked
+
+    def counted(*args, **kwargs):
+        builds.append(threading.current_thread().name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(corpus, "_build_locked", counted)
+    paths: list[object] = []
+    errors: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            path = corpus.build_case(prog, tmp_path)
+            paths.append(path)
+            (path / "post.hlo").read_text()  # the case this builder returned is still there
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=build, name=f"builder{i}") for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert len(builds) == 1, builds
+    assert paths == [tmp_path / "int4_arith"] * 2
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith((".tmp-", ".stale-"))]

@@ -1,8 +1,8 @@
 """Builds the oracle corpus: for each program in ``programs.py``, XLA's view of it, on disk.
 
 One directory per program (Note [Corpus layout]); it is created in a temporary directory and
-renamed into place, so a reader never sees a half-written case and concurrent builders (pytest
--n) only waste work. A case is rebuilt when ``registry.py`` (the shared helpers), the file defining the program (e.g.
+renamed into place, so a reader never sees a half-written case; concurrent builders (pytest
+-n) take turns under a per-case lock file. A case is rebuilt when ``registry.py`` (the shared helpers), the file defining the program (e.g.
 ``programs_more.py``), this file, ``hloscope/xla/client.py`` or ``lowering.py`` changes (their hash is in
 ``meta.json``).
 
@@ -37,6 +37,7 @@ if "xla_cpu_max_isa" not in os.environ["XLA_FLAGS"]:  # Note [The oracle's instr
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
+import fcntl  # noqa: E402
 import functools  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
@@ -152,11 +153,23 @@ def _is_current(case_dir: Path, prog: Case) -> bool:
 
 
 def build_case(prog: Case, cache_dir: Path) -> Path:
-    """Generate one program's directory (Note [Corpus layout]) unless it is current."""
+    """Generate one program's directory (Note [Corpus layout]) unless it is current.
+
+    Builders of the same case take turns under a per-case file lock: without it, a second
+    pytest-xdist worker that started building before the first finished would move the first's
+    fresh case aside while a test was reading it (a FileNotFoundError seen in CI)."""
     final = cache_dir / prog.name
     if _is_current(final, prog):
         return final
     cache_dir.mkdir(parents=True, exist_ok=True)
+    with open(cache_dir / f".lock-{prog.name}", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if _is_current(final, prog):  # built by another worker while we waited
+            return final
+        return _build_locked(prog, cache_dir, final)
+
+
+def _build_locked(prog: Case, cache_dir: Path, final: Path) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{prog.name}-", dir=cache_dir))
     try:
         start = time.perf_counter()
@@ -199,12 +212,7 @@ def build_case(prog: Case, cache_dir: Path) -> Path:
             "source_hash": source_hash(prog),
             "build_seconds": round(time.perf_counter() - start, 3),
         })
-        # Another builder (the other pytest-xdist worker) may have put a current case in place
-        # while we built ours, and a test may be reading it: keep that one. Only a stale case
-        # is replaced (moved aside first, so the rename below is atomic for readers).
-        if _is_current(final, prog):
-            shutil.rmtree(tmp, ignore_errors=True)
-            return final
+        # A stale case is moved aside first, so the rename below is atomic for readers.
         if final.exists():
             stale = Path(tempfile.mkdtemp(prefix=f".stale-{prog.name}-", dir=cache_dir))
             try:
@@ -212,10 +220,7 @@ def build_case(prog: Case, cache_dir: Path) -> Path:
             except OSError:
                 pass
             shutil.rmtree(stale, ignore_errors=True)
-        try:
-            os.rename(tmp, final)
-        except OSError:  # another builder won the race; its case is as good as ours
-            shutil.rmtree(tmp, ignore_errors=True)
+        os.rename(tmp, final)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
