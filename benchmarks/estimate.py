@@ -15,7 +15,8 @@ the signed error ``(estimated - measured) / measured``, the median |error| per o
 the median and worst |error| over all workloads.
 
 Run: ``python benchmarks/estimate.py [--rounds R] [--calibrate-seconds S] [--budget S]
-[--cores N] [--dynamic-malloc] [--only NAME,...] [--top N] [--save-hardware PATH] [--json]``.
+[--cores N] [--dynamic-malloc] [--only NAME,...] [--top N] [--save-hardware PATH]
+[--save-measurements DIR] [--replay DIR] [--json]``.
 """
 from __future__ import annotations
 
@@ -520,8 +521,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hardware", default="", help="a profile name or path instead of calibrating")
     parser.add_argument("--save-hardware", default="", help="write the calibrated profile to this path")
     parser.add_argument("--top", type=int, default=0, help="print the N longest estimated ops per workload")
+    parser.add_argument("--save-measurements", default="", metavar="DIR",
+                        help="write every workload's module text, its measured time and the profile "
+                             "into DIR, for --replay")
+    parser.add_argument("--replay", default="", metavar="DIR",
+                        help="estimate the modules saved in DIR against their saved times and profile: "
+                             "no jax, no timing (to try a change to the estimate in seconds)")
     parser.add_argument("--json", action="store_true")
     opts = parser.parse_args(argv)
+    if opts.replay:
+        return _report(opts, *_load_measurements(opts.replay))
     if opts.cores > 0:
         _use_cores(opts.cores)
     if not opts.dynamic_malloc:
@@ -532,9 +541,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = {n for n in opts.only.split(",") if n}
     models = [] if opts.no_models else [n for n in MODELS if not wanted or n in wanted]
 
-    import hloscope
     from hloscope.analysis.hardware import load_hardware, save_hardware
-    from hloscope.analysis.timing import estimate_time
     from hloscope.xla.calibrate import CLOCKS, calibrate
 
     work = [compile_workload(w) for w in _workloads() if not wanted or w.name in wanted]
@@ -558,11 +565,59 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(hw.to_json(), indent=1), file=sys.stderr)
     if opts.save_hardware:
         save_hardware(hw, opts.save_hardware)
+    saved = [Saved(c.workload.name, c.workload.character, c.text, fastest(measured[c.workload.name]),
+                   runs[c.workload.name]) for c in work]
+    if opts.save_measurements:
+        _save_measurements(opts.save_measurements, saved, hw)
+    return _report(opts, saved, hw)
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One workload as measured: its optimized module text and XLA:CPU's time for it."""
+
+    name: str
+    character: str
+    text: str
+    measured: float
+    runs: int
+
+
+def _save_measurements(directory: str, saved: list[Saved], hw: Any) -> None:
+    from pathlib import Path
+
+    from hloscope.analysis.hardware import save_hardware
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    for s in saved:
+        (out / f"{s.name}.hlo").write_text(s.text)
+    (out / "measurements.json").write_text(json.dumps(
+        [{"workload": s.name, "character": s.character, "measured_s": s.measured, "runs": s.runs}
+         for s in saved], indent=1))
+    save_hardware(hw, str(out / "hardware.json"))
+
+
+def _load_measurements(directory: str) -> tuple[list[Saved], Any]:
+    from pathlib import Path
+
+    from hloscope.analysis.hardware import load_hardware
+
+    root = Path(directory)
+    rows = json.loads((root / "measurements.json").read_text())
+    saved = [Saved(r["workload"], r["character"], (root / f"{r['workload']}.hlo").read_text(),
+                   r["measured_s"], r["runs"]) for r in rows]
+    return saved, load_hardware(str(root / "hardware.json"))
+
+
+def _report(opts: argparse.Namespace, saved: list[Saved], hw: Any) -> int:
+    import hloscope
+    from hloscope.analysis.timing import estimate_time
+
     rows: list[Row] = []
-    for c in work:
-        est = estimate_time(hloscope.parse(c.text), hw)
-        w = c.workload
-        rows.append(Row(w.name, w.character, fastest(measured[w.name]), est.total_seconds, runs[w.name]))
+    for w in saved:
+        est = estimate_time(hloscope.parse(w.text), hw)
+        rows.append(Row(w.name, w.character, w.measured, est.total_seconds, w.runs))
         if opts.top:
             for op in est.to_json(top=opts.top)["longest"]:
                 print(f"    {w.name}: {op['opcode']:<14} {op['seconds'] * 1e3:8.3f} ms  {op['instruction']}",

@@ -13,7 +13,7 @@ import pytest
 import hloscope
 from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP, fresh_allocations, is_library_fusion
 from hloscope.analysis.hardware import FRESH_BUFFER_BYTES, HardwareSpec, load_hardware
-from hloscope.analysis.timing import estimate_time, roofline_seconds
+from hloscope.analysis.timing import estimate_time, execution_seconds, roofline_seconds
 from tests.analysis.test_timing import SOFTMAX_FUSION
 
 YNN = ', backend_config={"fusion_config":{"kind":"__ynn_fusion"},"outer_dimension_partitions":[]}'
@@ -183,7 +183,7 @@ def test_fresh_pages_are_the_allocations_own_line() -> None:
     assert max(est.per_instruction.values(), key=lambda t: t.seconds).name != "small"
     # Its own term: not memory time, and the total is the instructions' plus the faults.
     assert est.total_seconds == pytest.approx(sum(t.seconds for t in est.per_instruction.values())
-                                              + est.fresh_page_seconds + r.execution_overhead)
+                                              + est.fresh_page_seconds + execution_seconds(module, hw))
     # Accelerators allocate from a pool: no such term on a GPU profile.
     gpu = estimate_time(module, load_hardware("h100-sxm"))
     assert gpu.fresh_page_seconds == 0 and gpu.fresh_pages == ()
@@ -204,7 +204,7 @@ def test_page_faults_add_to_a_compute_bound_thunk() -> None:
     est = estimate_time(module, hw)
     assert est.total_seconds == pytest.approx(
         roofline_seconds(compute, memory) + 4 * n / r.fresh_page_bandwidth + hw.kernel_launch_overhead
-        + r.execution_overhead)
+        + execution_seconds(module, hw))
     assert est.per_instruction["y"].seconds == pytest.approx(roofline_seconds(compute, memory)
                                                              + hw.kernel_launch_overhead)
 
@@ -419,8 +419,26 @@ def test_thunks_in_sequence_and_as_a_graph() -> None:
         assert runs_in_sequence(m.entry) is sequential, (k, n, independent)
         assert len(wide_thunks(m.entry)) == wide
         est = estimate_time(m, hw)
-        expected = wide * r.dag_thunk_overhead + (k - wide) * hw.kernel_launch_overhead + r.execution_overhead
+        expected = (wide * r.dag_thunk_overhead + (k - wide) * hw.kernel_launch_overhead
+                    + execution_seconds(m, hw))
         assert est.launch_seconds == pytest.approx(expected)
+
+
+def test_each_parameter_and_result_array_adds_to_an_execution() -> None:
+    """Note [Thunk dispatch]: an execution's fixed cost grows by ``parameter_overhead`` per entry
+    parameter array (a tuple parameter counts its leaves) and ``result_overhead`` per result
+    array; the thunks' own times do not change."""
+    m = _one("  p = (f32[8]{0}, f32[8]{0}, s32[]) parameter(0)\n  q = f32[8]{0} parameter(1)\n"
+             "  a = f32[8]{0} get-tuple-element(p), index=0\n  s = f32[8]{0} add(a, q)\n"
+             "  ROOT t = (f32[8]{0}, f32[8]{0}) tuple(s, q)")
+    plain = _cpu(execution_overhead=1e-5, parameter_overhead=0.0, result_overhead=0.0)
+    costly = _cpu(execution_overhead=1e-5, parameter_overhead=3e-7, result_overhead=2e-6)
+    assert execution_seconds(m, plain) == pytest.approx(1e-5)
+    assert execution_seconds(m, costly) == pytest.approx(1e-5 + 4 * 3e-7 + 2 * 2e-6)
+    a, b = estimate_time(m, plain), estimate_time(m, costly)
+    assert b.total_seconds - a.total_seconds == pytest.approx(4 * 3e-7 + 2 * 2e-6)
+    assert b.launch_seconds - a.launch_seconds == pytest.approx(4 * 3e-7 + 2 * 2e-6)
+    assert execution_seconds(m, load_hardware("h100-sxm")) == 0.0
 
 
 def test_parameters_are_read_from_memory_and_fresh_results_from_cache() -> None:

@@ -9,7 +9,7 @@ import pytest
 import hloscope
 from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP
 from hloscope.analysis.hardware import HardwareSpec, load_hardware
-from hloscope.analysis.timing import estimate_time, roofline_seconds
+from hloscope.analysis.timing import estimate_time, execution_seconds, roofline_seconds
 from hloscope.analysis.trace import trip_offsets
 from tests.analysis.async_sugar import ASYNC_SUGAR
 from tests.conftest import MODULE_SEEDS, SEED_FILES
@@ -160,7 +160,7 @@ def test_cpu_model_uses_loop_rates() -> None:
     memory = _streamed(4 * n, 4 * n, cpu.memory_bandwidth)
     assert loop.compute_seconds == pytest.approx(compute)
     assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead
-                                               + rates.execution_overhead)
+                                               + execution_seconds(hloscope.parse(TRANSCENDENTAL_LOOP), cpu))
     # With it, a loop whose bytes the core's cache keeps (CACHED_STREAM_BYTES) writes at the
     # cached rate, and reads its parameter from memory (Note [Cold operands]); larger ones
     # stream between the cached and the memory rate, on log(bytes).

@@ -135,8 +135,9 @@ class CpuRates:
     ``conv_outputs`` is output elements per second of a convolution XLA:CPU runs with Eigen's
     own kernel rather than a library fusion (Note [Eigen convolutions] in ``cpu_model.py``).
     ``dag_thunk_overhead`` is a thunk's cost when XLA:CPU runs a computation's thunks as a
-    graph instead of in sequence, and ``execution_overhead`` the fixed cost of one execution
-    (Note [Thunk dispatch] in ``analysis/cpu_model.py``).
+    graph instead of in sequence, ``execution_overhead`` the fixed cost of one execution, and
+    ``parameter_overhead`` and ``result_overhead`` what each of its entry parameters and result
+    arrays adds to it (Note [Thunk dispatch] in ``analysis/cpu_model.py``).
     Profiles written before these existed get the defaults below; a cached rate of 0 means
     "the same as the large one".
     """
@@ -161,6 +162,8 @@ class CpuRates:
     dag_thunk_overhead: float = 0.0  # 0: the same as kernel_launch_overhead
     execution_overhead: float = 0.0
     conv_outputs: float = 0.0  # 0: a plain convolution at the matmul rate alone
+    parameter_overhead: float = 0.0
+    result_overhead: float = 0.0
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
@@ -170,14 +173,17 @@ _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth
                     "scatter_elements", "cached_dot_flops", "gather_elements", "reduce_window_elements",
                     "grouped_conv_flops", "topk_elements", "comparator_ops", "cached_bandwidth",
                     "fresh_page_bandwidth", "fft_flops", "cached_gather_elements", "cached_scatter_elements",
-                    "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs")
+                    "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
+                    "parameter_overhead", "result_overhead")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
                       "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
                       "cached_gather_elements", "cached_scatter_elements", "cached_transpose_bandwidth",
-                      "dag_thunk_overhead", "execution_overhead", "conv_outputs")
+                      "dag_thunk_overhead", "execution_overhead", "conv_outputs", "parameter_overhead",
+                      "result_overhead")
 _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
-            "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs")
+            "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
+            "parameter_overhead", "result_overhead")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536

@@ -117,7 +117,8 @@ from hloscope.analysis.trace import chrome_trace
 from hloscope.analysis.trip_count import infer_trip_count
 from hloscope.ir import Computation, Instruction, Module, Opcode
 
-__all__ = ["ScheduledOp", "InstructionTime", "FreshPages", "TimeEstimate", "estimate_time", "MEMORY_COMPUTE_PARALLELISM",
+__all__ = ["ScheduledOp", "InstructionTime", "FreshPages", "TimeEstimate", "estimate_time", "execution_seconds",
+           "MEMORY_COMPUTE_PARALLELISM",
            "roofline_seconds", "FRESH_PAGES", "STREAMS", "COMPUTE", "COMMUNICATION", "COPY", "HOST", "ASYNC"]
 
 # XLA's GpuPerformanceModelOptions default: compute and memory overlap 95%.
@@ -508,6 +509,19 @@ class _Simulator:
         self.compute, self.memory, self.comm, self.launch, self.charged, self.trip_counts = saved
 
 
+def execution_seconds(module: Module, hardware: HardwareSpec) -> float:
+    """An execution's fixed cost on XLA:CPU before its first thunk: ``execution_overhead`` plus
+    ``parameter_overhead`` per entry parameter array and ``result_overhead`` per result array
+    (Note [Thunk dispatch] in cpu_model.py); 0 on other hardware."""
+    rates = hardware.cpu_rates
+    if hardware.kind != "cpu" or rates is None:
+        return 0.0
+    entry = module.entry
+    params = sum(1 for p in entry.parameters for _ in p.shape.leaves())
+    results = sum(1 for _ in entry.root.shape.leaves())
+    return rates.execution_overhead + params * rates.parameter_overhead + results * rates.result_overhead
+
+
 def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostReport | None = None,
                   memory_report: MemoryReport | None = None) -> TimeEstimate:
     """Estimated seconds of one execution of ``module`` on ``hardware`` (see the module docstring).
@@ -520,7 +534,7 @@ def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostRe
     backend = infer_backend(module)
     sim = _Simulator(module, hardware, cost, memory_report)
     # Note [Thunk dispatch] in cpu_model.py: an execution's fixed cost, before its first thunk.
-    start = hardware.cpu_rates.execution_overhead if hardware.kind == "cpu" and hardware.cpu_rates else 0.0
+    start = execution_seconds(module, hardware)
     sim.launch += start
     total = sim.run(module.entry, start, 1.0, True)
     per_instruction = {

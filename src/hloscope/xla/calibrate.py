@@ -102,7 +102,7 @@ def _calibrate(seconds: float, name: str, xla: bool | None) -> HardwareSpec:
         launch = -1.0  # measured below, once the rates that time the thunks' own work are known
         how = ("XLA:CPU dots and loops (stream, FMA chain, exp/tanh, sort, scatter, gather, "
                "reduce-window, depthwise and Eigen convolutions, TopK, transposing copy, FFT; thunk chains and graphs "
-               "for the dispatch overheads) on random data; numpy copy and sum for the links")
+               "for the dispatch overheads, 64 small arrays in and out for the per-array costs) on random data; numpy copy and sum for the links")
     else:
         f32 = _round(_matmul_rate(np.float32, 0.25 * seconds))
         f64 = _round(_matmul_rate(np.float64, 0.25 * seconds))
@@ -468,16 +468,67 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     short, long = 20, 200
     (c0, n0, _), (c1, n1, _) = beyond_work(chain(short)), beyond_work(chain(long))
     # Each cost is a difference of two timings; where noise (a loaded machine) swallows it, the
-    # profile's own figure stands rather than a near-zero one.
-    launch = (c1 - c0) / max(n1 - n0, 1) if c1 > c0 else spec.kernel_launch_overhead
+    # generic profile's figure stands rather than a near-zero one.
+    generic = load_hardware("cpu")
+    assert generic.cpu_rates is not None
+    launch = (c1 - c0) / max(n1 - n0, 1) if c1 > c0 else generic.kernel_launch_overhead
     (g0, m0, w0), (g1, m1, w1) = beyond_work(graph(short)), beyond_work(graph(80))
     extra = g1 - g0 - (m1 - w1 - m0 + w0) * launch
-    dag = extra / max(w1 - w0, 1) if extra > 0 else spec.cpu_rates.dag_thunk_overhead
+    dag = extra / max(w1 - w0, 1) if extra > 0 else generic.cpu_rates.dag_thunk_overhead
     one = ("HloModule calibrate_one\nENTRY e {\n  x = f32[16]{0} parameter(0)\n"
            "  ROOT y = f32[16]{0} negate(x)\n}\n")
     execution = _xla_device_seconds(one, [np.ones(16, np.float32)], budget / 5)
-    return replace(spec, kernel_launch_overhead=_round(launch), cpu_rates=replace(
+    spec = replace(spec, kernel_launch_overhead=_round(launch), cpu_rates=replace(
         spec.cpu_rates, dag_thunk_overhead=_round(dag), execution_overhead=_round(execution)))
+    return _with_buffer_overheads(spec, budget)
+
+
+def _with_buffer_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
+    """``spec`` with what each entry parameter and each result array adds to an execution
+    (Note [Thunk dispatch] in analysis/cpu_model.py), beyond what ``spec`` already charges:
+    one fusion adding 64 small parameters against one adding 2; 64 small results against 2.
+    The ViT step of the models tier hands over 47 arrays each way, and these costs were a
+    fifth of its 0.5 ms."""
+    from hloscope.analysis.timing import estimate_time
+    from hloscope.text import parse_module
+
+    assert spec.cpu_rates is not None
+    small = "f32[16]{0}"
+
+    def many_in(k: int) -> str:
+        lines = [f"  p{i} = {small} parameter({i})" for i in range(k)]
+        acc = "p0"
+        for i in range(1, k):
+            lines.append(f"  a{i} = {small} add({acc}, p{i})")
+            acc = f"a{i}"
+        lines[-1] = lines[-1].replace(f"  {acc} =", f"  ROOT {acc} =")
+        return "HloModule calibrate_parameters\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
+
+    def many_out(k: int) -> str:
+        lines = [f"  p0 = {small} parameter(0)"]
+        for i in range(k):
+            lines += [f"  c{i} = f32[] constant({i + 1})", f"  b{i} = {small} broadcast(c{i}), dimensions={{}}",
+                      f"  o{i} = {small} multiply(p0, b{i})"]
+        lines.append(f"  ROOT t = ({','.join(['f32[16]'] * k)}) tuple({','.join(f'o{i}' for i in range(k))})")
+        return "HloModule calibrate_results\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
+
+    def beyond_model(text: str, args: int) -> float:
+        seconds, compiled = _xla_timed(text, [np.ones(16, np.float32)] * args, budget / 5)
+        return seconds - estimate_time(parse_module(compiled), spec).total_seconds
+
+    k0, k1 = 2, 64
+    # As for the dispatch costs: where noise swallows the difference (under 10 ns an array on a
+    # loaded machine), the generic profile's figure stands.
+    generic = load_hardware("cpu").cpu_rates
+    assert generic is not None
+    per_parameter = (beyond_model(many_in(k1), k1) - beyond_model(many_in(k0), k0)) / (k1 - k0)
+    if per_parameter < 1e-8:
+        per_parameter = generic.parameter_overhead
+    per_result = (beyond_model(many_out(k1), 1) - beyond_model(many_out(k0), 1)) / (k1 - k0)
+    if per_result < 1e-8:
+        per_result = generic.result_overhead
+    return replace(spec, cpu_rates=replace(spec.cpu_rates, parameter_overhead=_round(per_parameter),
+                                           result_overhead=_round(per_result)))
 
 
 # Shortest span one timing sample covers with the CPU clock (Note [CPU time on a shared machine]).
