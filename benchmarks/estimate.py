@@ -16,7 +16,7 @@ the median and worst |error| over all workloads.
 
 Run: ``python benchmarks/estimate.py [--rounds R] [--calibrate-seconds S] [--budget S]
 [--cores N] [--dynamic-malloc] [--only NAME,...] [--top N] [--save-hardware PATH]
-[--save-measurements DIR] [--replay DIR] [--json]``.
+[--save-measurements DIR] [--replay DIR] [--thunks N] [--json]``.
 """
 from __future__ import annotations
 
@@ -527,10 +527,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replay", default="", metavar="DIR",
                         help="estimate the modules saved in DIR against their saved times and profile: "
                              "no jax, no timing (to try a change to the estimate in seconds)")
+    parser.add_argument("--thunks", type=int, default=0, metavar="N",
+                        help="also time every thunk of each workload with jax's profiler and print, per "
+                             "kind of thunk, its measured and estimated time, then the N thunks the "
+                             "estimate misses most (kept by --save-measurements, shown by --replay)")
     parser.add_argument("--json", action="store_true")
     opts = parser.parse_args(argv)
     if opts.replay:
-        return _report(opts, *_load_measurements(opts.replay))
+        saved, hw = _load_measurements(opts.replay)
+        wanted = {n for n in opts.only.split(",") if n}
+        return _report(opts, [w for w in saved if not wanted or w.name in wanted], hw)
     if opts.cores > 0:
         _use_cores(opts.cores)
     if not opts.dynamic_malloc:
@@ -566,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.save_hardware:
         save_hardware(hw, opts.save_hardware)
     saved = [Saved(c.workload.name, c.workload.character, c.text, fastest(measured[c.workload.name]),
-                   runs[c.workload.name]) for c in work]
+                   runs[c.workload.name], profile_thunks(c.fresh_run()) if opts.thunks else {}) for c in work]
     if opts.save_measurements:
         _save_measurements(opts.save_measurements, saved, hw)
     return _report(opts, saved, hw)
@@ -581,6 +587,90 @@ class Saved:
     text: str
     measured: float
     runs: int
+    thunk_seconds: dict[str, float]  # jax's profiler: seconds per run of each thunk (--thunks)
+
+
+# XLA:CPU's profiler events that are not one thunk's execution.
+_NOT_THUNK_EVENTS = ("end: ", "ThunkExecutor", "ThreadpoolListener")
+
+
+def profile_thunks(run: Callable[[], Any], runs: int = 20) -> dict[str, float]:
+    """Seconds per run of each thunk of ``run``'s executable, by instruction name, from jax's
+    profiler (the events XLA:CPU's thunk executor records on its threads). Each event costs
+    the profiler a fraction of a microsecond, so the smallest thunks read a little long."""
+    import glob
+    import tempfile
+
+    import jax
+
+    run()
+    with tempfile.TemporaryDirectory(prefix="hloscope-thunks-") as log_dir:
+        jax.profiler.start_trace(log_dir)
+        for _ in range(runs):
+            run()
+        jax.profiler.stop_trace()
+        (path,) = glob.glob(f"{log_dir}/**/*.xplane.pb", recursive=True)
+        data = jax.profiler.ProfileData.from_file(path)
+    totals: dict[str, float] = {}
+    for plane in data.planes:
+        for line in plane.lines:
+            if "XLAEigen" not in line.name and "PjRtCpuClient" not in line.name:
+                continue
+            for event in line.events:
+                if not event.name.startswith(_NOT_THUNK_EVENTS):
+                    totals[event.name] = totals.get(event.name, 0.0) + event.duration_ns * 1e-9 / runs
+    return totals
+
+
+def _thunk_kind(inst: Any) -> str:
+    """A thunk's kind for the --thunks table: library (YNNPACK) fusions, XLA's loops by what
+    they do, and other opcodes by name."""
+    from hloscope.analysis.cpu_model import is_library_fusion
+    from hloscope.ir import Opcode
+
+    if inst.opcode is not Opcode.FUSION:
+        return inst.opcode.text
+    if is_library_fusion(inst):
+        return "library fusion"
+    ops = {i.opcode for i in inst.attrs["calls"].instructions}
+    for opcode, kind in ((Opcode.SCATTER, "scatter"), (Opcode.GATHER, "gather"), (Opcode.SORT, "sort"),
+                         (Opcode.REDUCE_WINDOW, "reduce-window"), (Opcode.REDUCE, "reduce"),
+                         (Opcode.DYNAMIC_UPDATE_SLICE, "dynamic-update-slice"),
+                         (Opcode.CONVOLUTION, "convolution"), (Opcode.DOT, "dot")):
+        if opcode in ops:
+            return f"{kind} loop"
+    if ops & {Opcode.TRANSPOSE, Opcode.COPY}:
+        return "copy/transpose loop"
+    return "elementwise loop"
+
+
+def _print_thunks(w: Saved, est: Any, module: Any, top: int) -> None:
+    """Per kind of thunk: measured (jax's profiler) against estimated seconds per run, then the
+    ``top`` thunks whose estimate is furthest from their measured time."""
+    from hloscope.ir import Opcode
+
+    by_name = {i.name: i for c in module.computations for i in c.instructions}
+    control = (Opcode.WHILE, Opcode.CALL, Opcode.CONDITIONAL, Opcode.ASYNC_START)
+    rows = []
+    for name, t in est.per_instruction.items():
+        inst = by_name.get(name)
+        if inst is None or inst.opcode in control or name not in w.thunk_seconds:
+            continue
+        rows.append((name, _thunk_kind(inst), w.thunk_seconds[name], t.seconds))
+    kinds: dict[str, list[float]] = {}
+    for _, kind, m, e in rows:
+        k = kinds.setdefault(kind, [0.0, 0.0, 0])
+        k[0] += m
+        k[1] += e
+        k[2] += 1
+    inside = sum(r[2] for r in rows)
+    print(f"  {w.name}: {len(rows)} thunks, {inside * 1e3:.3f} ms measured inside them of "
+          f"{w.measured * 1e3:.3f} ms ({w.measured and inside / w.measured:.0%}), "
+          f"{sum(r[3] for r in rows) * 1e3:.3f} ms estimated for them", file=sys.stderr)
+    for kind, (m, e, n) in sorted(kinds.items(), key=lambda kv: -kv[1][0]):
+        print(f"    {kind:<22} x{n:<5} measured {m * 1e3:8.3f} ms  estimated {e * 1e3:8.3f} ms", file=sys.stderr)
+    for name, kind, m, e in sorted(rows, key=lambda r: -abs(r[2] - r[3]))[:top]:
+        print(f"      {name:<36} {kind:<22} measured {m * 1e6:9.1f} us  estimated {e * 1e6:9.1f} us", file=sys.stderr)
 
 
 def _save_measurements(directory: str, saved: list[Saved], hw: Any) -> None:
@@ -593,8 +683,8 @@ def _save_measurements(directory: str, saved: list[Saved], hw: Any) -> None:
     for s in saved:
         (out / f"{s.name}.hlo").write_text(s.text)
     (out / "measurements.json").write_text(json.dumps(
-        [{"workload": s.name, "character": s.character, "measured_s": s.measured, "runs": s.runs}
-         for s in saved], indent=1))
+        [{"workload": s.name, "character": s.character, "measured_s": s.measured, "runs": s.runs,
+          "thunk_seconds": s.thunk_seconds} for s in saved], indent=1))
     save_hardware(hw, str(out / "hardware.json"))
 
 
@@ -606,7 +696,7 @@ def _load_measurements(directory: str) -> tuple[list[Saved], Any]:
     root = Path(directory)
     rows = json.loads((root / "measurements.json").read_text())
     saved = [Saved(r["workload"], r["character"], (root / f"{r['workload']}.hlo").read_text(),
-                   r["measured_s"], r["runs"]) for r in rows]
+                   r["measured_s"], r["runs"], r.get("thunk_seconds", {})) for r in rows]
     return saved, load_hardware(str(root / "hardware.json"))
 
 
@@ -616,8 +706,11 @@ def _report(opts: argparse.Namespace, saved: list[Saved], hw: Any) -> int:
 
     rows: list[Row] = []
     for w in saved:
-        est = estimate_time(hloscope.parse(w.text), hw)
+        module = hloscope.parse(w.text)
+        est = estimate_time(module, hw)
         rows.append(Row(w.name, w.character, w.measured, est.total_seconds, w.runs))
+        if opts.thunks and w.thunk_seconds:
+            _print_thunks(w, est, module, opts.thunks)
         if opts.top:
             for op in est.to_json(top=opts.top)["longest"]:
                 print(f"    {w.name}: {op['opcode']:<14} {op['seconds'] * 1e3:8.3f} ms  {op['instruction']}",
