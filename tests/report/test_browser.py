@@ -11,7 +11,7 @@ import pytest
 
 import hloscope
 from hloscope.report.data import collect_report_data
-from hloscope.report.html import render_html
+from hloscope.report.html import page_data, render_html
 from tests.conftest import MODULE_SEEDS, SEED_FILES
 from tests.report.browser_util import cells, graph_item, graph_items, on_item, open_page
 
@@ -152,7 +152,7 @@ def test_memory_chart_peak_is_its_maximum_and_keeps_its_shape(browser, pages, se
     assert chart.get_attribute("preserveAspectRatio") in (None, "xMidYMid meet")
     ticks = page.locator("#memory-chart line.tick").count()
     assert ticks >= 4, "the x axis shows only its ends"
-    data = page.evaluate("JSON.parse(document.getElementById('hloscope-data').textContent).memory.data")
+    data = page_data(pages[seed].read_text(encoding="utf-8"))["memory"]["data"]
     # Hovering names the instruction at that step.
     box = page.locator("#memory-chart rect.hit").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 10)

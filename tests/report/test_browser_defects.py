@@ -54,7 +54,7 @@ def test_search_ranks_the_entry_before_fused_parameters(browser, pages):
 
 def test_text_tab_finds_lines_out_of_sight(browser, pages):
     page, problems, _, _ = open_page(browser, pages["003"], "#text")
-    rows = page.evaluate("JSON.parse(document.getElementById('hloscope-data').textContent).computations.find(c => c.is_entry).instructions.length")
+    rows = page.evaluate("hloscopeData.computations.find(c => c.is_entry).instructions.length")
     assert rows > 500
     page.fill("#text-search", "tuple.803")
     page.press("#text-search", "Enter")

@@ -98,7 +98,7 @@ def test_a_tpu_scalar_takes_its_tile(browser, pages):
     page, problems, _, _ = open_page(browser, pages["004"], "#memory")
     page.select_option("#peak-group-by", "")
     names = cells(page, "peak-table", "buffer") if page.locator("#peak-table").count() else []
-    rows = page.evaluate("""() => { const b = JSON.parse(document.getElementById('hloscope-data').textContent).memory.data.buffers;
+    rows = page.evaluate("""() => { const b = JSON.parse(document.getElementById('hloscope-memory-buffers').textContent);
         const c = k => b.values[b.columns.indexOf(k)];
         return c("name").map((n, i) => [n, c("bytes")[i]]).filter(r => r[0] === 'p0.1').map(r => r[1]); }""")
     page.close()
@@ -112,7 +112,7 @@ def test_graph_shows_the_whole_program_in_few_boxes(browser, pages):
     page, problems, _, _ = open_page(browser, pages["003"], "#graph")
     items = graph_items(page)
     top = [it for it in items if it["depth"] == 1]
-    entry = page.evaluate("JSON.parse(document.getElementById('hloscope-data').textContent).computations.find(c => c.is_entry).instructions.length")
+    entry = page.evaluate("hloscopeData.computations.find(c => c.is_entry).instructions.length")
     assert len(top) <= 30 and sum(it["count"] for it in top) == entry  # every instruction, in few boxes
     assert len(items) <= 120 and page.evaluate("hloscopeGraph.state().scale") >= 0.25  # "fit" stays readable
     page.close()
@@ -250,7 +250,7 @@ def test_profile_page_cli_and_json_agree(browser, pages, capsys):
     cost = analyze_cost(m)
     api = analyze_profile(m, estimate_time(m, hw, cost_report=cost), cost, hw).to_json()
     page, problems, _, _ = open_page(browser, pages["003"], "#profile")
-    data = page.evaluate("JSON.parse(document.getElementById('hloscope-data').textContent).profile.data")
+    data = page.evaluate("hloscopeData.profile.data")
     shown = cells(page, "profile-table", "est. time")
     fmt = page.evaluate("cli => cli.categories.map(r => hloscopeFormat.seconds(r.seconds))", cli)
     page.close()
@@ -333,7 +333,7 @@ def test_timeline_click_shows_details_and_links(browser, pages):
 
 def test_exposed_communication_is_drawn(browser, pages):
     page, problems, _, _ = open_page(browser, pages["000"], "#timeline")
-    data = page.evaluate("JSON.parse(document.getElementById('hloscope-data').textContent).timeline.data")
+    data = page.evaluate("hloscopeData.timeline.data")
     page.close()
     assert data["exposed"] and "collectives" in data["lanes"]
     assert not problems

@@ -10,6 +10,7 @@ from hloscope.analysis.cost import analyze_cost
 from hloscope.cli.common import format_bytes, short
 from hloscope.cli.main import main
 from hloscope.report.data import collect_report_data, implied_hardware
+from hloscope.report.html import page_data
 from tests.conftest import SEED_FILES
 
 
@@ -21,8 +22,7 @@ def test_report_on_a_buffer_assignment_dump_reports_the_dump(tmp_path, capsys):
     assert main(["report", str(SEED_FILES["002"]), "-o", str(out)]) == 0
     assert "hloscope buffers" in capsys.readouterr().out
     page = out.read_text()
-    m = re.search(r'<script type="application/json" id="hloscope-data">(.*?)</script>', page, re.S)
-    data = json.loads(m.group(1))
+    data = page_data(page)
     ba = load_buffer_assignment(SEED_FILES["002"])
     assert data["kind"] == "buffer-assignment"
     assert data["dump"]["peak_bytes"] == ba.peak_bytes and data["dump"]["total_bytes"] == ba.total_bytes

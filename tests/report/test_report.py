@@ -12,7 +12,7 @@ from hloscope.cli.main import main
 from hloscope.errors import InputError
 from hloscope.report import report_html, write_report
 from hloscope.report.data import collect_report_data
-from hloscope.report.html import json_for_script, render_html
+from hloscope.report.html import json_for_script, page_data, render_html
 from tests.conftest import MODULE_SEEDS, SEED_FILES
 
 INJECTION = "<script>alert(1)</script>"
@@ -20,9 +20,8 @@ URL_ATTR = re.compile(r"""\b(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", re.I)
 
 
 def data_block(page: str) -> dict:
-    m = re.search(r'<script type="application/json" id="hloscope-data">(.*?)</script>', page, re.S)
-    assert m, "the data block is missing"
-    return json.loads(m.group(1))
+    assert '<script type="application/json" id="hloscope-data">' in page, "the data block is missing"
+    return page_data(page)
 
 
 def injection_module() -> hloscope.Module:
@@ -46,8 +45,9 @@ def test_report_is_written_and_self_contained(seed, modules, tmp_path):
     assert page.startswith("<!DOCTYPE html>")
     assert not URL_ATTR.search(page), "the page must not load anything from the network"
     assert "<link" not in page
-    # Exactly our two script elements: the data block and the inlined script.
-    assert page.count("<script") == 2
+    # Only our script elements: the data blocks (Note [Lazy page data]) and the inlined script.
+    blocks = page.count('<script type="application/json" id="hloscope-')
+    assert page.count("<script") == blocks + 1 and blocks >= 2
     data = data_block(page)
     assert data["module"]["name"] == modules[seed].name
     assert sum(len(c["instructions"]) for c in data["computations"]) == modules[seed].instruction_count
@@ -59,7 +59,8 @@ def test_report_is_written_and_self_contained(seed, modules, tmp_path):
 
 def test_injected_op_name_stays_text():
     page = report_html(injection_module())
-    assert page.count("<script") == 2 and page.count("</script>") == 2
+    blocks = page.count('<script type="application/json" id="hloscope-')  # Note [Lazy page data]
+    assert page.count("<script") == page.count("</script>") == blocks + 1
     assert INJECTION not in page and "<img" not in page
     data = data_block(page)
     op_names = [r[data["columns"].index("op_name")] for c in data["computations"] for r in c["instructions"]]
@@ -163,5 +164,54 @@ def test_memory_columns_are_the_analysis_rows():
     for key in ("timeline", "buffers", "allocations"):
         cols = page[key]
         rows = [dict(zip(cols["columns"], vals)) for vals in zip(*cols["values"])]
+        if "index" in cols:  # a column that only counted its rows
+            rows = [{cols["index"]: k, **r} for k, r in enumerate(rows)]
         assert rows == mine[key], key
+    assert page["timeline"].get("index") == "time"
     assert page["memory_spaces"]["0"]["timeline"] is None and page["memory_spaces"]["1"]["timeline"]
+    assert page["memory_spaces"]["0"]["peak_buffers"] is None and page["memory_spaces"]["1"]["peak_buffers"]
+    assert mine["memory_spaces"]["0"]["peak_buffers"] == page["peak_buffers"]
+
+
+def test_instruction_text_is_cut_only_where_the_row_rebuilds_it():
+    """Note [Compact instruction text]: [layout, rest] put back as the page does gives the
+    printed line, character for character; the rest of the lines stay whole."""
+    from hloscope.ir.print_options import PrintOptions
+    from hloscope.ir.printer import instruction_to_text
+
+    options = PrintOptions(metadata=False, stack_frames=False)  # the page's text, as data.py prints it
+
+    m = hloscope.load(SEED_FILES["003"])
+    data = collect_report_data(m)
+    cols = {c: k for k, c in enumerate(data["columns"])}
+    cut = 0
+    for comp, page in zip(m.computations, data["computations"]):
+        rows = page["instructions"]
+        for inst, r in zip(comp.instructions, rows):
+            t = r[cols["text"]]
+            assert r[cols["family"]] == 0 and data["families"][r[cols["opcode"]]] == inst.opcode.family.value
+            if isinstance(t, list):
+                cut += 1
+                names = ", ".join(rows[k][cols["name"]] for k in r[cols["operands"]])
+                t = f"{r[cols['name']]} = {r[cols['shape']]}{t[0]} {r[cols['opcode']]}({names}{t[1]}"
+            assert t == instruction_to_text(inst, options)
+    assert cut > 0.7 * m.instruction_count
+
+
+@pytest.mark.parametrize("seed", ["003", "004"])
+def test_page_blocks_read_back_into_the_data(seed):
+    """Note [Lazy page data]: the page's blocks hold the data exactly, long lists and rows apart."""
+    data = collect_report_data(hloscope.load(SEED_FILES[seed]))
+    page = render_html(data)
+    back = page_data(page)
+    for want, got in zip(data["computations"], back["computations"]):  # Note [Page encoding]
+        seconds = got.pop("seconds")
+        assert [x is None for x in seconds] == [x is None for x in want["seconds"]]
+        assert [x for x in seconds if x is not None] == pytest.approx([x for x in want["seconds"] if x is not None], rel=5e-4)
+        assert not any(isinstance(x, float) and len(repr(x)) > 10 for x in seconds)
+    assert json.loads(json.dumps({**data, "computations": [{k: v for k, v in c.items() if k != "seconds"}
+                                                          for c in data["computations"]]})) == back
+    assert back["timeline"]["data"]["events"] == data["timeline"]["data"]["events"]  # exactly
+    main_block = re.search(r'id="hloscope-data">(.*?)</script>', page, re.S).group(1)
+    assert len(main_block) < 0.5 * len(page)  # the rows and long lists are blocks of their own
+    assert not any("instructions" in c for c in json.loads(main_block)["computations"])

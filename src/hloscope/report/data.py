@@ -37,7 +37,8 @@ from hloscope.ir.printer import instruction_to_text
 
 __all__ = ["collect_report_data", "collect_dump_data", "implied_hardware", "INSTRUCTION_COLUMNS", "EXPECTED_FIELDS", "FORMAT_VERSION"]
 
-FORMAT_VERSION = 1
+# 2: instruction text and family compacted (Note [Compact instruction text] in compact.py).
+FORMAT_VERSION = 2
 
 # Per-instruction rows asked of analyses whose to_json() takes ``top``: enough for a useful
 # table without putting every instruction of a big module in the page twice.
@@ -65,7 +66,8 @@ EXPECTED_FIELDS: dict[str, list[str]] = {
                "buffers|live_ranges: [{name|instruction, shape, size|bytes, start, end, allocation, offset}] or columns",
                "allocations: [{index, size, kind, memory_space}] or columns (Note [Compact memory rows])"],
     "collectives": ["collectives[]: name, opcode, computation, group_mode, group_size, num_groups, "
-                    "payload_bytes|bytes, ring_bytes, count, channel_id, op_name, replica_groups",
+                    "payload_bytes|bytes, ring_bytes, count, channel_id, op_name, replica_groups "
+                    "(columns, Note [Compact memory rows])",
                     "totals.payload_bytes, totals.ring_bytes"],
     "profile": ["step_seconds", "op_seconds", "peak_flop_rate", "memory_bandwidth",
                 "exposed_communication_seconds",
@@ -110,7 +112,9 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
         "module": _module_header(module),
         "columns": list(INSTRUCTION_COLUMNS),
     }
-    data["computations"] = step("instruction text", lambda: _computations(module))
+    families: dict[str, str] = {}
+    data["computations"] = step("instruction text", lambda: _computations(module, families))
+    data["families"] = families
     data["summary"] = step("summary", lambda: _section(lambda: _call("hloscope.analysis.summary", "summarize", module)))
     cost_result: list[Any] = []
 
@@ -145,6 +149,10 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     if hardware is None:
         grid = data["collectives"]["data"] or {}
         hardware, implied = implied_hardware(module, grid.get("num_replicas"), grid.get("num_partitions"))
+    if isinstance(data["collectives"]["data"], dict):
+        from hloscope.report.compact import compact_collectives
+
+        compact_collectives(data["collectives"]["data"])
     times: list[Any] = []
 
     def run_timing() -> Any:
@@ -252,7 +260,11 @@ def _module_header(module: Module) -> dict[str, Any]:
     }
 
 
-def _computations(module: Module) -> list[dict[str, Any]]:
+def _computations(module: Module, families: dict[str, str]) -> list[dict[str, Any]]:
+    """Each computation's rows (Note [Compact instruction rows]); ``families`` is filled with
+    each opcode's family, which the rows leave out (Note [Compact instruction text])."""
+    from hloscope.report.compact import compact_text
+
     comp_index = {c.name: k for k, c in enumerate(module.computations)}
     fusions = module.fusion_computations()
     out = []
@@ -263,20 +275,26 @@ def _computations(module: Module) -> list[dict[str, Any]]:
             fields = inst.metadata.fields if inst.metadata is not None else {}
             op_name = fields.get("op_name")
             source = module.source_location(inst)
+            opcode = inst.opcode.text
+            if opcode not in families:
+                families[opcode] = inst.opcode.family.value
+            shape = inst.shape.to_text(layout=False)
+            operands = [index.get(id(op), -1) for op in inst.operands]
             try:
                 text = instruction_to_text(inst, _TEXT_OPTIONS)
             except Exception as e:  # a printer gap must not hide the rest of the module
                 text = f"{inst.name} = <cannot print: {type(e).__name__}>"
+            names = None if -1 in operands else [op.name for op in inst.operands]
             rows.append([
                 inst.name,
-                inst.opcode.text,
-                inst.opcode.family.value,
-                inst.shape.to_text(layout=False),
-                [index.get(id(op), -1) for op in inst.operands],
+                opcode,
+                0,  # the opcode's family: ``families`` has it
+                shape,
+                operands,
                 [comp_index.get(c.name, -1) for c in inst.called_computations],
                 None if op_name is None else str(op_name),
                 source,
-                text,
+                compact_text(text, inst.name, shape, opcode, names),
             ])
         out.append({
             "name": comp.name,

@@ -2,8 +2,35 @@
 
 The page is a fixed shell plus inlined parts: the stylesheet and the script parts (``PARTS``) from ``assets/`` (with
 the vendored dagre layout library ahead of the script, see ``assets/VENDORED.md``) and the data
-as a ``<script type="application/json">`` block. The script builds everything else
-in the browser.
+as ``<script type="application/json">`` blocks (Note [Lazy page data]). The script builds
+everything else in the browser.
+
+Note [Lazy page data]
+---------------------
+XLA's Llama 3.1 8B step at ten times its size (318,000 instructions) made a 107 MB page that
+took 2.2 s to open: the browser parsed all of its JSON, and collected the garbage of it, before
+the first tab could show, though the first tab reads a few hundred kB of it. The data is
+therefore split (``pack_page_data``): the ``hloscope-data`` block has everything but the long
+lists; each computation's rows (and the per-row figures beside them, ``ROW_KEYS``) are one line
+of the ``hloscope-rows`` block; and each long list of a section (``LAZY``) is a block of its own. The page parses
+a computation's line, or a list's block, when something first reads it (``lazyProp`` and
+``rowsOf`` in page.js), and parses the remaining lines in short slices while nobody is
+clicking. ``page_data`` reads a page back into the data it was made from.
+
+Note [Page encoding]
+--------------------
+The bytes of the page are most of the time it takes to open (about 14 ms a MB on the VM the
+figures of docs/report.md come from, for the browser to read and scan them, before any script
+runs), so the blocks say each thing once. In a row, the shape, the opcode and a compacted text
+(Note [Compact instruction text] in compact.py) are indices into ``shapes``, ``opcodes`` and
+``texts``, and op_name and source are 0 (none) or 1 + an index into ``strings``: a transformer's
+layers repeat the same shapes, attributes and op_names. Each row's estimated seconds keep four
+significant digits (the page shows three); bytes that are whole numbers are written as integers.
+The timeline's intervals are integer picoseconds, each start as its distance from the previous
+start and each end as its distance from its start, and the computation and row of each interval
+as their distance from the previous one (``"codec": "ps-deltas"``): the intervals of a schedule
+follow each other. The page undoes each of these when it parses a block (``decodeRows``,
+``decodeEvents``); ``page_data`` does the same in Python.
 
 Note [Escaping untrusted text]
 ------------------------------
@@ -17,16 +44,21 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
 
-__all__ = ["render_html", "json_for_script", "PARTS"]
+__all__ = ["render_html", "json_for_script", "pack_page_data", "page_data", "PARTS", "LAZY", "ROW_KEYS"]
 
 
 def json_for_script(obj: Any) -> str:
     """``obj`` as JSON that is safe inside a ``<script>`` element (see Note [Escaping untrusted text])."""
-    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
+    return _escaped(_dumps(obj))
+
+
+def _escaped(text: str) -> str:
+    """JSON text made safe inside a ``<script>`` element (Note [Escaping untrusted text])."""
     # U+2028/2029 are legal in JSON but were line breaks in older JavaScript parsers.
     return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
@@ -76,6 +108,7 @@ _SHELL = """<!DOCTYPE html>
 </main>
 <footer>Made by hloscope. Everything on this page is in this one file; it makes no network requests.</footer>
 <script type="application/json" id="hloscope-data">{data}</script>
+{blocks}
 <script>
 {dagre}
 (function () {{
@@ -88,9 +121,134 @@ _SHELL = """<!DOCTYPE html>
 """
 
 
+# The long lists each in a block of their own (Note [Lazy page data]): section, key under its data.
+LAZY = (("memory", "timeline"), ("memory", "buffers"), ("memory", "allocations"), ("timeline", "events"),
+        ("collectives", "collectives"))
+# What a computation's line in ``hloscope-rows`` holds, in order.
+ROW_KEYS = ("instructions", "bytes", "seconds", "category", "flop_util", "band_util")
+# The columns given as indices (data.INSTRUCTION_COLUMNS, Note [Page encoding]).
+_OPCODE, _SHAPE, _OP_NAME, _SOURCE, _TEXT = 1, 3, 6, 7, 8
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
+
+
+def pack_page_data(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """``data`` as the page carries it (Note [Lazy page data]): the main block's dict and the
+    other blocks' JSON text by element id. ``data`` itself is left as it was."""
+    core = dict(data)
+    blocks: dict[str, str] = {}
+    lazy = []
+    for section, key in LAZY:
+        sec = core.get(section)
+        if not (isinstance(sec, dict) and isinstance(sec.get("data"), dict) and sec["data"].get(key) is not None):
+            continue
+        block = f"hloscope-{section}-{key}"
+        value = sec["data"][key]
+        blocks[block] = _dumps(_events_codec(value) if (section, key) == ("timeline", "events") else value)
+        core[section] = dict(sec, data=dict(sec["data"], **{key: None}))
+        lazy.append([section, key, block])
+    core["lazy"] = lazy
+    comps = data.get("computations") or []
+    if comps:
+        shapes: dict[str, int] = {}
+        opcodes: dict[str, int] = {}
+        texts: dict[tuple[str, ...], int] = {}
+        strings: dict[str, int] = {}
+
+        def string(v: Any) -> Any:  # 0 for none, 1 + its index for a string
+            return 0 if v is None else 1 + strings.setdefault(v, len(strings)) if isinstance(v, str) else v
+
+        lines, heads = [], []
+        for comp in comps:
+            rows = []
+            for r in comp["instructions"]:
+                r = list(r)
+                r[_SHAPE] = shapes.setdefault(r[_SHAPE], len(shapes))
+                r[_OPCODE] = opcodes.setdefault(r[_OPCODE], len(opcodes))
+                r[_OP_NAME], r[_SOURCE] = string(r[_OP_NAME]), string(r[_SOURCE])
+                if isinstance(r[_TEXT], list):
+                    r[_TEXT] = texts.setdefault(tuple(r[_TEXT]), len(texts))
+                rows.append(r)
+            figures = [_figures(k, comp.get(k)) for k in ROW_KEYS[1:]]
+            lines.append(_dumps([rows, *figures]))
+            heads.append({k: v for k, v in comp.items() if k not in ROW_KEYS} | {"count": len(rows)})
+        core["computations"] = heads
+        core["shapes"], core["opcodes"], core["row_keys"] = list(shapes), list(opcodes), list(ROW_KEYS)
+        core["texts"], core["strings"] = [list(t) for t in texts], list(strings)
+        blocks["hloscope-rows"] = "\n".join(lines)  # a JSON text has no raw line break
+    return core, blocks
+
+
+def _figures(key: str, values: Any) -> Any:
+    """A computation's per-row figures as the page carries them (Note [Page encoding])."""
+    if not isinstance(values, list):
+        return values
+    if key == "seconds":
+        return [float(f"{x:.4g}") if isinstance(x, float) else x for x in values]
+    return [int(x) if isinstance(x, float) and x.is_integer() else x for x in values]
+
+
+def _deltas(xs: list[int]) -> list[int]:
+    return [b - a for a, b in zip([0, *xs], xs)]
+
+
+def _events_codec(ev: Any) -> Any:
+    """The timeline's intervals in integer picoseconds and differences (Note [Page encoding])."""
+    if not (isinstance(ev, dict) and all(isinstance(ev.get(k), list) for k in ("ci", "ii", "start", "end"))):
+        return ev
+    start = [round(x * 1000) for x in ev["start"]]
+    end = [round(x * 1000) for x in ev["end"]]
+    return dict(ev, codec="ps-deltas", start=_deltas(start), end=[e - s for s, e in zip(start, end)],
+                ci=_deltas(ev["ci"]), ii=_deltas(ev["ii"]))
+
+
+def _undo_events_codec(ev: Any) -> Any:
+    if not (isinstance(ev, dict) and ev.get("codec") == "ps-deltas"):
+        return ev
+    out = dict(ev)
+    del out["codec"]
+    for key in ("ci", "ii", "start"):
+        total, out[key] = 0, []
+        for d in ev[key]:
+            total += d
+            out[key].append(total)
+    out["end"] = [(s + d) / 1000 for s, d in zip(out["start"], ev["end"])]
+    out["start"] = [s / 1000 for s in out["start"]]
+    return out
+
+
+def page_data(page: str) -> dict[str, Any]:
+    """The data a page written by ``render_html`` was made from, read back from its blocks."""
+    found = dict(re.findall(r'<script type="application/json" id="([\w-]+)">(.*?)</script>', page, re.S))
+    data = json.loads(found["hloscope-data"])
+    for section, key, block in data.pop("lazy", []):
+        data[section]["data"][key] = _undo_events_codec(json.loads(found[block]))
+    if "row_keys" in data:
+        shapes, opcodes, keys = data.pop("shapes"), data.pop("opcodes"), data.pop("row_keys")
+        texts, strings = data.pop("texts"), data.pop("strings")
+
+        def string(v: Any) -> Any:
+            return None if v == 0 else strings[v - 1] if isinstance(v, int) else v
+
+        lines = found["hloscope-rows"].split("\n")
+        for head, line in zip(data["computations"], lines):
+            got = json.loads(line)
+            for r in got[0]:
+                r[_SHAPE], r[_OPCODE] = shapes[r[_SHAPE]], opcodes[r[_OPCODE]]
+                r[_OP_NAME], r[_SOURCE] = string(r[_OP_NAME]), string(r[_SOURCE])
+                if isinstance(r[_TEXT], int):
+                    r[_TEXT] = texts[r[_TEXT]]
+            head.pop("count")
+            head.update({k: v for k, v in zip(keys, got) if v is not None or k == "instructions"})
+    return data
+
+
 def render_html(data: dict[str, Any]) -> str:
     """The report page for ``data`` (as made by ``collect_report_data``), as one HTML string."""
     title = str(data.get("title") or data.get("module", {}).get("name") or "HLO module")
+    core, blocks = pack_page_data(data)
     # The Content-Security-Policy forbids every network fetch, so an opened report cannot
     # phone home even if a future asset tried to.
     return _SHELL.format(
@@ -98,5 +256,6 @@ def render_html(data: dict[str, Any]) -> str:
         css=_asset("report.css"),
         dagre=_vendored_dagre(),
         js="\n".join(_asset(name) for name in PARTS),
-        data=json_for_script(data),
+        data=json_for_script(core),
+        blocks="\n".join(f'<script type="application/json" id="{k}">{_escaped(v)}</script>' for k, v in blocks.items()),
     )

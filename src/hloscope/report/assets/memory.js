@@ -36,7 +36,10 @@
   function instRow(name) { var at = nameIndex()[name]; return at ? comps[at[0]].instructions[at[1]] : null; }
   var entryRoot = null;
   function bufKind(r) {
-    var row = instRow(bufInst(r)), op = r.opcode || (row ? row[C.opcode] : "");
+    // The buffer's own opcode when it has one: the name index costs a pass over every row
+    // (190 ms at start-up on the 10x Llama copy, for the overview's peak table).
+    var op = r.opcode;
+    if (!op) { var row = instRow(bufInst(r)); op = row ? row[C.opcode] : ""; }
     if (entryRoot == null) { var e = comps[compIndex[D.module.entry]]; entryRoot = e && e.root >= 0 ? e.instructions[e.root][C.name] : ""; }
     if (op === "parameter") return "argument";
     if (op === "constant") return "constant";
@@ -60,7 +63,7 @@
           return typeof v === "number" ? {time: base[i] ? base[i].time : i, bytes: v, instruction: base[i] ? base[i].instruction : null} : memorySeries({timeline: [v]})[0];
         });
         out.push({space: Number(k), series: series, peak_bytes: sp.peak_bytes, peak_time: sp.peak_time,
-          peak_buffers: sp.peak_buffers || [], peak_buffer_count: sp.peak_buffer_count, temp_bytes: sp.temp_bytes});
+          peak_buffers: sp.peak_buffers || (Number(k) === 0 && mem.peak_buffers) || [], peak_buffer_count: sp.peak_buffer_count, temp_bytes: sp.temp_bytes});
       });
     }
     if (!out.length) out.push({space: 0, series: base, peak_bytes: mem.peak_bytes, peak_time: mem.peak_time, peak_buffers: mem.peak_buffers || []});
@@ -160,7 +163,7 @@
     return table([
       {key: "name", label: "buffer", fmt: bufLinks, val: bufName},
       {key: "kind", label: "kind", fmt: bufKind, val: bufKind},
-      {key: "opcode", label: "opcode", cls: "mono", fmt: function (r) { var row = instRow(bufInst(r)); return r.opcode || (row ? row[C.opcode] : ""); }},
+      {key: "opcode", label: "opcode", cls: "mono", fmt: function (r) { if (r.opcode) return r.opcode; var row = instRow(bufInst(r)); return row ? row[C.opcode] : ""; }},
       {key: "shape", label: "shape", cls: "mono wrap"},
       {key: "size", label: "size", num: true, fmt: function (r) { return fmtBytes(pick(r, "size", "bytes")); }, val: function (r) { return Number(pick(r, "size", "bytes")); }},
       {key: "live", label: "live steps", num: true, fmt: function (r) { var lr = rangeOf(r); return lr ? lr.start + "–" + lr.end : ""; }, val: function (r) { var lr = rangeOf(r); return lr ? lr.start : null; }},
@@ -218,10 +221,12 @@
   }
 
   // ---- collectives -----------------------------------------------------------------------------
-  function collectiveRows() {
+  var collRows;
+  function collectiveRows() {  // in columns (Note [Compact memory rows]): unpacked once
     var d = section("collectives").data;
     if (!d) return null;
-    return Array.isArray(d) ? d : (pick(d, "collectives", "instructions") || []);
+    if (!collRows) collRows = Array.isArray(d) ? d : (unpackColumns(pick(d, "collectives", "instructions")) || []);
+    return collRows;
   }
   function collBytes(r) { return pick(r, "payload_bytes", "bytes", "bytes_on_wire", "operand_bytes"); }
   function buildCollectives(s) {
@@ -231,7 +236,7 @@
     if (!rows.length) { card.appendChild(el("p", {cls: "note", text: "This module has no collectives."})); return; }
     var grid = gridOf();
     card.appendChild(el("p", {cls: "muted", text: "On " + grid[0] + " replicas × " + grid[1] + " partitions. Payload and ring bytes are per device and run; est. time covers every run in a step."}));
-    rows = rows.map(function (r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = secondsOf(r.name); o.share = shareOf(o.time); return o; });
+    rows = rows.map(function (r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = secondsIn(r.computation, r.name); o.share = shareOf(o.time); return o; });
     var cols = [
       {key: "name", label: "instruction", fmt: function (r) { return instLink(String(r.name || "")); }},
       {key: "opcode", label: "opcode", cls: "mono"},

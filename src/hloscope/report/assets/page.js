@@ -11,8 +11,13 @@
   // page reads them as the analysis wrote them, one object per row.
   function unpackColumns(t) {
     if (!t || Array.isArray(t) || !t.columns) return t;
-    var keys = t.columns, vals = t.values, n = keys.length ? vals[0].length : 0, out = new Array(n);
-    for (var i = 0; i < n; i++) { var o = {}; for (var k = 0; k < keys.length; k++) o[keys[k]] = vals[k][i]; out[i] = o; }
+    var keys = t.columns, vals = t.values, n = keys.length ? vals[0].length : 0, out = new Array(n), ix = t.index;
+    for (var i = 0; i < n; i++) {
+      var o = {};
+      if (ix) o[ix] = i;  // a column that only counted its rows
+      for (var k = 0; k < keys.length; k++) o[keys[k]] = vals[k][i];
+      out[i] = o;
+    }
     return out;
   }
   // Unpacked when first read (the Memory tab), not at start-up: 230,000 steps at 10x Llama.
@@ -26,7 +31,104 @@
   var SVGNS = "http://www.w3.org/2000/svg";
   var C = {};
   D.columns.forEach(function (c, i) { C[c] = i; });
-  var comps = D.computations;
+  // Note [Lazy page data] (report/html.py): the long lists are blocks of their own, each parsed
+  // when something first reads it; a computation's rows are one line of the rows block.
+  function lazyProp(obj, key, load) {
+    function own(v) { Object.defineProperty(obj, key, {value: v, writable: true, configurable: true, enumerable: true}); return v; }
+    Object.defineProperty(obj, key, {configurable: true, enumerable: true, get: function () { return own(load()); }, set: own});
+  }
+  function block(id) { var e = document.getElementById(id); return e ? decodeEvents(JSON.parse(e.textContent)) : null; }
+  // Note [Page encoding] (report/html.py): the timeline's intervals come as integer picoseconds
+  // and differences; back to nanoseconds (k / 1000 is the very number Python rounded to).
+  function decodeEvents(ev) {
+    if (!ev || ev.codec !== "ps-deltas") return ev;
+    ["ci", "ii", "start"].forEach(function (key) {
+      var xs = ev[key], total = 0;
+      for (var i = 0; i < xs.length; i++) { total += xs[i]; xs[i] = total; }
+    });
+    var st = ev.start, en = ev.end;
+    for (var i = 0; i < st.length; i++) { en[i] = (st[i] + en[i]) / 1000; st[i] = st[i] / 1000; }
+    delete ev.codec;
+    return ev;
+  }
+  (D.lazy || []).forEach(function (l) {
+    var d = D[l[0]] && D[l[0]].data;
+    if (d) lazyProp(d, l[1], function () { return block(l[2]); });
+  });
+  var rowText = null, rowAt = null;
+  function rowLine(ci) {  // computation ci's line of the rows block, parsed
+    if (rowText === null) {
+      var e = document.getElementById("hloscope-rows");
+      rowText = e ? e.textContent : "";
+      rowAt = [0];
+      for (var at = rowText.indexOf("\n"); at >= 0; at = rowText.indexOf("\n", at + 1)) rowAt.push(at + 1);
+      rowAt.push(rowText.length + 1);
+    }
+    return JSON.parse(rowText.slice(rowAt[ci], rowAt[ci + 1] - 1));
+  }
+  // Note [Compact instruction text] (report/compact.py): a row's text may come as [layout, rest]
+  // around what the row already says, and its family as 0; both are put back here, and the
+  // shape, opcode, op_name and source looked up (Note [Page encoding] in report/html.py),
+  // before anything reads the row.
+  function decodeRows(rows) {
+    var fam = D.families || {}, shapes = D.shapes, opcodes = D.opcodes, texts = D.texts, strings = D.strings;
+    var ct = C.text, cf = C.family, cn = C.name, cs = C.shape, co = C.opcode, cp = C.operands, on = C.op_name, cw = C.source;
+    for (var i = 0; i < rows.length; i++) {
+      var r = rows[i];
+      if (shapes) {
+        r[cs] = shapes[r[cs]]; r[co] = opcodes[r[co]];
+        if (typeof r[on] === "number") r[on] = r[on] ? strings[r[on] - 1] : null;
+        if (typeof r[cw] === "number") r[cw] = r[cw] ? strings[r[cw] - 1] : null;
+        if (typeof r[ct] === "number") r[ct] = texts[r[ct]];
+      }
+      if (r[cf] === 0) r[cf] = fam[r[co]];
+    }
+    for (i = 0; i < rows.length; i++) {
+      var t = rows[i][ct];
+      if (typeof t === "string") continue;
+      r = rows[i];
+      var ops = r[cp], names = new Array(ops.length);
+      for (var k = 0; k < ops.length; k++) names[k] = rows[ops[k]][cn];
+      r[ct] = r[cn] + " = " + r[cs] + t[0] + " " + r[co] + "(" + names.join(", ") + t[1];
+    }
+    return rows;
+  }
+  var ROW_KEYS = D.row_keys || [], undecoded = 0;
+  var CompRows = {};  // each computation's rows and per-row figures: decoded on first read
+  ROW_KEYS.forEach(function (key) {
+    Object.defineProperty(CompRows, key, {get: function () { decodeComp(this); return this[key]; }});
+  });
+  function decodeComp(c) {
+    var got = rowLine(c.index);
+    ROW_KEYS.forEach(function (key, k) {
+      Object.defineProperty(c, key, {value: k === 0 ? decodeRows(got[0]) : (got[k] == null ? undefined : got[k]), writable: true, configurable: true, enumerable: true});
+    });
+    undecoded--;
+  }
+  var comps = D.row_keys ? D.computations.map(function (h, ci) {
+    var c = Object.create(CompRows);
+    for (var k in h) c[k] = h[k];
+    c.index = ci;
+    undecoded++;
+    return c;
+  }) : D.computations.map(function (c) { decodeRows(c.instructions); return c; });
+  D.computations = comps;
+  // While nobody clicks, the rest of the rows are parsed a few milliseconds at a time, so what
+  // reads every computation (search, the callers of a computation) finds them ready.
+  function decodeInSlices() {
+    var next = 0;
+    function slice() {
+      var until = performance.now() + 8;
+      while (next < comps.length && performance.now() < until) {
+        if (!Object.prototype.hasOwnProperty.call(comps[next], "instructions")) decodeComp(comps[next]);
+        next++;
+      }
+      if (next < comps.length) setTimeout(slice, 0);
+    }
+    if (undecoded) setTimeout(slice, 0);
+  }
+  // The data as the page reads it (rows decoded), for tests and for anyone at the console.
+  window.hloscopeData = D;
   var compIndex = {};
   comps.forEach(function (c, i) { compIndex[c.name] = i; });
 
@@ -301,6 +403,17 @@
     }
     var v = timeByName[name];
     return v == null ? null : v;
+  }
+  // The same, for an instruction of a known computation: reads that computation's rows only
+  // (secondsOf reads every row of the module, 100 ms and more at 318,000 instructions).
+  var rowByName = {};  // computation index -> {name: row index}
+  function secondsIn(compName, name) {
+    var ci = compIndex[compName];
+    if (ci == null) return secondsOf(name);
+    var m = rowByName[ci];
+    if (!m) { m = rowByName[ci] = {}; comps[ci].instructions.forEach(function (r, i) { m[r[C.name]] = i; }); }
+    var s = comps[ci].seconds, i = m[name];
+    return !TIM || !s || i == null || s[i] == null ? null : s[i];
   }
   function shareOf(sec) { return TIM && TIM.total_seconds && sec != null ? sec / TIM.total_seconds : null; }
   function shareBar(x) {

@@ -160,3 +160,4 @@
   // How long start-up took, for benchmarks/report_browser.py: reading the data, building the first tab.
   window.hloscopeStartup = {parse_ms: PARSED - STARTED, build_ms: performance.now() - PARSED};
   document.body.setAttribute("data-ready", "1");
+  decodeInSlices();
