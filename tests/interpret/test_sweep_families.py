@@ -161,6 +161,31 @@ def test_bf16_op_read_through_a_convert_to_f32_is_not_rounded_as_on_xla_cpu(case
         np.testing.assert_allclose(np.asarray(o, np.float64), np.asarray(t, np.float64), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("batch", ["{0,1}", "{1,0}"])
+def test_a_dot_xla_canonicalizes_reads_its_bf16_operands_rounded_as_xla_cpu(batch: str) -> None:
+    # Note [Excess precision]: DotDecomposer transposes the operands of a dot whose batch
+    # dimensions are out of order before FloatNormalization, so the multiply feeding it is
+    # rounded to bf16; in order, the dot reads it unrounded. Values near 500 make a rounding
+    # of the products show (0.95 off in XLA's channel-dequantization gemm test).
+    import ml_dtypes
+
+    text = f"""HloModule canonical
+ENTRY e {{
+  w = bf16[4,2,32,16] parameter(0)
+  s = bf16[4,16] parameter(1)
+  x = bf16[4,2,32,16] parameter(2)
+  b = bf16[4,2,32,16] broadcast(s), dimensions={{0,3}}
+  m = bf16[4,2,32,16] multiply(w, b)
+  ROOT d = f32[{'2,4' if batch == '{1,0}' else '4,2'},16,16] dot(m, x), lhs_batch_dims={batch}, lhs_contracting_dims={{2}}, rhs_batch_dims={batch}, rhs_contracting_dims={{2}}
+}}"""
+    w = RNG.integers(-8, 8, (4, 2, 32, 16)).astype(ml_dtypes.bfloat16)
+    s_ = RNG.standard_normal((4, 16)).astype(ml_dtypes.bfloat16)
+    x = (RNG.standard_normal((4, 2, 32, 16)) * 4).astype(ml_dtypes.bfloat16)
+    ours = np.asarray(run(hloscope.parse(text), [w, s_, x]), np.float64)
+    theirs = np.asarray(client.compile_and_run(text, [w, s_, x]), np.float64)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-3)
+
+
 def _rounded_every_step(case: str, a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
     """EXCESS[case] in numpy with each bf16 result rounded to bf16 (no excess precision)."""
     import ml_dtypes
