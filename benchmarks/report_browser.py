@@ -17,6 +17,10 @@ page itself (``performance.now()`` around the synchronous work of the click):
 * long tasks: the longest task the browser reports (PerformanceObserver "longtask") from
   load to the end, and how many passed 200 ms.
 
+The steps start as soon as the page is ready, while it still parses rows and builds the
+search index in slices (Note [Work in slices] in page.js): what a quick person meets.
+``--settle S`` waits S seconds first, for the figures of a page that has finished that work.
+
 Figures are medians of ``--runs`` page openings; the machine is shared, so the load average
 is printed with them.
 """
@@ -111,7 +115,7 @@ def build(src: Path, out: Path) -> dict[str, float]:
             "mb": out.stat().st_size / 1e6}
 
 
-def measure_page(page_path: Path, runs: int) -> dict[str, float]:
+def measure_page(page_path: Path, runs: int, settle: float = 0.0) -> dict[str, float]:
     """Median wall ms (in the page) and CPU ms (Chromium's processes) of each step."""
     from playwright.sync_api import sync_playwright
 
@@ -125,6 +129,8 @@ def measure_page(page_path: Path, runs: int) -> dict[str, float]:
             page.goto(page_path.as_uri())
             page.wait_for_selector("body[data-ready='1']", timeout=120_000)
             row = {"ready": page.evaluate("performance.now()"), "ready cpu": 1e3 * (_descendants_cpu() - cpu0)}
+            if settle:
+                page.wait_for_timeout(settle * 1000)
             for name, js in STEPS:
                 cpu0 = _descendants_cpu()
                 row[name] = page.evaluate(js)
@@ -148,6 +154,7 @@ def main() -> int:
     ap.add_argument("--sizes", default="1,10")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "hloscope-report-bench")
+    ap.add_argument("--settle", type=float, default=0.0, help="seconds to wait after ready before the steps")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     src = args.hlo or args.xla_dir / LLAMA
@@ -160,13 +167,14 @@ def main() -> int:
         module = src if k == 1 else _scaled(src, k, args.work)
         page = args.work / f"{module.stem}.html"
         figures = build(module, page)
-        figures.update(measure_page(page, args.runs))
+        figures.update(measure_page(page, args.runs, args.settle))
         results[f"{k}x"] = figures
     load = os.getloadavg()
     if args.json:
         print(json.dumps({"load": load, "results": results}, indent=1))
         return 0
-    print(f"{src.name}; load average {load[0]:.1f} on {os.cpu_count()} cores; medians of {args.runs} page openings")
+    print(f"{src.name}; load average {load[0]:.1f} on {os.cpu_count()} cores; medians of {args.runs} page openings"
+          + (f", steps {args.settle:g} s after ready" if args.settle else ", steps right after ready"))
     print("wall ms in the page (CPU ms of Chromium's processes)")
     keys = ["ready", "graph", "open", "close", "search", "slowest tab", "timeline zoom", "memory zoom"]
     print(f"{'':18}" + "".join(f"{k:>22}" for k in results))

@@ -5,35 +5,58 @@
  * untrusted file, so the DOM is built with textContent and attributes only, never markup.
  */
   // ---- memory ----------------------------------------------------------------------------------
+  // Note [Series as columns]
+  // A memory curve is three columns (t: step, b: bytes live, n: the instruction at the step or
+  // null), never an object per step: at 10x Llama the curve has 232,000 steps, and reading the
+  // block into objects twice (rows, then points) made the Memory tab's first show wait for the
+  // garbage collector (200 ms of its 370). pointOf makes the one object a readout needs.
   var seriesCache = null;
   function memorySeries(mem) {
-    if (mem === section("memory").data && seriesCache) return seriesCache;
-    if (mem === section("memory").data) { memoryRows("timeline"); return (seriesCache = readSeries(mem)); }
+    if (mem === section("memory").data) return seriesCache || (seriesCache = readSeries(mem));
     return readSeries(mem);
   }
-  // The instruction at one step of the default space's curve, without building the series.
+  function pointOf(s, i) { return i == null || i < 0 || i >= s.length ? null : {time: s.t[i], bytes: s.b[i], instruction: s.n ? s.n[i] || null : null}; }
+  function seriesIndex(s, time) {  // position of a step in the series, or -1
+    if (s.contiguous) return time >= s.t[0] && time < s.t[0] + s.length && time === Math.floor(time) ? time - s.t[0] : -1;
+    if (!s.at) { s.at = new Map(); for (var i = 0; i < s.length; i++) s.at.set(s.t[i], i); }
+    var k = s.at.get(time);
+    return k == null ? -1 : k;
+  }
+  function columnsSeries(t, b, n) {
+    var ok = true;
+    for (var i = 1; i < t.length && ok; i++) ok = t[i] === t[0] + i;
+    return {t: t, b: b, n: n, length: b.length, contiguous: ok};
+  }
+  // The instruction at one step of the default space's curve.
   function instructionAtStep(mem, t) {
-    var tl = mem.timeline;
-    if (tl && !Array.isArray(tl) && tl.columns) {
-      var times = tl.values[tl.columns.indexOf("time")], names = tl.values[tl.columns.indexOf("instruction")], k = times ? times.indexOf(t) : -1;
-      return k >= 0 && names ? names[k] : null;
-    }
-    return (memorySeries(mem).filter(function (p) { return p.time === t; })[0] || {}).instruction || null;
+    var s = memorySeries(mem), k = seriesIndex(s, t);
+    return k >= 0 && s.n ? s.n[k] || null : null;
   }
   function readSeries(mem) {
     var raw = pick(mem, "timeline", "series", "memory_over_time", "live_bytes") || [];
-    if (raw && !Array.isArray(raw) && raw.bytes) raw = raw.bytes.map(function (b, i) { return {time: (raw.time || [])[i] != null ? raw.time[i] : i, bytes: b}; });
-    return raw.map(function (p, i) {
-      if (typeof p === "number") return {time: i, bytes: p, instruction: null};
-      if (Array.isArray(p)) return {time: p[0], bytes: p[1], instruction: p[2] || null};
-      return {time: pick(p, "time", "t") != null ? pick(p, "time", "t") : i, bytes: Number(pick(p, "bytes", "live_bytes", "size")) || 0,
-        instruction: pick(p, "instruction", "name") || null};
+    var i, t = [], b = [], n = [];
+    if (raw && !Array.isArray(raw) && raw.columns) {  // Note [Compact memory rows]: read in place
+      var col = function (k) { var at = raw.columns.indexOf(k); return at >= 0 ? raw.values[at] : null; };
+      b = col("bytes") || col("live_bytes") || [];
+      var times = raw.index === "time" ? null : col("time");
+      for (i = 0; i < b.length; i++) t.push(times ? times[i] : i);
+      return columnsSeries(t, b.map(function (x) { return Number(x) || 0; }), col("instruction"));
+    }
+    if (raw && !Array.isArray(raw) && raw.bytes) return columnsSeries(raw.bytes.map(function (x, k) { return raw.time && raw.time[k] != null ? raw.time[k] : k; }), raw.bytes, null);
+    raw.forEach(function (p, k) {
+      if (typeof p === "number") { t.push(k); b.push(p); n.push(null); }
+      else if (Array.isArray(p)) { t.push(p[0]); b.push(p[1]); n.push(p[2] || null); }
+      else {
+        t.push(pick(p, "time", "t") != null ? pick(p, "time", "t") : k); b.push(Number(pick(p, "bytes", "live_bytes", "size")) || 0);
+        n.push(pick(p, "instruction", "name") || null);
+      }
     });
+    return columnsSeries(t, b, n);
   }
   // A buffer is one value: an instruction and, for a tuple-shaped result, its index ({0}, {1,2}).
   function bufInst(r) { return String(pick(r, "instruction", "name", "value") || ""); }
   function bufName(r) { var ix = r.index; return bufInst(r) + (ix && ix.length ? "{" + ix.join(",") + "}" : ""); }
-  function instRow(name) { var at = nameIndex()[name]; return at ? comps[at[0]].instructions[at[1]] : null; }
+  function instRow(name) { var at = instAt(name); return at ? comps[at[0]].instructions[at[1]] : null; }
   var entryRoot = null;
   function bufKind(r) {
     // The buffer's own opcode when it has one: the name index costs a pass over every row
@@ -49,7 +72,7 @@
   function bufLinks(r) {
     var name = bufInst(r), box = el("span", {cls: "buf"});
     box.appendChild(el("span", {cls: "link mono", text: bufName(r), title: "show in the text", on: {click: function () { jumpTo(name); }}}));
-    box.appendChild(el("span", {cls: "link small", text: " graph", title: "show in the graph", on: {click: function () { var at = nameIndex()[name]; if (at) focusInstruction(at[0], at[1]); }}}));
+    box.appendChild(el("span", {cls: "link small", text: " graph", title: "show in the graph", on: {click: function () { var at = instAt(name); if (at) focusInstruction(at[0], at[1]); }}}));
     return box;
   }
   // One view per memory space (S(0) the default, S(1)... e.g. a GPU's or TPU's other memories):
@@ -59,9 +82,10 @@
     if (ms && !Array.isArray(ms) && Object.keys(ms).length) {
       Object.keys(ms).sort(function (a, b) { return a - b; }).forEach(function (k) {
         var sp = ms[k], tl = sp.timeline || [];
-        var series = Number(k) === 0 && base.length ? base : tl.map(function (v, i) {
-          return typeof v === "number" ? {time: base[i] ? base[i].time : i, bytes: v, instruction: base[i] ? base[i].instruction : null} : memorySeries({timeline: [v]})[0];
-        });
+        var series = Number(k) === 0 && base.length ? base : columnsSeries(
+          tl.map(function (v, i) { return typeof v === "number" ? (i < base.length ? base.t[i] : i) : pointOf(readSeries({timeline: [v]}), 0).time; }),
+          tl.map(function (v) { return typeof v === "number" ? v : pointOf(readSeries({timeline: [v]}), 0).bytes; }),
+          tl.map(function (v, i) { return typeof v === "number" ? (base.n && i < base.length ? base.n[i] : null) : pointOf(readSeries({timeline: [v]}), 0).instruction; }));
         out.push({space: Number(k), series: series, peak_bytes: sp.peak_bytes, peak_time: sp.peak_time,
           peak_buffers: sp.peak_buffers || (Number(k) === 0 && mem.peak_buffers) || [], peak_buffer_count: sp.peak_buffer_count, temp_bytes: sp.temp_bytes});
       });
@@ -152,12 +176,12 @@
   function rangeOf(r) {
     if (r.start != null) return r;
     if (!rangeByName) {
-      rangeByName = {};
+      rangeByName = new Map();
       var mem = section("memory").data;
       if (mem) memoryRows("buffers");
-      ((mem && pick(mem, "buffers", "live_ranges")) || []).forEach(function (b) { rangeByName[bufName(b)] = b; });
+      ((mem && pick(mem, "buffers", "live_ranges")) || []).forEach(function (b) { rangeByName.set(bufName(b), b); });
     }
-    return rangeByName[bufName(r)] || null;
+    return rangeByName.get(bufName(r)) || null;
   }
   function bufferTable(rows) {
     return table([

@@ -20,12 +20,12 @@
   function memoryChart(series, mem, readout, onpick) {
     var W = Math.max(600, Math.round((document.querySelector("main").clientWidth || 1200) - 80)), H = 300, L = 78, R = 20, T = 24, B = 34;
     var PW = W - L - R, svg = sv("svg", {viewBox: "0 0 " + W + " " + H, width: W, height: H, id: "memory-chart"});
-    var first = series[0].time, last = series[series.length - 1].time;
-    var view = {v0: first, v1: last + 1}, maxB = series.reduce(function (a, p) { return Math.max(a, p.bytes); }, 1);
-    var peak = series.reduce(function (a, p) { return p.bytes > a.bytes ? p : a; }, series[0]);
-    if (mem.peak_time != null) series.forEach(function (p) { if (p.time === mem.peak_time) peak = p; });
-    var index = {};  // time -> position in series
-    series.forEach(function (p, i) { index[p.time] = i; });
+    // series: columns (Note [Series as columns] in memory.js)
+    var first = series.t[0], last = series.t[series.length - 1], SB = series.b;
+    var maxB = 1, top = 0;
+    for (var i = 0; i < series.length; i++) { if (SB[i] > maxB) maxB = SB[i]; if (SB[i] > SB[top]) top = i; }
+    var view = {v0: first, v1: last + 1}, peak = pointOf(series, mem.peak_time != null && seriesIndex(series, mem.peak_time) >= 0 ? seriesIndex(series, mem.peak_time) : top);
+    function at(t) { return pointOf(series, seriesIndex(series, t)); }
     function x(t) { return L + PW * (t - view.v0) / (view.v1 - view.v0); }
     function y(b) { return T + (H - T - B) * (1 - b / maxB); }
     function stepRange(px0, px1) {  // steps whose plateaus meet pixels [px0, px1)
@@ -33,9 +33,9 @@
       return [Math.max(first, Math.floor(view.v0 + (px0 - L) / PW * span)), Math.min(last, Math.ceil(view.v0 + (px1 - L) / PW * span) - 1)];
     }
     function largest(a, b) {  // the step with the most bytes in [a, b]
-      var best = null;
-      for (var t = Math.max(first, a); t <= Math.min(last, b); t++) { var p = series[index[t]]; if (p && (!best || p.bytes > best.bytes)) best = p; }
-      return best;
+      var best = -1;
+      for (var t = Math.max(first, a); t <= Math.min(last, b); t++) { var k = seriesIndex(series, t); if (k >= 0 && (best < 0 || SB[k] > SB[best])) best = k; }
+      return best < 0 ? null : pointOf(series, best);
     }
     var ax = sv("g", {"class": "axis"}), area = sv("path", {"class": "area"}), marker = sv("circle", {r: 5, "class": "peak"});
     var label = sv("text", {"class": "peak-label"}), cursor = sv("line", {"class": "cursor", y1: T, y2: H - B, x1: -10, x2: -10});
@@ -65,7 +65,7 @@
       var d = "M" + L + "," + y(0), perPx = (view.v1 - view.v0) / PW;
       if (perPx <= 1) {
         var a = Math.max(first, Math.floor(view.v0)), z = Math.min(last, Math.ceil(view.v1));
-        for (var s = a; s <= z; s++) { var p = series[index[s]]; if (!p) continue; d += "L" + x(s).toFixed(1) + "," + y(p.bytes).toFixed(1) + "L" + x(s + 1).toFixed(1) + "," + y(p.bytes).toFixed(1); }
+        for (var s = a; s <= z; s++) { var k = seriesIndex(series, s); if (k < 0) continue; d += "L" + x(s).toFixed(1) + "," + y(SB[k]).toFixed(1) + "L" + x(s + 1).toFixed(1) + "," + y(SB[k]).toFixed(1); }
       } else {
         for (var c = 0; c < PW; c++) {
           var r = stepRange(L + c, L + c + 1), q = largest(r[0], r[1]);
@@ -86,9 +86,9 @@
     }
     function pointAt(clientX) {  // the step under the pointer (Note [Steps on the curve])
       var rect = svg.getBoundingClientRect(), px = (clientX - rect.left) * W / rect.width;
-      if ((view.v1 - view.v0) / PW <= 1) { var t = Math.floor(view.v0 + (px - L) / PW * (view.v1 - view.v0)); return series[index[Math.max(first, Math.min(last, t))]]; }
+      if ((view.v1 - view.v0) / PW <= 1) { var t = Math.floor(view.v0 + (px - L) / PW * (view.v1 - view.v0)); return at(Math.max(first, Math.min(last, t))); }
       var c = Math.floor(px), r = stepRange(c, c + 1);
-      return largest(r[0], r[1]) || series[index[Math.max(first, Math.min(last, r[0]))]];
+      return largest(r[0], r[1]) || at(Math.max(first, Math.min(last, r[0])));
     }
     function pick(p) {
       if (!p) return;
@@ -135,7 +135,7 @@
     }, {passive: false});
     marker.addEventListener("click", function () { pick(peak); });
     svg.addEventListener("keydown", function (ev) { if (ev.key === "Escape") { view.v0 = first; view.v1 = last + 1; draw(); } });
-    MEM_VIEW.chart = {pick: function (t) { pick(series[index[t]]); }, zoom: zoomTo, view: view, peak: peak, draw: draw};
+    MEM_VIEW.chart = {pick: function (t) { pick(at(t)); }, zoom: zoomTo, view: view, peak: peak, draw: draw};
     draw();
     return el("div", {cls: "chart-wrap"}, svg);
   }
@@ -211,7 +211,8 @@
           var x0 = Math.max(L, X(b.start)), x1 = Math.min(w - R, X(b.end + 1));
           drawn++;
           if (x1 - x0 < 1.5) {
-            var key = Math.round(x0 * 4) + "," + Math.round(y0 * 4) + "," + Math.round(y1 * 4);
+            // a number, not a string: no garbage per box (quarter pixels; y under 2^12 of them)
+            var key = (Math.round(x0 * 4) * 4096 + Math.round(y0 * 4)) * 4096 + Math.round(y1 * 4);
             if (thin.has(key)) return;
             thin.add(key);
           }

@@ -131,7 +131,7 @@
     var rows = {}, list = [];
     function row(name) {
       if (!rows[name]) {
-        var at = nameIndex()[name], r = at ? comps[at[0]].instructions[at[1]] : null;
+        var at = instAt(name), r = at ? comps[at[0]].instructions[at[1]] : null;
         rows[name] = {name: name, computation: at ? comps[at[0]].name : "", opcode: r ? r[C.opcode] : "", flops: null, bytes: null,
           trans: null, time: secondsOf(name), runs: null, trip: null, op_name: r && r[C.op_name] || "", source: r && r[C.source] || ""};
         rows[name].share = shareOf(rows[name].time);

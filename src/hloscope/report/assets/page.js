@@ -113,20 +113,33 @@
     return c;
   }) : D.computations.map(function (c) { decodeRows(c.instructions); return c; });
   D.computations = comps;
-  // While nobody clicks, the rest of the rows are parsed a few milliseconds at a time, so what
-  // reads every computation (search, the callers of a computation) finds them ready.
+  // Note [Work in slices]
+  // ---------------------
+  // What the page does on its own (the rows nobody has read yet, the graph's search index) runs
+  // in slices of SLICE_MS, each its own task, so a click waits at most one slice: at 10x Llama
+  // the search index alone was a 240 ms task, and a click landing in it waited that long
+  // before its handler ran. step(until) works until performance.now() passes until and says
+  // whether it is done; one computation's rows (23,000 rows, about 25 ms at 10x) are the
+  // largest piece that cannot be cut.
+  var SLICE_MS = 8;
+  function inSlices(step) {
+    function run() { if (!step(performance.now() + SLICE_MS)) setTimeout(run, 0); }
+    setTimeout(run, 0);
+  }
+  // While nobody clicks, the rest of the rows are parsed, so what reads every computation
+  // (search, the callers of a computation) finds them ready.
   function decodeInSlices() {
     var next = 0;
-    function slice() {
-      var until = performance.now() + 8;
+    if (undecoded) inSlices(function (until) {
       while (next < comps.length && performance.now() < until) {
         if (!Object.prototype.hasOwnProperty.call(comps[next], "instructions")) decodeComp(comps[next]);
         next++;
       }
-      if (next < comps.length) setTimeout(slice, 0);
-    }
-    if (undecoded) setTimeout(slice, 0);
+      return next >= comps.length;
+    });
   }
+  // How many rows a computation has, without decoding them (its head says).
+  function rowCount(c) { return c.count != null ? c.count : c.instructions.length; }
   // The data as the page reads it (rows decoded), for tests and for anyone at the console.
   window.hloscopeData = D;
   var compIndex = {};
@@ -215,14 +228,23 @@
   }
 
   // ---- instruction lookup ----------------------------------------------------------------------
-  var byName = null;  // name -> [comp, index]; built on first search
+  // name -> ci * ROW_SPAN + ii, built on first use. A Map, not an object: an object with
+  // 318,000 string keys (the 10x Llama copy) goes to dictionary mode and took 175 ms to fill, a
+  // Map of numbers takes a fraction of it and leaves no [ci, ii] pair per row to collect.
+  var byName = null, ROW_SPAN = 1 << 24;
   function nameIndex() {
     if (byName) return byName;
-    byName = {};
-    comps.forEach(function (c, ci) {
-      c.instructions.forEach(function (r, ii) { if (!(r[C.name] in byName)) byName[r[C.name]] = [ci, ii]; });
-    });
+    byName = new Map();
+    var cn = C.name;
+    for (var ci = 0; ci < comps.length; ci++) {
+      var rows = comps[ci].instructions;
+      for (var ii = 0; ii < rows.length; ii++) if (!byName.has(rows[ii][cn])) byName.set(rows[ii][cn], ci * ROW_SPAN + ii);
+    }
     return byName;
+  }
+  function instAt(name) {  // [computation index, row index] of an instruction, or null
+    var k = nameIndex().get(name);
+    return k == null ? null : [Math.floor(k / ROW_SPAN), k % ROW_SPAN];
   }
   var usersCache = {};
   function usersOf(ci) {
@@ -391,28 +413,22 @@
 
   // ---- estimated time per instruction ----------------------------------------------------------
   var TIM = section("timing").data;
-  var timeByName = null;  // name -> seconds per step (every execution), from data.py's per-row seconds
-  function secondsOf(name) {
-    if (!TIM) return null;
-    if (!timeByName) {
-      timeByName = {};
-      comps.forEach(function (c) {
-        if (!c.seconds) return;
-        c.instructions.forEach(function (r, i) { if (c.seconds[i] != null) timeByName[r[C.name]] = c.seconds[i]; });
-      });
-    }
-    var v = timeByName[name];
-    return v == null ? null : v;
+  function secondsOf(name) {  // through the name index: no second table over every row
+    var at = TIM ? instAt(name) : null, s = at ? comps[at[0]].seconds : null;
+    return s && s[at[1]] != null ? s[at[1]] : null;
   }
   // The same, for an instruction of a known computation: reads that computation's rows only
   // (secondsOf reads every row of the module, 100 ms and more at 318,000 instructions).
-  var rowByName = {};  // computation index -> {name: row index}
+  var rowByName = {};  // computation index -> Map name -> row index
   function secondsIn(compName, name) {
     var ci = compIndex[compName];
     if (ci == null) return secondsOf(name);
     var m = rowByName[ci];
-    if (!m) { m = rowByName[ci] = {}; comps[ci].instructions.forEach(function (r, i) { m[r[C.name]] = i; }); }
-    var s = comps[ci].seconds, i = m[name];
+    if (!m) {
+      m = rowByName[ci] = new Map();
+      for (var rows = comps[ci].instructions, k = 0; k < rows.length; k++) m.set(rows[k][C.name], k);
+    }
+    var s = comps[ci].seconds, i = m.get(name);
     return !TIM || !s || i == null || s[i] == null ? null : s[i];
   }
   function shareOf(sec) { return TIM && TIM.total_seconds && sec != null ? sec / TIM.total_seconds : null; }
@@ -424,7 +440,7 @@
   }
   var CONTROL = {"while": 1, "call": 1, "conditional": 1};
   function bodyOf(name) {  // a while loop's body computation index, from its printed text
-    var at = nameIndex()[name];
+    var at = instAt(name);
     if (!at) return -1;
     var r = comps[at[0]].instructions[at[1]], m = /\bbody=%?([\w.\-]+)/.exec(r[C.text]);
     return m && compIndex[m[1]] != null ? compIndex[m[1]] : (r[C.called].length ? r[C.called][r[C.called].length - 1] : -1);

@@ -25,7 +25,7 @@
     var box = el("span", {cls: "chips"});
     names.slice(0, max || 8).forEach(function (n) {
       box.appendChild(el("span", {cls: "chip link mono", text: n, title: "show in the graph",
-        on: {click: function () { var at = nameIndex()[n]; if (at) focusInstruction(at[0], at[1]); }}}));
+        on: {click: function () { var at = instAt(n); if (at) focusInstruction(at[0], at[1]); }}}));
     });
     if (names.length > (max || 8)) box.appendChild(el("span", {cls: "muted", text: " +" + (names.length - (max || 8)) + " more"}));
     return box;
@@ -121,7 +121,7 @@
     }
     function instRows(names, depth) {
       return names.map(function (n) {
-        var at = nameIndex()[n], c = at ? comps[at[0]] : null, secs = secondsOf(n);
+        var at = instAt(n), c = at ? comps[at[0]] : null, secs = secondsOf(n);
         var r = {seconds: secs, share: PROF.op_seconds ? secs / PROF.op_seconds : null, instructions: null,
           flop_rate: null, bandwidth: null, flop_utilization: c && c.flop_util ? c.flop_util[at[1]] : null,
           band_utilization: null, bandwidth_utilization: c && c.band_util ? c.band_util[at[1]] : null, bound: boundOf(n)};

@@ -15,7 +15,7 @@
     // Every computation when there are few; past TEXT_MENU, the entry and the biggest others
     // (the 10x Llama copy has 29,000): any other joins the menu when a link opens it.
     var order = comps.map(function (c, i) { return i; });
-    if (order.length > TEXT_MENU) order = order.sort(function (a, b) { return (comps[b].is_entry - comps[a].is_entry) || (comps[a].is_fusion - comps[b].is_fusion) || (comps[b].instructions.length - comps[a].instructions.length); }).slice(0, TEXT_MENU).sort(function (a, b) { return a - b; });
+    if (order.length > TEXT_MENU) order = order.sort(function (a, b) { return (comps[b].is_entry - comps[a].is_entry) || (comps[a].is_fusion - comps[b].is_fusion) || (rowCount(comps[b]) - rowCount(comps[a])); }).slice(0, TEXT_MENU).sort(function (a, b) { return a - b; });
     order.forEach(function (i) { sel.appendChild(textOption(i)); });
     sel.addEventListener("change", function () { renderText(Number(sel.value), null); });
     bar.appendChild(el("label", {text: "computation"})); bar.appendChild(sel);
@@ -43,7 +43,7 @@
     else renderText(comps.findIndex(function (c) { return c.is_entry; }), null);
   }
   var TEXT_MENU = 1500;
-  function textOption(i) { var c = comps[i]; return el("option", {value: i, text: (c.is_entry ? "ENTRY " : "") + c.name + " (" + c.instructions.length + ")"}); }
+  function textOption(i) { var c = comps[i]; return el("option", {value: i, text: (c.is_entry ? "ENTRY " : "") + c.name + " (" + rowCount(c) + ")"}); }
   function renderText(ci, hl) {
     if (!T.sel.querySelector("option[value='" + ci + "']")) T.sel.appendChild(textOption(ci));
     T.sel.value = ci; T.ci = ci; T.hl = hl; T.painted = {};
@@ -151,7 +151,7 @@
     tabParams[tab] = h.params;
     if (h.bad.length) flash("Part of this link could not be read (" + h.bad.join("&") + "); it was ignored.");
     if (h.tab && !tabs[h.tab]) flash("This report has no “" + h.tab + "” tab; showing " + tabs[tab].button.textContent + ".");
-    var at = inst ? nameIndex()[inst] : null;
+    var at = inst ? instAt(inst) : null;
     if (inst && !at) { flash("This module has no instruction named “" + inst + "”; the link may belong to another report."); inst = null; }
     if (at && tab === "graph") focusInstruction(at[0], at[1]);
     else if (at && tab === "text") showText(at[0], at[1]);
