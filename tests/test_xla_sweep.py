@@ -144,6 +144,25 @@ def test_a_module_xla_partitions_is_compared_as_one_global_program() -> None:
     assert row["inputs"] == "global, cut into shards"
 
 
+def test_a_partitioned_program_reading_partition_id_is_compared_device_by_device() -> None:
+    # Already partitioned by hand (sharding={replicated} parameters, partition-id picks each
+    # device's half): every device's result is its own, not device 0's cut in two (XLA's
+    # hlo_expand_test module of this shape differed on all of device 1).
+    pytest.importorskip("hloscope.xla.client")
+    text = """HloModule spmd, num_partitions=2
+ENTRY e {
+  x = f32[4,8] parameter(0), sharding={replicated}
+  starts = s32[2] constant({0, 4})
+  pid = u32[] partition-id()
+  s = s32[1] dynamic-slice(starts, pid), dynamic_slice_sizes={1}
+  r = s32[] reshape(s)
+  zero = s32[] constant(0)
+  ROOT half = f32[4,4] dynamic-slice(x, zero, r), dynamic_slice_sizes={4,4}
+}"""
+    row = sweep.check_module(text, seed=0, timeout=120)
+    assert row["kind"] == "match", row
+
+
 def test_a_parameter_used_only_as_an_init_value_gets_the_identity() -> None:
     # Note [Identity init values]: XLA:CPU applies a reduce's init once per tree window; a
     # random init makes the module undefined.

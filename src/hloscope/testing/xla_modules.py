@@ -435,9 +435,11 @@ def _global_shards(m: Any, global_inputs: list[Any], replicas: int, partitions: 
     n = replicas * partitions
     out = hs.run(m, global_inputs, replicas=replicas, partitions=partitions, options=hs.RunOptions(seed=seed))
     # With manual regions run() runs the global program once; otherwise every device runs it
-    # whole on the same inputs (a list of n equal values).
-    value = out if is_global_program(m) else out[0]
-    return shards_of(m, value, n)
+    # whole on the same inputs, and each device's shard is cut from its own result: a program
+    # that reads partition-id (one XLA already partitioned by hand) differs from device to device.
+    if is_global_program(m):
+        return shards_of(m, out, n)
+    return [shards_of(m, out[k], n)[k] for k in range(n)]
 
 
 class NeedsDevices(Exception):  # noqa: N818 - a request, not an error
