@@ -417,20 +417,6 @@
     var at = TIM ? instAt(name) : null, s = at ? comps[at[0]].seconds : null;
     return s && s[at[1]] != null ? s[at[1]] : null;
   }
-  // The same, for an instruction of a known computation: reads that computation's rows only
-  // (secondsOf reads every row of the module, 100 ms and more at 318,000 instructions).
-  var rowByName = {};  // computation index -> Map name -> row index
-  function secondsIn(compName, name) {
-    var ci = compIndex[compName];
-    if (ci == null) return secondsOf(name);
-    var m = rowByName[ci];
-    if (!m) {
-      m = rowByName[ci] = new Map();
-      for (var rows = comps[ci].instructions, k = 0; k < rows.length; k++) m.set(rows[k][C.name], k);
-    }
-    var s = comps[ci].seconds, i = m.get(name);
-    return !TIM || !s || i == null || s[i] == null ? null : s[i];
-  }
   function shareOf(sec) { return TIM && TIM.total_seconds && sec != null ? sec / TIM.total_seconds : null; }
   function shareBar(x) {
     var b = el("span", {cls: "share"}), bar = el("span", {cls: "bar", style: "width:70px"});
@@ -464,7 +450,7 @@
 
   function header() {
     var m = D.module, sum = section("summary").data, cost = section("cost").data;
-    var mem = section("memory").data, col = collectiveRows(), grid = gridOf();
+    var mem = section("memory").data, col = section("collectives").data, grid = gridOf();
     document.getElementById("title").textContent = D.title || m.name;
     var sub = [m.instruction_count + " instructions", m.computation_count + " computations", "entry " + m.entry,
       grid[0] + " replica" + (grid[0] === 1 ? "" : "s") + " × " + grid[1] + " partition" + (grid[1] === 1 ? "" : "s")];
@@ -489,5 +475,7 @@
     if (mem) fig(fmtBytes(mem.peak_bytes), "live-range peak", "at schedule step " + mem.peak_time +
       (mem.xla_peak_memory ? "; " + mem.xla_peak_memory.label + ": " + (mem.xla_peak_memory.bytes == null ? "not derivable" : fmtBytes(mem.xla_peak_memory.bytes)) : ""), "fig-peak");
     if (sum) fig(fmtBytes(sum.parameter_bytes), "parameters");
-    if (col && col.length) fig(fmtBytes(col.reduce(function (a, r) { return a + (Number(collBytes(r)) || 0) * (Number(r.count) || 1); }, 0)), "collective payload per step");
+    // The analysis's total (payload × runs, summed), not a sum over the collectives block,
+    // which start-up would have to parse (Note [Joined in Python] in report/joined.py).
+    if (col && col.totals && col.totals.instructions) fig(fmtBytes(col.totals.payload_bytes), "collective payload per step", null, "fig-collectives");
   }
