@@ -99,7 +99,7 @@ def test_llama_background_work_and_memory_tab_make_no_long_task(browser, llama_p
     (the rows nobody read yet, the graph's search index) and the Memory tab's first show (its
     31,000-step curve and heap) each stay under 200 ms on a quiet machine, so no click waits
     behind them; 500 ms here, as the interactions' bound, where other test runs share the
-    cores (480 ms seen at load 9; the search index in one piece was 1 s at load 5)."""
+    cores (480 ms seen under load; the search index built in one piece was a 248 ms task)."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     page.add_init_script("""window.__tasks = [];
         new PerformanceObserver(l => l.getEntries().forEach(e => window.__tasks.push([e.startTime, e.duration])))
