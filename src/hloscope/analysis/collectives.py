@@ -215,7 +215,8 @@ class CollectivesReport:
             "collectives": [c.to_json() for c in self.collectives],
             "by_kind": [asdict(k) for k in self.by_kind()],
             "totals": {"payload_bytes": self.payload_bytes, "ring_bytes": self.ring_bytes,
-                       "tree_bytes": self.tree_bytes, "count": sum(c.count for c in self.collectives)},
+                       "tree_bytes": self.tree_bytes, "count": sum(c.count for c in self.collectives),
+                       "instructions": len(self.collectives)},
         }
 
 

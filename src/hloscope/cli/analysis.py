@@ -362,7 +362,8 @@ def _memory(args: argparse.Namespace) -> int:
                          ("temporaries (heap)", r.temp_bytes), ("temporaries, lower bound", r.temp_lower_bound),
                          ("constants", r.constant_bytes), ("thread-local", r.thread_local_bytes),
                          ("total (XLA's 'Total bytes used')", r.total_bytes),
-                         (f"{LIVE_RANGE_PEAK_LABEL}, at step {r.peak_time} of {r.schedule_end_time}", r.peak_bytes),
+                         (f"{LIVE_RANGE_PEAK_LABEL}, at step {r.peak_time} of {r.schedule_end_time}"
+                          + (f" ({r.peak_instruction})" if r.peak_instruction else ""), r.peak_bytes),
                          (f"XLA's HloLiveRange peak, at step {r.xla_peak_time}", r.xla_peak_bytes)):
         t.add_row(label, f"{value:,}", format_bytes(value))
     xp = r.xla_peak_memory

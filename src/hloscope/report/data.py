@@ -34,6 +34,7 @@ from typing import Any
 from hloscope.ir.module import Module
 from hloscope.ir.print_options import PrintOptions
 from hloscope.ir.printer import instruction_to_text
+from hloscope.report.joined import attach_collective_rows, cost_rows, group_allocations, row_index
 
 __all__ = ["collect_report_data", "collect_dump_data", "implied_hardware", "INSTRUCTION_COLUMNS", "EXPECTED_FIELDS", "FORMAT_VERSION"]
 
@@ -115,6 +116,7 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     families: dict[str, str] = {}
     data["computations"] = step("instruction text", lambda: _computations(module, families))
     data["families"] = families
+    where = row_index(data["computations"])  # Note [Joined in Python] in joined.py
     data["summary"] = step("summary", lambda: _section(lambda: _call("hloscope.analysis.summary", "summarize", module)))
     cost_result: list[Any] = []
 
@@ -142,6 +144,7 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     if data["memory"]["data"] is not None:
         from hloscope.report.compact import compact_memory
 
+        group_allocations(data["memory"]["data"])
         compact_memory(data["memory"]["data"])  # Note [Compact memory rows]
     data["collectives"] = step("collectives", lambda: _section(
         lambda: _call("hloscope.analysis.collectives", "analyze_collectives", module)))
@@ -149,10 +152,6 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     if hardware is None:
         grid = data["collectives"]["data"] or {}
         hardware, implied = implied_hardware(module, grid.get("num_replicas"), grid.get("num_partitions"))
-    if isinstance(data["collectives"]["data"], dict):
-        from hloscope.report.compact import compact_collectives
-
-        compact_collectives(data["collectives"]["data"])
     times: list[Any] = []
 
     def run_timing() -> Any:
@@ -165,7 +164,14 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     if data["timing"]["data"] is not None:
         data["timing"]["data"]["implied"] = implied
         _attach_seconds(data["computations"], times[0])
-        _views_of_the_estimate(data, module, cost_result[0] if cost_result else None, times[0], hardware, step)
+        _views_of_the_estimate(data, module, cost_result[0] if cost_result else None, times[0], hardware, step, where)
+    if isinstance(data["collectives"]["data"], dict):  # after the rows' seconds, which it reads
+        from hloscope.report.compact import compact_collectives
+
+        attach_collective_rows(data["collectives"]["data"], data["computations"], where)
+        compact_collectives(data["collectives"]["data"])
+    if data["cost"]["data"] is not None:
+        data["cost"]["data"]["rows"] = cost_rows(data["cost"]["data"], data["timing"]["data"], data["computations"], where)
     if numerics is not None:  # report/numerics.py: value statistics of a run on inputs
         data["numerics"] = step("value statistics", numerics)
     data["collect_seconds"] = round(time.perf_counter() - started, 3)
@@ -173,7 +179,7 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
 
 
 def _views_of_the_estimate(data: dict[str, Any], module: Module, cost: Any, estimate: Any, hardware: Any,
-                           step: Callable[[str, Callable[[], Any]], Any]) -> None:
+                           step: Callable[[str, Callable[[], Any]], Any], where: dict[str, tuple[int, int]]) -> None:
     """The op profile (``report/profile.py``) and the timeline (``report/timeline.py``) of the estimate."""
     from hloscope.report.profile import attach_profile, profile_of
     from hloscope.report.timeline import timeline_section
@@ -188,7 +194,7 @@ def _views_of_the_estimate(data: dict[str, Any], module: Module, cost: Any, esti
         data["profile"] = step("op profile", lambda: _section(run_profile))
         if made:
             attach_profile(data["computations"], made[0])
-    data["timeline"] = step("timeline", lambda: _section(lambda: timeline_section(estimate, data["computations"])))
+    data["timeline"] = step("timeline", lambda: _section(lambda: timeline_section(estimate, where)))
 
 
 # Note [Implied hardware]

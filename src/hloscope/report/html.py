@@ -49,6 +49,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from hloscope.report.joined import seconds_as_shown
+
 __all__ = ["render_html", "json_for_script", "pack_page_data", "page_data", "PARTS", "LAZY", "ROW_KEYS"]
 
 
@@ -186,7 +188,7 @@ def _figures(key: str, values: Any) -> Any:
     if not isinstance(values, list):
         return values
     if key == "seconds":
-        return [float(f"{x:.4g}") if isinstance(x, float) else x for x in values]
+        return [seconds_as_shown(x) for x in values]
     return [int(x) if isinstance(x, float) and x.is_integer() else x for x in values]
 
 

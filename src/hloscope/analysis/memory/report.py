@@ -202,6 +202,9 @@ class MemoryReport:
     memory_spaces: dict[int, MemorySpace] = field(default_factory=dict, repr=False, compare=False)
     xla_peak_time: int = 0
     xla_peak_bytes: int = 0
+    # The instruction scheduled at ``peak_time`` (the timeline's point there), kept apart so
+    # the CLI and the report page name it without building the timeline.
+    peak_instruction: str = ""
     xla_peak_memory: XlaPeakMemory = field(default_factory=lambda: XlaPeakMemory("cpu", "", 0, 0))
     peak_counted_twice_bytes: int = 0
 
@@ -253,6 +256,7 @@ class MemoryReport:
             "total_bytes": self.total_bytes, "allocation_count": self.allocation_count,
             "peak_definition": PEAK_DEFINITION,
             "peak_bytes": self.peak_bytes, "peak_time": self.peak_time,
+            "peak_instruction": self.peak_instruction,
             "peak_buffers": [b.to_json() for b in self.peak_buffers],
             "memory_spaces": {str(k): v.to_json() for k, v in sorted(self.memory_spaces.items())},
             "xla_live_range_peak": {"time": self.xla_peak_time, "bytes": self.xla_peak_bytes},
@@ -473,6 +477,7 @@ def _analyze(module: Module, schedule: str, backend: str | None) -> MemoryReport
         build_timeline=build_timeline, build_buffers=build_buffers, build_allocations=build_allocations,
         memory_spaces=spaces,
         xla_peak_time=xla_peak_time,
+        peak_instruction=live.sequence[default.peak_time].name if 0 <= default.peak_time < len(live.sequence) else "",
         xla_peak_bytes=sum(v.size for v in xla_at_peak),
         xla_peak_memory=xla_peak_memory(module, allocs, {k: h.trace_peak for k, h in heaps.items()}, backend),
         peak_counted_twice_bytes=counted_twice(default.peak_values, allocs))

@@ -27,11 +27,6 @@
     for (var i = 1; i < t.length && ok; i++) ok = t[i] === t[0] + i;
     return {t: t, b: b, n: n, length: b.length, contiguous: ok};
   }
-  // The instruction at one step of the default space's curve.
-  function instructionAtStep(mem, t) {
-    var s = memorySeries(mem), k = seriesIndex(s, t);
-    return k >= 0 && s.n ? s.n[k] || null : null;
-  }
   function readSeries(mem) {
     var raw = pick(mem, "timeline", "series", "memory_over_time", "live_bytes") || [];
     var i, t = [], b = [], n = [];
@@ -260,7 +255,7 @@
     if (!rows.length) { card.appendChild(el("p", {cls: "note", text: "This module has no collectives."})); return; }
     var grid = gridOf();
     card.appendChild(el("p", {cls: "muted", text: "On " + grid[0] + " replicas × " + grid[1] + " partitions. Payload and ring bytes are per device and run; est. time covers every run in a step."}));
-    rows = rows.map(function (r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = secondsIn(r.computation, r.name); o.share = shareOf(o.time); return o; });
+    rows = rows.map(function (r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = TIM ? r.time : null; o.share = shareOf(o.time); return o; });
     var cols = [
       {key: "name", label: "instruction", fmt: function (r) { return instLink(String(r.name || "")); }},
       {key: "opcode", label: "opcode", cls: "mono"},

@@ -149,7 +149,9 @@
     "constant": "#b3bccb", "thread-local": "#a593de"};
   function heapView(sp, mem, buffers, onpick) {
     var box = el("div", {cls: "heap"}), bar = el("div", {cls: "toolbar legend"});
-    var allocs = (mem.allocations || []).filter(function (a) { return (a.memory_space || 0) === sp.space; });
+    // One slice: the allocations come grouped by memory space, in index order (group_allocations
+    // in report/joined.py); filtering 85,000 of them took 72 ms of the 10x Llama heap view.
+    var span = (mem.allocation_spaces || {})[String(sp.space)] || [0, 0], allocs = (mem.allocations || []).slice(span[0], span[1]);
     var only = el("select", {id: "heap-allocations"}, el("option", {value: "all", text: "every allocation of S(" + sp.space + ")"}),
       el("option", {value: "temp", text: "temporaries only (the heap XLA packs)"}));
     bar.appendChild(el("b", {text: "Heap"})); bar.appendChild(only);
@@ -164,7 +166,7 @@
     var layout = null;
     function place() {
       var keep = only.value === "temp" ? allocs.filter(function (a) { return /temp/.test(a.kind); }) : allocs, base = {}, y = 0;
-      keep.slice().sort(function (a, b) { return a.index - b.index; }).forEach(function (a) { base[a.index] = y; y += a.size; });
+      keep.forEach(function (a) { base[a.index] = y; y += a.size; });  // in index order already
       layout = {base: base, total: y || 1, allocs: keep, boxes: buffers.filter(function (b) { return base[b.allocation] != null; })};
     }
     only.addEventListener("change", function () { place(); draw(MEM_VIEW.chart ? MEM_VIEW.chart.view : null); });

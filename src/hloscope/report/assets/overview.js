@@ -54,7 +54,7 @@
   }
   function whatCell(r) {  // a loop as "N trips × body" (the body a link), else the opcode
     if (r.opcode === "while") {
-      var b = bodyOf(r.name), box = el("span", {cls: "mono nowrap", text: (r.trip != null ? r.trip : "?") + " trips × "});
+      var b = r.body != null ? r.body : bodyOf(r.name), box = el("span", {cls: "mono nowrap", text: (r.trip != null ? r.trip : "?") + " trips × "});
       if (b >= 0) box.appendChild(compLink(b, "body")); else box.appendChild(document.createTextNode("body"));
       return box;
     }
@@ -74,7 +74,7 @@
   function memoryGlance() {
     var mem = section("memory").data, card = el("div", {cls: "card", id: "memory-glance"}, el("h2", {text: "Where memory peaks"}));
     if (!mem) { card.appendChild(statusNote(section("memory"), "The memory analysis")); return card; }
-    var at = instructionAtStep(mem, mem.peak_time);
+    var at = mem.peak_instruction;  // the analysis's (analysis/memory/report.py), as `hloscope memory` prints it
     var bufs = (mem.peak_buffers || []).slice(), total = mem.peak_bytes || 1;
     card.appendChild(el("p", null, "Live-range peak ", el("b", {text: fmtBytes(mem.peak_bytes)}), " at schedule step " + mem.peak_time + (at ? " (" + at + ")" : "") +
       ", " + bufs.length + " buffers live; the largest:", " ", el("span", {cls: "link", text: "open the Memory tab", on: {click: function () { showTab("memory"); }}})));
@@ -128,28 +128,9 @@
     var sec = section("cost"), cost = sec.data, card = el("div", {cls: "card"}, el("h2", {text: "Costliest instructions and loops"}));
     s.appendChild(card);
     if (!cost) { card.appendChild(statusNote(sec, "The cost analysis")); return; }
-    var rows = {}, list = [];
-    function row(name) {
-      if (!rows[name]) {
-        var at = instAt(name), r = at ? comps[at[0]].instructions[at[1]] : null;
-        rows[name] = {name: name, computation: at ? comps[at[0]].name : "", opcode: r ? r[C.opcode] : "", flops: null, bytes: null,
-          trans: null, time: secondsOf(name), runs: null, trip: null, op_name: r && r[C.op_name] || "", source: r && r[C.source] || ""};
-        rows[name].share = shareOf(rows[name].time);
-        list.push(rows[name]);
-      }
-      return rows[name];
-    }
-    (cost.per_instruction || []).forEach(function (c) {
-      var r = row(c.name); r.flops = c.flops; r.bytes = c.bytes_accessed; r.trans = c.transcendentals;
-      if (c.op_name) r.op_name = c.op_name;
-      if (sourceOf(c)) r.source = sourceOf(c);
-    });
-    (cost.loops || []).forEach(function (c) {  // a loop's FLOPs and bytes: body and condition × trips
-      var r = row(c.name); r.flops = c.flops; r.bytes = c.bytes_accessed; r.trans = c.transcendentals; r.trip = c.trip_count;
-    });
-    if (TIM) (TIM.per_instruction || []).forEach(function (t) {
-      var r = row(t.name); r.runs = t.executions; r.trip = t.trip_count;
-    });
+    // The cost, loop and time rows joined in Python (cost_rows in report/joined.py): no name
+    // index over every row of the module here (Note [Joined in Python]).
+    var list = (cost.rows || []).map(function (r) { var o = {}; for (var k in r) o[k] = r[k]; o.share = shareOf(r.time); return o; });
     card.appendChild(el("p", {cls: "muted", text: "Per step: an instruction inside a loop body counts every trip (the runs column), and a while loop's time is trips × (body + condition). " +
       "XLA's HloCostAnalysis counts " + fmtNum(cost.flops) + "FLOP and " + fmtBytes(cost.bytes_accessed) + " (loop bodies once, custom calls not at all); counting loop trips and custom-call gemms gives " +
       fmtNum(cost.loop_aware ? cost.loop_aware.flops : cost.flops) + "FLOP. Click a header to sort."}));

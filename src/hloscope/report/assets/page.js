@@ -130,12 +130,15 @@
   // (search, the callers of a computation) finds them ready.
   function decodeInSlices() {
     var next = 0;
-    if (undecoded) inSlices(function (until) {
+    inSlices(function (until) {
       while (next < comps.length && performance.now() < until) {
         if (!Object.prototype.hasOwnProperty.call(comps[next], "instructions")) decodeComp(comps[next]);
         next++;
       }
-      return next >= comps.length;
+      // Then the name index, in the same slices (indexed only grows: nameIndex() may have
+      // finished it meanwhile).
+      while (next >= comps.length && indexed < comps.length && performance.now() < until) indexComp(indexed++);
+      return next >= comps.length && indexed >= comps.length;
     });
   }
   // How many rows a computation has, without decoding them (its head says).
@@ -231,15 +234,15 @@
   // name -> ci * ROW_SPAN + ii, built on first use. A Map, not an object: an object with
   // 318,000 string keys (the 10x Llama copy) goes to dictionary mode and took 175 ms to fill, a
   // Map of numbers takes a fraction of it and leaves no [ci, ii] pair per row to collect.
-  var byName = null, ROW_SPAN = 1 << 24;
+  // The background slices (decodeInSlices) fill it computation by computation once the rows
+  // are read, so the first search or name lookup does not pay for it (about 280 ms at 10x).
+  var byName = new Map(), indexed = 0, ROW_SPAN = 1 << 24;
+  function indexComp(ci) {
+    var rows = comps[ci].instructions, cn = C.name;
+    for (var ii = 0; ii < rows.length; ii++) if (!byName.has(rows[ii][cn])) byName.set(rows[ii][cn], ci * ROW_SPAN + ii);
+  }
   function nameIndex() {
-    if (byName) return byName;
-    byName = new Map();
-    var cn = C.name;
-    for (var ci = 0; ci < comps.length; ci++) {
-      var rows = comps[ci].instructions;
-      for (var ii = 0; ii < rows.length; ii++) if (!byName.has(rows[ii][cn])) byName.set(rows[ii][cn], ci * ROW_SPAN + ii);
-    }
+    while (indexed < comps.length) indexComp(indexed++);
     return byName;
   }
   function instAt(name) {  // [computation index, row index] of an instruction, or null
@@ -417,20 +420,6 @@
     var at = TIM ? instAt(name) : null, s = at ? comps[at[0]].seconds : null;
     return s && s[at[1]] != null ? s[at[1]] : null;
   }
-  // The same, for an instruction of a known computation: reads that computation's rows only
-  // (secondsOf reads every row of the module, 100 ms and more at 318,000 instructions).
-  var rowByName = {};  // computation index -> Map name -> row index
-  function secondsIn(compName, name) {
-    var ci = compIndex[compName];
-    if (ci == null) return secondsOf(name);
-    var m = rowByName[ci];
-    if (!m) {
-      m = rowByName[ci] = new Map();
-      for (var rows = comps[ci].instructions, k = 0; k < rows.length; k++) m.set(rows[k][C.name], k);
-    }
-    var s = comps[ci].seconds, i = m.get(name);
-    return !TIM || !s || i == null || s[i] == null ? null : s[i];
-  }
   function shareOf(sec) { return TIM && TIM.total_seconds && sec != null ? sec / TIM.total_seconds : null; }
   function shareBar(x) {
     var b = el("span", {cls: "share"}), bar = el("span", {cls: "bar", style: "width:70px"});
@@ -464,7 +453,7 @@
 
   function header() {
     var m = D.module, sum = section("summary").data, cost = section("cost").data;
-    var mem = section("memory").data, col = collectiveRows(), grid = gridOf();
+    var mem = section("memory").data, col = section("collectives").data, grid = gridOf();
     document.getElementById("title").textContent = D.title || m.name;
     var sub = [m.instruction_count + " instructions", m.computation_count + " computations", "entry " + m.entry,
       grid[0] + " replica" + (grid[0] === 1 ? "" : "s") + " × " + grid[1] + " partition" + (grid[1] === 1 ? "" : "s")];
@@ -489,5 +478,7 @@
     if (mem) fig(fmtBytes(mem.peak_bytes), "live-range peak", "at schedule step " + mem.peak_time +
       (mem.xla_peak_memory ? "; " + mem.xla_peak_memory.label + ": " + (mem.xla_peak_memory.bytes == null ? "not derivable" : fmtBytes(mem.xla_peak_memory.bytes)) : ""), "fig-peak");
     if (sum) fig(fmtBytes(sum.parameter_bytes), "parameters");
-    if (col && col.length) fig(fmtBytes(col.reduce(function (a, r) { return a + (Number(collBytes(r)) || 0) * (Number(r.count) || 1); }, 0)), "collective payload per step");
+    // The analysis's total (payload × runs, summed), not a sum over the collectives block,
+    // which start-up would have to parse (Note [Joined in Python] in report/joined.py).
+    if (col && col.totals && col.totals.instructions) fig(fmtBytes(col.totals.payload_bytes), "collective payload per step", null, "fig-collectives");
   }

@@ -39,6 +39,7 @@
     var total = 0;
     for (var i = 0; i < n; i++) total += E.parent[i] < 0 ? 1 : runsOf(E.parent[i]).length;
     var folded = !unroll || total > TL.unroll_limit;
+    if (TL.rows && TL.rows_in_start_order && (folded || total === n)) return {rows: rowsInOrder(E), folded: folded, total: total};
     for (var j = 0; j < n; j++) {
       var key = E.lane[j] + ":" + E.depth[j], row = rows[key];
       if (!row) { row = rows[key] = {lane: E.lane[j], depth: E.depth[j], s: [], e: [], id: [], trip: []}; list.push(row); }
@@ -58,6 +59,23 @@
     });
     list.sort(function (a, b) { return a.lane - b.lane || a.depth - b.depth; });
     return {rows: list, folded: folded, total: total};
+  }
+  // Note [Timeline rows] (report/timeline.py): the rows as Python lists them, each filled in one
+  // pass in event order, which is start order within a row; no string key, no sort.
+  function rowsInOrder(E) {
+    var n = E.ci.length, at = {}, count = TL.rows.map(function () { return 0; }), of = new Int32Array(n);
+    TL.rows.forEach(function (ld, k) { at[ld[0] * 65536 + ld[1]] = k; });
+    for (var i = 0; i < n; i++) count[of[i] = at[E.lane[i] * 65536 + E.depth[i]]]++;
+    var list = TL.rows.map(function (ld, k) {
+      return {lane: ld[0], depth: ld[1], s: new Float64Array(count[k]), e: new Float64Array(count[k]), id: new Int32Array(count[k]),
+        trip: new Int32Array(count[k]), maxEnd: new Float64Array(count[k]), n: 0};
+    });
+    for (var j = 0; j < n; j++) {
+      var row = list[of[j]], q = row.n++;
+      row.s[q] = E.start[j]; row.e[q] = E.end[j]; row.id[q] = j;
+      row.maxEnd[q] = q ? Math.max(row.maxEnd[q - 1], E.end[j]) : E.end[j];  // for bisection on intervals begun before the view
+    }
+    return list;
   }
 
   function buildTimeline(s) {
