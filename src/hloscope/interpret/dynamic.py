@@ -31,6 +31,14 @@ Note [Dynamic shapes as bounds]
       x[1,0,:] first; past them XLA:CPU leaves the buffer as it was, and hloscope writes
       zeros. An explicit SliceToDynamic does the same inside a program; PadToStatic undoes it.
 
+    Where XLA:CPU as jax runs HLO text (converted to StableHLO first) departs from XLA's own
+    definition, hloscope keeps the definition except for one fold: get-dimension-size of a
+    dimension its operand declares static is the bound there. A reshape that splits a dynamic
+    dimension (s32[<=12] of size 8 to s32[2,<=3,2], dynamic_padder_test's "output minor
+    dimension reshape" cases) keeps its size here (2, the defined elements at the front) while
+    that route loses it (the bound, 3, and the padding counted), and a while loop that shrinks
+    a size never ends there.
+
     Static programs pay nothing: the plan wraps a handler only for an instruction with a
     dynamic operand or result (``involves_dynamic``), and a module with dynamic shapes runs
     device by device (lockstep has no size store).
@@ -650,17 +658,21 @@ def _set_dimension_size(ctx: Any, inst: Instruction, operands: Operands) -> Valu
 def _set_dimension_size_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
     dim, size = inst.attrs["dimensions"][0], int(operands[1])
     out = list(_array(ins[0]) or [None] * len(_bounds(inst)))
-    # A result that declares the dimension static keeps it static: XLA's own inference does so
-    # only for a constant size equal to the bound (HandleSetDimensionSize), but XLA:CPU as jax
-    # compiles HLO (through StableHLO, whose result type is static there) never sees a size.
-    out[dim] = size if inst.array_shape.is_dynamic_dimension(dim) else None
+    # Setting a static dimension to its bound keeps it static (HandleSetDimensionSize).
+    static = inst.operands[1].opcode is Opcode.CONSTANT and size == _bounds(inst)[dim] \
+        and not inst.array_shape.is_dynamic_dimension(dim)
+    out[dim] = None if static else size
     return _or_none(out)
 
 
 @evaluates(Opcode.GET_DIMENSION_SIZE)
 def _get_dimension_size(ctx: Any, inst: Instruction, operands: Operands) -> Value:
+    # A dimension its operand declares static reads as its bound, whatever size was set:
+    # XLA:CPU as jax compiles HLO (through StableHLO) folds it to that constant.
     dim = inst.attrs["dimensions"][0]
-    s = _array(sizes_of(ctx, inst.operands[0])) if involves_dynamic(inst) else None
+    shape = inst.operands[0].shape
+    declared = isinstance(shape, ArrayShape) and shape.is_dynamic_dimension(dim)
+    s = _array(sizes_of(ctx, inst.operands[0])) if declared else None
     n = operands[0].shape[dim] if s is None or s[dim] is None else s[dim]
     return np.asarray(n, np.int32)
 
