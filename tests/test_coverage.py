@@ -24,6 +24,8 @@ TABLES: dict[str, bool] = {
     "verifier call signatures": False,  # hloscope.ir.verifier
     "interpreter": True,  # hloscope.interpret.registry.HANDLERS, reasons in UNSUPPORTED
     "lockstep": False,  # hloscope.interpret.lockstep.STACKED
+    "dynamic sizes": False,  # hloscope.interpret.dynamic.SIZE_RULES
+    "dynamic semantics": False,  # hloscope.interpret.dynamic.SEMANTICS
     "cost": True,  # hloscope.analysis.cost.COST_RULES (NO_COST opcodes get the default rule)
     "dataflow": False,  # hloscope.analysis.memory.dataflow.DATAFLOW_RULES
 }

@@ -93,7 +93,8 @@ def _while(ctx: EvalContext, inst: Instruction, operands: Operands) -> Evaluatio
 #     compares only for a small state (every array at most _STALL_WATCH_ELEMENTS elements:
 #     counters, flags), where a copy per iteration costs nothing and no in-place update of a
 #     big buffer is blocked (Note [Donation]). Only loops whose computations draw no random
-#     numbers and meet no other device or the host.
+#     numbers and meet no other device or the host, and not in a module with dynamic shapes,
+#     whose loop state holds sizes besides the arrays (Note [Dynamic shapes as bounds]).
 _STALL_WATCH_ELEMENTS = 64
 _IMPURE_FAMILIES = frozenset({Family.RNG, Family.IO, Family.COLLECTIVE})
 
@@ -126,7 +127,8 @@ def _may_stall(ctx: EvalContext, inst: Instruction) -> bool:
     key = ("may_stall", id(inst))
     known = ctx.cache.get(key)
     if known is None:
-        known = ctx.cache[key] = all(_pure(c, set()) for c in (inst.attrs["condition"], inst.attrs["body"]))
+        known = ctx.cache[key] = not ctx.dynamic and all(
+            _pure(c, set()) for c in (inst.attrs["condition"], inst.attrs["body"]))
     return known
 
 

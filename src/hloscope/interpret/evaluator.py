@@ -66,6 +66,7 @@ from hloscope.errors import (
     UnsupportedOpcodeError,
 )
 from hloscope.interpret import excess_precision, spmd
+from hloscope.interpret.dynamic import has_dynamic, involves_dynamic, with_dynamic_sizes
 from hloscope.interpret.float_env import FLOAT_ENVS
 from hloscope.interpret.registry import UNSUPPORTED, handler_for, is_generator_handler
 from hloscope.interpret.values import Value
@@ -203,10 +204,12 @@ def _dead_custom_call(ctx: Any, inst: Instruction, operands: list[Value]) -> Non
     return None
 
 
-def _unpackable(comp: Computation, slot_of: dict[int, int]) -> dict[int, list[tuple[int, int]]]:
+def _unpackable(comp: Computation, slot_of: dict[int, int], *,
+                keep_root: bool = False) -> dict[int, list[tuple[int, int]]]:
     """Tuple-shaped instructions (parameters, while loops, multi-output fusions, ...) whose
     every user is a get-tuple-element: slot -> [(GTE slot, tuple index)] (Note [Unpacked tuple
-    parameters])."""
+    parameters]). ``keep_root``: not one a root get-tuple-element reads, so the root runs as
+    a step (a dynamic output is handed out there, Note [Dynamic shapes as bounds])."""
     users: dict[int, list[Instruction]] = {}
     for inst in comp.instructions:
         for op in inst.operands:
@@ -218,22 +221,26 @@ def _unpackable(comp: Computation, slot_of: dict[int, int]) -> dict[int, list[tu
         # so its own readers must run (a nested tuple (t0.0).1 into a fusion).
         bound = inst.opcode is Opcode.GET_TUPLE_ELEMENT and slot_of[id(inst.operands[0])] in out
         if (inst.shape is not None and inst.shape.is_tuple and us and inst is not comp.root and not bound
-                and all(u.opcode is Opcode.GET_TUPLE_ELEMENT for u in us)):
+                and all(u.opcode is Opcode.GET_TUPLE_ELEMENT for u in us)
+                and not (keep_root and any(u is comp.root for u in us))):
             out[slot_of[id(inst)]] = [(slot_of[id(u)], u.attrs["index"]) for u in us]
     return out
 
 
 def build_plan(comp: Computation, *, unpack_tuples: bool = True,
                resolve: Callable[[Instruction], Callable[..., Any]] | None = None,
-               per_device: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None) -> Plan:
+               per_device: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None,
+               dynamic: bool = False) -> Plan:
     """The plan of ``comp``: handlers, operand slots and last-use frees (Note [Plans]).
     ``unpack_tuples`` binds tuple parameters straight into their get-tuple-element slots
     (Note [Unpacked tuple parameters]); runs with hooks keep every instruction visible.
     ``resolve(inst)`` picks each handler (lockstep.py's stacked rules) instead of the registry;
-    ``per_device(handler)`` then adapts a one-device handler to its stacked values."""
+    ``per_device(handler)`` then adapts a one-device handler to its stacked values.
+    ``dynamic``: the module has dynamic shapes, so the instructions that see one carry their
+    sizes (Note [Dynamic shapes as bounds] in dynamic.py); static modules pay nothing."""
     insts = comp.instructions
     slot_of = {id(inst): i for i, inst in enumerate(insts)}
-    unpack = _unpackable(comp, slot_of) if unpack_tuples else {}
+    unpack = _unpackable(comp, slot_of, keep_root=dynamic) if unpack_tuples else {}
     skipped = {slot for pairs in unpack.values() for slot, _ in pairs}
     # Note [Excess precision]: producers whose f32 value some user reads get a second slot.
     unrounded: dict[int, int] = {}
@@ -279,6 +286,8 @@ def build_plan(comp: Computation, *, unpack_tuples: bool = True,
             # before codegen, so its target needs no handler (nor a sensible shape) to run.
             # Runs with hooks (unpack_tuples=False) still evaluate it, to show its value.
             handler = _dead_custom_call
+        elif dynamic and involves_dynamic(inst):
+            handler = with_dynamic_sizes(handler, inst)
         pairs = tuple(unpack.get(i, ()))
         generator = is_generator_handler(handler)
         if check and excess_precision.rounds_its_result(inst) and any(
@@ -321,6 +330,10 @@ class EvalContext:
         self.donate = not self.hooks  # Note [Donation]
         self.weight = 1  # devices one step evaluates for (lockstep.py: all of them)
         self.in_region = False  # evaluating one device's part of a manual region (spmd.py)
+        # Whether values carry dynamic sizes (Note [Dynamic shapes as bounds] in dynamic.py).
+        if "dynamic" not in shared:
+            shared["dynamic"] = has_dynamic(module)
+        self.dynamic: bool = shared["dynamic"]
 
     @property
     def device(self) -> int:
@@ -330,7 +343,7 @@ class EvalContext:
     def plan(self, comp: Computation) -> Plan:
         plan = self.plans.get(comp)
         if plan is None:
-            plan = self.plans[comp] = build_plan(comp, unpack_tuples=not self.hooks)
+            plan = self.plans[comp] = build_plan(comp, unpack_tuples=not self.hooks, dynamic=self.dynamic)
         return plan
 
     def call(self, comp: Computation, args: Sequence[Value], *,

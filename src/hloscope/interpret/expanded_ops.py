@@ -6,19 +6,8 @@ StochasticConvertDecomposer (the fraction's bits against the random bits), and
 rng-get-and-update-state XLA:CPU's RngState (0x7012395, plus delta on each execution), and
 scan its ScanExpander (one to_apply call per step, in order).
 
-Note [Dynamic shapes as bounds]
-    hloscope's values always have their bound shape (``f32[<=4]`` is an f32[4] array) and
-    get-dimension-size gives the bound. set-dimension-size zeroes the elements past the size
-    it sets (XLA's DynamicPadder keeps a dynamic array padded to its bound inside a program);
-    PadToStatic returns its operand and the bound sizes; SetBound is its operand. The dynamic
-    size itself is not carried further, except to where XLA:CPU hands a dynamic array out:
-    SliceToDynamic (which DynamicPadder puts before every dynamic output) writes the elements
-    of the dynamic shape in row-major order at the front of the bound array ("dest_index =
-    delinearize(linearize(i, dynamic_dims), static_dims)", IrEmitter::EmitSliceToDynamic), so
-    s32[2,<=2,2] of sizes (2,1,2) holds x[0,0,:], x[1,0,:] first; past them XLA:CPU leaves the
-    buffer as it was, and hloscope writes zeros. A set-dimension-size whose value is an entry
-    output is handed out the same way. Each records the sizes it set for a set-dimension-size
-    that reads it (two dynamic dimensions set one after the other).
+SliceToDynamic, PadToStatic and SetBound are here too, as what they do to values; the dynamic
+sizes they make and read are dynamic.py's (Note [Dynamic shapes as bounds]).
 """
 from __future__ import annotations
 
@@ -27,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from hloscope.errors import UnsupportedCustomCallError
-from hloscope.interpret import elementwise, reduction
+from hloscope.interpret import dynamic, elementwise, reduction
 from hloscope.interpret.converts import convert
 from hloscope.interpret.custom_calls import register_custom_call
 from hloscope.interpret.dtype_bits import bit_width, int_limits
@@ -154,66 +143,22 @@ def _rng_get_and_update_state(ctx: EvalContext, inst: Instruction, operands: Ope
     return np.array([state & ((1 << 64) - 1), state >> 64], np.uint64)
 
 
-def _zero_past(x: np.ndarray, dim: int, size: int) -> np.ndarray:
-    out = np.array(x, copy=True)
-    index = [slice(None)] * out.ndim
-    index[dim] = slice(max(int(size), 0), None)
-    out[tuple(index)] = 0
-    return out
-
-
-def _compact(x: np.ndarray, sizes: tuple[int, ...]) -> np.ndarray:
-    """The elements of ``x[:sizes]`` in row-major order at the front of an array of ``x``'s
-    shape, zeros after (Note [Dynamic shapes as bounds])."""
-    sizes = tuple(min(max(int(n), 0), b) for n, b in zip(sizes, x.shape, strict=True))
-    region = np.asarray(x)[tuple(slice(0, n) for n in sizes)].reshape(-1)
-    out = np.zeros(x.size, x.dtype)
-    out[:region.size] = region
-    return out.reshape(x.shape)
-
-
-def _sizes_key(ctx: EvalContext, inst: Instruction) -> tuple[str, int, int]:
-    return ("dynamic-sizes", id(inst), ctx.device)
-
-
-def _is_entry_output(inst: Instruction) -> bool:
-    comp = inst.computation
-    if comp is None or not comp.is_entry:
-        return False
-    root = comp.root
-    return root is inst or (root.opcode is Opcode.TUPLE and any(o is inst for o in root.operands))
-
-
-@evaluates(Opcode.SET_DIMENSION_SIZE)
-def _set_dimension_size(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    # Note [Dynamic shapes as bounds]
-    x, dim, size = operands[0], inst.attrs["dimensions"][0], int(operands[1])
-    sizes = list(ctx.cache.get(_sizes_key(ctx, inst.operands[0]), np.shape(x)))
-    sizes[dim] = size
-    out = _zero_past(x, dim, size)
-    if _is_entry_output(inst):
-        return _compact(out, tuple(sizes))
-    ctx.cache[_sizes_key(ctx, inst)] = tuple(sizes)
-    return out
-
-
 @register_custom_call("SliceToDynamic")
 def _slice_to_dynamic(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    # Note [Dynamic shapes as bounds]: operands are the data and one s32 size per dimension.
-    sizes = tuple(int(n) for n in operands[1:])
-    ctx.cache[_sizes_key(ctx, inst)] = sizes
-    return _compact(operands[0], sizes)
+    # Note [Dynamic shapes as bounds]: operands are the data and one s32 size per dimension;
+    # XLA:CPU writes the data compacted, as it hands out a dynamic output.
+    return dynamic.compact(operands[0], tuple(int(n) for n in operands[1:]))
 
 
 @register_custom_call("PadToStatic")
 def _pad_to_static(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    # Note [Dynamic shapes as bounds]: an array a SliceToDynamic handed out goes back to its
+    # Note [Dynamic shapes as bounds]: an array a SliceToDynamic compacted goes back to its
     # padded form with its sizes; otherwise the sizes we know are the bounds.
     x = np.asarray(operands[0])
-    sizes = ctx.cache.get(_sizes_key(ctx, inst.operands[0])) if inst.operands[0].opcode is Opcode.CUSTOM_CALL else None
+    sizes = dynamic.sizes_of(ctx, inst.operands[0]) if inst.operands[0].custom_call_target == "SliceToDynamic" else None
     if sizes is None:
         return (x, *(np.asarray(n, np.int32) for n in x.shape))
-    sizes = tuple(min(max(n, 0), b) for n, b in zip(sizes, x.shape, strict=True))
+    sizes = tuple(b if n is None else min(max(int(n), 0), b) for n, b in zip(sizes, x.shape, strict=True))
     out = np.zeros_like(x)
     out[tuple(slice(0, n) for n in sizes)] = x.reshape(-1)[:int(np.prod(sizes))].reshape(sizes)
     return (out, *(np.asarray(n, np.int32) for n in sizes))

@@ -520,9 +520,3 @@ def _rng_bit_generator(ctx: EvalContext, inst: Instruction, operands: Operands) 
 def _rng(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     return rng.rng(inst.attrs["distribution"], operands[0], operands[1], _dims(inst),
                    inst.array_shape.dtype, ctx.rng)
-
-
-@evaluates(Opcode.GET_DIMENSION_SIZE)
-def _get_dimension_size(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    # Dynamic shapes are not modelled: every dimension has its bound size.
-    return np.asarray(operands[0].shape[inst.attrs["dimensions"][0]], np.int32)

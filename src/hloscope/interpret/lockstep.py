@@ -46,6 +46,7 @@ from hloscope.errors import InterpretError
 from hloscope.interpret import handlers as _handlers
 from hloscope.interpret import indexing, reduction, shape_ops
 from hloscope.interpret.driver import Exchange
+from hloscope.interpret.dynamic import has_dynamic
 from hloscope.interpret.evaluator import (
     EvalContext,
     Plan,
@@ -299,7 +300,11 @@ def _resolve_stacked(inst: Instruction) -> Handler:
 
 def applies(module: Module) -> bool:
     """Whether lockstep can run ``module``: every opcode that calls computations or meets other
-    devices has a lockstep rule (the rest can go per device instruction by instruction)."""
+    devices has a lockstep rule (the rest can go per device instruction by instruction). Not
+    one with dynamic shapes: their sizes are kept per device (Note [Dynamic shapes as bounds]
+    in dynamic.py)."""
+    if has_dynamic(module):
+        return False
     for inst in module.instructions():
         op = inst.opcode
         handler = handler_for(op)

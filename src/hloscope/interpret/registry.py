@@ -31,7 +31,6 @@ UNSUPPORTED: dict[Opcode, str] = {
     Opcode.SEND_DONE: "send/recv pair with a host or another program; not modelled",
     Opcode.RECV: "send/recv pair with a host or another program; not modelled",
     Opcode.RECV_DONE: "send/recv pair with a host or another program; not modelled",
-    Opcode.DYNAMIC_RESHAPE: "dynamic shapes are not modelled: values always have their bound shape",
     Opcode.RAGGED_ALL_TO_ALL: "ragged collectives have no pure function in collectives.py yet",
     Opcode.RAGGED_DOT: "ragged-dot has no pure function in linalg.py yet",
     Opcode.SCALED_DOT: "scaled-dot (block-scaled fp8/fp4) has no pure function in linalg.py yet",

@@ -131,26 +131,23 @@ def _leaf_producers(module: Any) -> list[str]:
 # Note [Dynamic outputs]
 #     XLA:CPU hands out a dynamic array (s32[2,<=3,2]) as its elements in row-major order at
 #     the front of the bound buffer, and leaves the rest as the buffer was (Note [Dynamic
-#     shapes as bounds] in hloscope/interpret/expanded_ops.py): only that front is defined. So
-#     an output leaf that a SliceToDynamic or set-dimension-size produces is compared on its
-#     first prod(sizes) elements, the sizes taken from hloscope's run (a hook).
+#     shapes as bounds] in hloscope/interpret/dynamic.py): only that front is defined. So an
+#     output leaf with dynamic sizes is compared on its first prod(sizes) elements, the sizes
+#     taken from hloscope's run (a hook reading the interpreter's size store).
 
 
 class _DynamicSizes:
-    """Hook: the sizes each SliceToDynamic / set-dimension-size sets, by instruction."""
+    """Hook: each array instruction's dynamic sizes (the bound where static), by instruction."""
 
     def __init__(self) -> None:
         self.sizes: dict[int, tuple[int, ...]] = {}
 
-    def on_instruction(self, inst: Any, operands: list[Any], result: Any) -> None:
-        import numpy as np
+    def on_evaluated(self, ctx: Any, inst: Any, operands: list[Any], result: Any) -> None:
+        from hloscope.interpret.dynamic import sizes_of
 
-        if inst.opcode.text == "custom-call" and inst.custom_call_target == "SliceToDynamic":
-            self.sizes[id(inst)] = tuple(int(np.asarray(n)) for n in operands[1:])
-        elif inst.opcode.text == "set-dimension-size":
-            sizes = list(self.sizes.get(id(inst.operands[0]), np.shape(operands[0])))
-            sizes[inst.attrs["dimensions"][0]] = int(np.asarray(operands[1]))
-            self.sizes[id(inst)] = tuple(sizes)
+        sizes = sizes_of(ctx, inst)
+        if isinstance(sizes, tuple) and hasattr(result, "shape"):
+            self.sizes[id(inst)] = tuple(b if n is None else n for n, b in zip(sizes, result.shape, strict=True))
 
 
 def _leaf_instructions(module: Any) -> list[Any]:
@@ -165,11 +162,6 @@ def _leaf_instructions(module: Any) -> list[Any]:
         return [inst]
 
     return walk(module.entry.root)
-
-
-def _hands_out_dynamic(inst: Any) -> bool:
-    return inst.opcode.text == "set-dimension-size" or (
-        inst.opcode.text == "custom-call" and inst.custom_call_target == "SliceToDynamic")
 
 
 # Sources of values that differ from run to run by design: XLA's rng draws from a generator
@@ -484,6 +476,7 @@ def check_module(text: str, *, seed: int, timeout: float,
 
     import hloscope as hs
     from hloscope.errors import HloscopeError, MissingDependencyError, ParseError
+    from hloscope.interpret.dynamic import has_dynamic
     from hloscope.interpret.inputs import random_inputs
     from hloscope.interpret.run import default_grid, input_shards
     from hloscope.ir.literal import Literal
@@ -571,7 +564,7 @@ def check_module(text: str, *, seed: int, timeout: float,
             if partitioned:
                 ours = _global_shards(m, global_inputs, replicas, partitions, seed)
             else:
-                hooks = (dynamic,) if any(_hands_out_dynamic(i) for i in _leaf_instructions(m)) else ()
+                hooks = (dynamic,) if has_dynamic(m) else ()
                 ours = hs.run(m, inputs, replicas=replicas, partitions=partitions,
                               options=hs.RunOptions(seed=seed, hooks=hooks))
         except Exception as e:  # noqa: BLE001 - the point is to find these
