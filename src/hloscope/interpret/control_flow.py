@@ -14,6 +14,7 @@ import numpy as np
 
 from hloscope.errors import InterpretError
 from hloscope.interpret import spmd
+from hloscope.interpret.branches import select_branch
 from hloscope.interpret.evaluator import EvalContext
 from hloscope.interpret.registry import evaluates, is_generator_handler
 from hloscope.interpret.values import TOKEN, Value, constant_value, leaves, zeros_of
@@ -157,22 +158,6 @@ def _conditional(ctx: EvalContext, inst: Instruction, operands: Operands) -> Eva
     if ctx.donate:
         operands.clear()  # Note [Donation]
     return (yield from ctx.call(branch, args, donate=True))
-
-
-def select_branch(inst: Instruction, selector: Any) -> tuple[Any, int]:
-    """The branch computation a conditional runs for ``selector``, and its index.
-
-    An s32 selector picks ``branch_computations[i]``; XLA runs the last branch for an
-    out-of-range index (negative ones too). A pred selector picks true (0) or false (1).
-    """
-    if "branch_computations" in inst.attrs:
-        branches = inst.attrs["branch_computations"]
-        index = int(selector)
-        if not 0 <= index < len(branches):
-            index = len(branches) - 1
-        return branches[index], index
-    index = 0 if bool(selector) else 1
-    return inst.attrs["true_computation" if index == 0 else "false_computation"], index
 
 
 @evaluates(Opcode.MAP)

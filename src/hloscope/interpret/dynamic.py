@@ -52,383 +52,28 @@ from typing import Any
 import numpy as np
 
 from hloscope.interpret import shape_ops
+from hloscope.interpret.branches import select_branch
+from hloscope.interpret.dynamic_sizes import (
+    SIZE_RULES,
+    Operands,
+    Sizes,
+    array_sizes,
+    bounds_of,
+    conv_labels,
+    defined_counts,
+    dynamic_reshape_sizes,
+    has_dynamic,
+    involves_dynamic,
+    set_sizes,
+    sizes_of,
+)
 from hloscope.interpret.registry import evaluates, is_generator_handler
 from hloscope.interpret.values import Value
-from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode, TupleShape
+from hloscope.ir import ArrayShape, Computation, Instruction, Opcode
 from hloscope.ir.op_table import OpTable
 from hloscope.ir.opcode import Family
 
 __all__ = ["SIZE_RULES", "SEMANTICS", "has_dynamic", "involves_dynamic", "sizes_of", "with_dynamic_sizes"]
-
-Operands = list[Any]
-# One array's dynamic sizes: per dimension an int, None where the dimension is static. A tuple
-# value's are a list of its elements' (each such a tuple, a list, or None).
-Sizes = Any
-
-
-# --- where sizes live -----------------------------------------------------------------------
-
-
-def _key(ctx: Any, inst: Instruction) -> tuple[str, int, int]:
-    return ("dynamic-sizes", id(inst), ctx.device)
-
-
-def sizes_of(ctx: Any, inst: Instruction) -> Sizes:
-    """The dynamic sizes of ``inst``'s latest value on ctx's device (None: all static). A
-    get-tuple-element the plan bound straight to its element (Note [Unpacked tuple parameters]
-    in evaluator.py) never ran, so it reads its tuple's."""
-    sizes = ctx.cache.get(_key(ctx, inst))
-    if sizes is None and inst.opcode is Opcode.GET_TUPLE_ELEMENT:
-        whole = sizes_of(ctx, inst.operands[0])
-        if isinstance(whole, list):
-            return whole[inst.attrs["index"]]
-    return sizes
-
-
-def _set(ctx: Any, inst: Instruction, sizes: Sizes) -> None:
-    ctx.cache[_key(ctx, inst)] = sizes
-
-
-def _shape_is_dynamic(shape: Any) -> bool:
-    if isinstance(shape, TupleShape):
-        return any(_shape_is_dynamic(s) for s in shape.elements)
-    return isinstance(shape, ArrayShape) and any(shape.dynamic)
-
-
-_SIZE_OPS = {Opcode.SET_DIMENSION_SIZE, Opcode.GET_DIMENSION_SIZE, Opcode.DYNAMIC_RESHAPE}
-_SIZE_TARGETS = {"SliceToDynamic", "PadToStatic", "SetBound"}
-
-
-def involves_dynamic(inst: Instruction) -> bool:
-    """Whether ``inst`` may see or make a dynamic size: a dynamic operand or result shape, or
-    an op about sizes."""
-    return (inst.opcode in _SIZE_OPS or inst.custom_call_target in _SIZE_TARGETS
-            or _shape_is_dynamic(inst.shape) or any(_shape_is_dynamic(o.shape) for o in inst.operands))
-
-
-def has_dynamic(module: Module) -> bool:
-    """Whether any instruction of ``module`` involves a dynamic size (DynamicPadder's test)."""
-    key = "_hloscope_has_dynamic"
-    cached = getattr(module, "__dict__", {}).get(key)
-    if cached is None:
-        cached = any(involves_dynamic(i) for i in module.instructions())
-    return bool(cached)
-
-
-def _bounds(inst: Instruction) -> tuple[int, ...]:
-    shape = inst.shape
-    return tuple(shape.dimensions) if isinstance(shape, ArrayShape) else ()
-
-
-def _array(sizes: Sizes) -> tuple[int | None, ...] | None:
-    """An array operand's sizes (a tuple or None)."""
-    return sizes if isinstance(sizes, tuple) else None
-
-
-def _or_none(sizes: list[int | None]) -> tuple[int | None, ...] | None:
-    return tuple(sizes) if any(s is not None for s in sizes) else None
-
-
-def _defined(sizes: tuple[int | None, ...] | None, bounds: tuple[int, ...]) -> tuple[int, ...]:
-    """Per dimension the number of defined elements (the bound where static), in [0, bound]."""
-    if sizes is None:
-        return bounds
-    return tuple(b if s is None else min(max(int(s), 0), b) for s, b in zip(sizes, bounds, strict=True))
-
-
-# --- size rules: DynamicDimensionInference, one per opcode ------------------------------------
-
-SizeRule = Callable[[Instruction, list[Sizes], Operands], Sizes]
-SIZE_RULES: OpTable[SizeRule] = OpTable(
-    "dynamic sizes", fallback="the result has no dynamic size (XLA's DynamicDimensionInference has no rule either)")
-
-
-def _pass_through(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    # PassThroughDynamicDimension: every operand's dynamic dimension is the result's.
-    out: list[int | None] = [None] * len(_bounds(inst))
-    for s in ins:
-        for d, n in enumerate(_array(s) or ()):
-            if n is not None and d < len(out):
-                out[d] = n
-    return _or_none(out)
-
-
-def _nary_size(a: int, b: int) -> int:
-    # HandleElementwiseNary: the larger where the smaller is 1 (an implicit broadcast of that
-    # operand), else the smaller.
-    return max(a, b) if min(a, b) == 1 and a != b else min(a, b)
-
-
-def _elementwise(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    out: list[int | None] = [None] * len(_bounds(inst))
-    for s in ins:
-        for d, n in enumerate(_array(s) or ()):
-            if n is not None and d < len(out):
-                out[d] = n if out[d] is None else _nary_size(out[d], n)  # type: ignore[arg-type]
-    return _or_none(out)
-
-
-def _register_elementwise() -> None:
-    for op in Opcode:
-        if op.value.family in (Family.UNARY, Family.CONVERT) and op not in SIZE_RULES:
-            SIZE_RULES.add(op, _pass_through)
-        elif op.value.family in (Family.BINARY, Family.COMPARE, Family.TERNARY) and op not in SIZE_RULES:
-            SIZE_RULES.add(op, _elementwise)
-
-
-@SIZE_RULES.register(Opcode.CLAMP, Opcode.REVERSE, Opcode.COPY, Opcode.ALL_REDUCE, Opcode.OPTIMIZATION_BARRIER,
-                     Opcode.DOMAIN, Opcode.SELECT_AND_SCATTER, Opcode.SORT, Opcode.REDUCE_PRECISION)
-def _pass_first(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    if inst.opcode is Opcode.SELECT_AND_SCATTER:
-        return _array(ins[0])  # the source's sizes do not reach the result
-    if isinstance(inst.shape, TupleShape) and inst.opcode is Opcode.SORT:
-        dims = _pass_through(inst.operands[0], ins, operands)  # every key and value sorts alike
-        return [dims] * len(inst.shape.elements)
-    if inst.opcode is Opcode.OPTIMIZATION_BARRIER or inst.opcode is Opcode.DOMAIN:
-        return ins[0]
-    return _pass_through(inst, ins, operands)
-
-
-SIZE_RULES.add(Opcode.MAP, _elementwise)
-SIZE_RULES.add(Opcode.SELECT, _elementwise)
-
-
-@SIZE_RULES.register(Opcode.TUPLE)
-def _tuple_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    return list(ins) if any(s is not None for s in ins) else None
-
-
-@SIZE_RULES.register(Opcode.GET_TUPLE_ELEMENT)
-def _gte_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    return ins[0][inst.attrs["index"]] if isinstance(ins[0], list) else None
-
-
-@SIZE_RULES.register(Opcode.BROADCAST)
-def _broadcast_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    out: list[int | None] = [None] * len(_bounds(inst))
-    for d, n in enumerate(_array(ins[0]) or ()):
-        out[inst.attrs["dimensions"][d]] = n
-    return _or_none(out)
-
-
-@SIZE_RULES.register(Opcode.TRANSPOSE)
-def _transpose_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    s = _array(ins[0])
-    return None if s is None else tuple(s[d] for d in inst.attrs["dimensions"])
-
-
-@SIZE_RULES.register(Opcode.REDUCE)
-def _reduce_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    n = len(inst.operands) // 2
-    reduced = set(inst.attrs["dimensions"])
-    kept: list[int | None] = [None] * (len(_bounds(inst.operands[0])) - len(reduced))
-    for s in ins[:n]:  # every input of a variadic reduce gives its sizes to every output
-        k = 0
-        for d, size in enumerate(_array(s) or ()):
-            if d in reduced:
-                continue
-            if size is not None:
-                kept[k] = size
-            k += 1
-    out = _or_none(kept)
-    return [out] * n if isinstance(inst.shape, TupleShape) else out
-
-
-def _windowed(size: int, w: Any) -> int:
-    # GetWindowedOutputSize with PADDING_VALID, the window's own padding aside.
-    effective = (w.size - 1) * w.window_dilation + 1
-    return max((size - effective + w.stride) // w.stride, 0)
-
-
-@SIZE_RULES.register(Opcode.REDUCE_WINDOW)
-def _reduce_window_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    n = len(inst.operands) // 2
-    window = inst.attrs["window"].dimensions
-    out: list[int | None] = [None] * len(_bounds(inst.operands[0]))
-    for s in ins[:n]:
-        for d, size in enumerate(_array(s) or ()):
-            if size is not None:
-                w = window[d]
-                trivial = w.size == 1 and w.stride == 1 and w.window_dilation == 1 and w.base_dilation == 1 \
-                    and not w.padding_low and not w.padding_high
-                out[d] = size if trivial else _windowed(size, w)
-    sizes = _or_none(out)
-    return [sizes] * n if isinstance(inst.shape, TupleShape) else sizes
-
-
-@SIZE_RULES.register(Opcode.DOT)
-def _dot_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    a = inst.attrs
-    lb, rb = list(a.get("lhs_batch_dims", ())), list(a.get("rhs_batch_dims", ()))
-    lc, rc = set(a.get("lhs_contracting_dims", ())), set(a.get("rhs_contracting_dims", ()))
-    lr, rr = len(_bounds(inst.operands[0])), len(_bounds(inst.operands[1]))
-    lhs_free = [d for d in range(lr) if d not in lc and d not in lb]
-    rhs_free = [d for d in range(rr) if d not in rc and d not in rb]
-    maps = ({d: i for i, d in enumerate(lb)} | {d: len(lb) + i for i, d in enumerate(lhs_free)},
-            {d: i for i, d in enumerate(rb)} | {d: len(lb) + len(lhs_free) + i for i, d in enumerate(rhs_free)})
-    out: list[int | None] = [None] * len(_bounds(inst))
-    for k in (0, 1):
-        for d, size in enumerate(_array(ins[k]) or ()):
-            if size is not None and d in maps[k]:
-                out[maps[k][d]] = size
-    return _or_none(out)
-
-
-def _conv_labels(inst: Instruction) -> tuple[str, str, str]:
-    lhs, rest = str(inst.attrs["dim_labels"]).split("_", 1)
-    rhs, out = rest.split("->")
-    return lhs, rhs, out
-
-
-@SIZE_RULES.register(Opcode.CONVOLUTION)
-def _convolution_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    # Only the batch dimension carries through (a dynamic feature dimension is contracted,
-    # a dynamic spatial one XLA does not support).
-    lhs, _, out_labels = _conv_labels(inst)
-    s = _array(ins[0])
-    if s is None or s[lhs.index("b")] is None:
-        return None
-    out: list[int | None] = [None] * len(_bounds(inst))
-    out[out_labels.index("b")] = s[lhs.index("b")]
-    return tuple(out)
-
-
-@SIZE_RULES.register(Opcode.CONCATENATE)
-def _concatenate_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    dim = inst.attrs["dimensions"][0]
-    out: list[int | None] = [None] * len(_bounds(inst))
-    total, dynamic = 0, False
-    for op, s in zip(inst.operands, ins, strict=True):
-        arr = _array(s)
-        n = arr[dim] if arr is not None else None
-        dynamic |= n is not None
-        total += _bounds(op)[dim] if n is None else n
-        for d, size in enumerate(arr or ()):
-            if d != dim and size is not None:
-                out[d] = size
-    if dynamic:
-        out[dim] = total
-    return _or_none(out)
-
-
-@SIZE_RULES.register(Opcode.SLICE)
-def _slice_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    s = _array(ins[0])
-    if s is None:
-        return None
-    out: list[int | None] = [None] * len(s)
-    for d, (size, r) in enumerate(zip(s, inst.attrs["slice"], strict=True)):
-        start, limit, stride = r.start, r.limit, r.stride
-        if size is not None and -(-(limit - start) // stride) != 1:  # one element: static
-            out[d] = min(max(-(-(size - start) // stride), 0), _bounds(inst)[d])
-    return _or_none(out)
-
-
-@SIZE_RULES.register(Opcode.DYNAMIC_SLICE)
-def _dynamic_slice_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    s = _array(ins[0])
-    if s is None:
-        return None
-    return _or_none([n if n is not None and _bounds(inst)[d] == _bounds(inst.operands[0])[d]
-                     and _bounds(inst)[d] != 1 else None for d, n in enumerate(s)])
-
-
-@SIZE_RULES.register(Opcode.DYNAMIC_UPDATE_SLICE)
-def _dynamic_update_slice_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    out = list(_array(ins[0]) or [None] * len(_bounds(inst)))
-    for d, n in enumerate(_array(ins[1]) or ()):
-        if n is not None and _bounds(inst.operands[1])[d] == _bounds(inst)[d]:
-            out[d] = n  # a full-size update gives its size; a partial one leaves the base's
-    return _or_none(out)
-
-
-@SIZE_RULES.register(Opcode.PAD)
-def _pad_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    s = _array(ins[0])
-    if s is None:
-        return None
-    cfg = inst.attrs["padding"].dimensions
-    return _or_none([None if n is None else max(n - 1, 0) * c[2] + n + c[0] + c[1] for n, c in zip(s, cfg, strict=True)])
-
-
-@SIZE_RULES.register(Opcode.GATHER)
-def _gather_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    a = inst.attrs
-    offset_dims, collapsed = list(a.get("offset_dims", ())), set(a.get("collapsed_slice_dims", ()))
-    out: list[int | None] = [None] * len(_bounds(inst))
-    operand_dims = [d for d in range(len(_bounds(inst.operands[0]))) if d not in collapsed]
-    for d, n in enumerate(_array(ins[0]) or ()):
-        if n is not None and a["slice_sizes"][d] == _bounds(inst.operands[0])[d] and d in operand_dims:
-            out[offset_dims[operand_dims.index(d)]] = n
-    batch_out = [d for d in range(len(out)) if d not in offset_dims]
-    index_dims = [d for d in range(len(_bounds(inst.operands[1]))) if d != a["index_vector_dim"]]
-    for d, n in enumerate(_array(ins[1]) or ()):
-        if n is not None and d in index_dims:
-            out[batch_out[index_dims.index(d)]] = n
-    return _or_none(out)
-
-
-@SIZE_RULES.register(Opcode.SCATTER)
-def _scatter_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    n = (len(inst.operands) - 1) // 2
-    outs = [_array(s) for s in ins[:n]]
-    return list(outs) if isinstance(inst.shape, TupleShape) else outs[0]
-
-
-def _reshape_groups(a: tuple[int, ...], b: tuple[int, ...]) -> list[tuple[list[int], list[int]]]:
-    """Runs of dimensions of ``a`` and ``b`` between the places where their bound products
-    agree, in order (a reshape keeps each run's elements together)."""
-    pa, pb = [math.prod(a[:k]) for k in range(len(a) + 1)], [math.prod(b[:k]) for k in range(len(b) + 1)]
-    groups: list[tuple[list[int], list[int]]] = []
-    i0 = j0 = 0
-    i = j = 1
-    while i <= len(a) and j <= len(b):
-        if pa[i] == pb[j]:
-            groups.append((list(range(i0, i)), list(range(j0, j))))
-            i0, j0 = i, j
-            i, j = i + 1, j + 1
-        elif pa[i] < pb[j]:
-            i += 1
-        else:
-            j += 1
-    if i0 < len(a) or j0 < len(b):
-        groups.append((list(range(i0, len(a))), list(range(j0, len(b)))))
-    return groups
-
-
-@SIZE_RULES.register(Opcode.RESHAPE)
-def _reshape_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    s = _array(ins[0])
-    if s is None:
-        return None
-    src, dst = tuple(_bounds(inst.operands[0])), _bounds(inst)
-    shape = inst.array_shape
-    out: list[int | None] = [None] * len(dst)
-    for ga, gb in _reshape_groups(src, dst):
-        if all(s[d] is None for d in ga):
-            continue
-        count = math.prod(_defined(s, src)[d] for d in ga)
-        if len(ga) == 1 and len(gb) == 1:
-            out[gb[0]] = count
-            continue
-        # The group's one dynamic result dimension takes what its static ones leave.
-        dynamic = [d for d in gb if shape.is_dynamic_dimension(d)] or \
-            [d for d in gb if d == inst.attrs.get("inferred_dimension")] or [d for d in gb if dst[d] > 1][:1]
-        if dynamic and count != math.prod(dst[d] for d in gb):
-            rest = math.prod(dst[d] for d in gb if d != dynamic[0])
-            out[dynamic[0]] = count // rest if rest else 0
-    return _or_none(out)
-
-
-@SIZE_RULES.register(Opcode.CUSTOM_CALL)
-def _custom_call_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    target = inst.custom_call_target
-    if target == "SetBound":
-        return ins[0]
-    if target == "SliceToDynamic":  # operands: the data, then one s32 size per dimension
-        return tuple(int(n) for n in operands[1:])
-    return None  # PadToStatic's results are static; other targets are opaque
-
 
 # --- semantics: DynamicPadder's rewrites ----------------------------------------------------
 
@@ -440,7 +85,7 @@ SEMANTICS: OpTable[Semantics] = OpTable(
 def _mask(x: np.ndarray, sizes: Sizes, dims: Any, fill: Any) -> np.ndarray:
     """``x`` with the elements past its dynamic size along each of ``dims`` set to ``fill``
     (PadWithScalar)."""
-    s = _array(sizes)
+    s = array_sizes(sizes)
     if s is None:
         return x
     x = np.asarray(x)
@@ -457,7 +102,7 @@ def _mask(x: np.ndarray, sizes: Sizes, dims: Any, fill: Any) -> np.ndarray:
 
 
 def _region(sizes: Sizes, shape: tuple[int, ...]) -> tuple[slice, ...]:
-    return tuple(slice(0, n) for n in _defined(_array(sizes), shape))
+    return tuple(slice(0, n) for n in defined_counts(array_sizes(sizes), shape))
 
 
 @SEMANTICS.register(Opcode.REDUCE)
@@ -503,7 +148,7 @@ def _dot(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], out:
 def _convolution(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], out: Sizes, handler: Any) -> Any:
     # ShouldSkipPadOnOperand: the input's batch and window-1 spatial dimensions, and the
     # kernel's output feature dimension, need no zeros.
-    lhs, rhs, _ = _conv_labels(inst)
+    lhs, rhs, _ = conv_labels(inst)
     window = inst.attrs["window"].dimensions if inst.attrs.get("window") is not None else ()
     spatial = [c for c in lhs if c.isdigit()]
     skip = {lhs.index("b")} | {lhs.index(c) for k, c in enumerate(spatial) if k < len(window) and window[k].size == 1}
@@ -530,14 +175,14 @@ def _scatter(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], 
 def _reverse(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], out: Sizes, handler: Any) -> Any:
     # RewriteReverse: the defined region reversed at the front, zeros after.
     x = np.asarray(operands[0])
-    s = _array(ins[0])
+    s = array_sizes(ins[0])
     dims = [d for d in inst.attrs["dimensions"] if s is not None and s[d] is not None]
     if not dims:
         return handler(ctx, inst, operands)
     reversed_ = np.asarray(handler(ctx, inst, operands))
     padded = np.zeros(tuple(2 * n if d in dims else n for d, n in enumerate(x.shape)), x.dtype)
     padded[tuple(slice(0, n) for n in x.shape)] = reversed_
-    starts = [x.shape[d] - _defined(s, x.shape)[d] if d in dims else 0 for d in range(x.ndim)]
+    starts = [x.shape[d] - defined_counts(s, x.shape)[d] if d in dims else 0 for d in range(x.ndim)]
     return padded[tuple(slice(b, b + n) for b, n in zip(starts, x.shape, strict=True))].copy()
 
 
@@ -546,10 +191,10 @@ def _concatenate(ctx: Any, inst: Instruction, operands: Operands, ins: list[Size
     # RewriteDynamicConcat: the first operand padded with zeros to the result, each next one
     # written in full where the sizes before it end.
     dim = inst.attrs["dimensions"][0]
-    sizes = _array(out)
+    sizes = array_sizes(out)
     if sizes is None or sizes[dim] is None:
         return handler(ctx, inst, operands)
-    result = np.zeros(_bounds(inst), np.asarray(operands[0]).dtype)
+    result = np.zeros(bounds_of(inst), np.asarray(operands[0]).dtype)
     offset = 0
     for op, x, s in zip(inst.operands, operands, ins, strict=True):
         x = np.asarray(x)
@@ -557,8 +202,8 @@ def _concatenate(ctx: Any, inst: Instruction, operands: Operands, ins: list[Size
         start = min(offset, result.shape[dim] - x.shape[dim])  # dynamic-update-slice clamps
         index[dim] = slice(start, start + x.shape[dim])
         result[tuple(index)] = x
-        arr = _array(s)
-        offset += _bounds(op)[dim] if arr is None or arr[dim] is None else int(arr[dim])
+        arr = array_sizes(s)
+        offset += bounds_of(op)[dim] if arr is None or arr[dim] is None else int(arr[dim])
     return result
 
 
@@ -567,7 +212,7 @@ def _sort(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], out
     # RewriteDynamicSort: elements past the size compare after every defined one, so the
     # defined region sorts among itself at the front and the padding stays behind it.
     dim = inst.attrs["dimensions"][0]
-    size = next((s[dim] for s in map(_array, ins) if s is not None and s[dim] is not None), None)
+    size = next((s[dim] for s in map(array_sizes, ins) if s is not None and s[dim] is not None), None)
     if size is None:
         return handler(ctx, inst, operands)
     arrays = [np.asarray(x) for x in operands]
@@ -590,7 +235,7 @@ def _logical_reshape(x: np.ndarray, sizes: Sizes, shape: tuple[int, ...], out: S
     Where the two regions' element counts disagree (sizes a program passes in at random)
     the shorter one decides how many are moved; XLA defines nothing there."""
     region = x[_region(sizes, x.shape)].reshape(-1)
-    target = _defined(_array(out), shape)
+    target = defined_counts(array_sizes(out), shape)
     flat = np.zeros(math.prod(target), x.dtype)
     n = min(region.size, flat.size)
     flat[:n] = region[:n]
@@ -601,9 +246,9 @@ def _logical_reshape(x: np.ndarray, sizes: Sizes, shape: tuple[int, ...], out: S
 
 @SEMANTICS.register(Opcode.RESHAPE)
 def _reshape(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], out: Sizes, handler: Any) -> Any:
-    if _array(ins[0]) is None:
+    if array_sizes(ins[0]) is None:
         return handler(ctx, inst, operands)
-    return _logical_reshape(np.asarray(operands[0]), ins[0], _bounds(inst), out)
+    return _logical_reshape(np.asarray(operands[0]), ins[0], bounds_of(inst), out)
 
 
 @SEMANTICS.register(Opcode.DYNAMIC_UPDATE_SLICE)
@@ -611,7 +256,7 @@ def _dynamic_update_slice(ctx: Any, inst: Instruction, operands: Operands, ins: 
                           handler: Any) -> Any:
     # RewriteDynamicUpdateSlice: a partial update's padding is the base it would cover.
     base, update = np.asarray(operands[0]), np.asarray(operands[1])
-    s = _array(ins[1])
+    s = array_sizes(ins[1])
     dims = [d for d in range(update.ndim) if s is not None and s[d] is not None and update.shape[d] < base.shape[d]]
     if dims:
         covered = shape_ops.dynamic_slice(base, operands[2:], update.shape)
@@ -627,7 +272,7 @@ def _dynamic_update_slice(ctx: Any, inst: Instruction, operands: Operands, ins: 
 def _binary(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], out: Sizes, handler: Any) -> Any:
     # RewriteDynamicBinaryOp: where the operands' sizes differ and one is 1, that operand's
     # first row is broadcast along the dimension (implicit broadcast).
-    a, b = _array(ins[0]), _array(ins[1])
+    a, b = array_sizes(ins[0]), array_sizes(ins[1])
     if a is not None and b is not None:
         for d, (x, y) in enumerate(zip(a, b, strict=True)):
             if x is None or y is None or x == y:
@@ -654,17 +299,6 @@ def _set_dimension_size(ctx: Any, inst: Instruction, operands: Operands) -> Valu
     return operands[0]
 
 
-@SIZE_RULES.register(Opcode.SET_DIMENSION_SIZE)
-def _set_dimension_size_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    dim, size = inst.attrs["dimensions"][0], int(operands[1])
-    out = list(_array(ins[0]) or [None] * len(_bounds(inst)))
-    # Setting a static dimension to its bound keeps it static (HandleSetDimensionSize).
-    static = inst.operands[1].opcode is Opcode.CONSTANT and size == _bounds(inst)[dim] \
-        and not inst.array_shape.is_dynamic_dimension(dim)
-    out[dim] = None if static else size
-    return _or_none(out)
-
-
 @evaluates(Opcode.GET_DIMENSION_SIZE)
 def _get_dimension_size(ctx: Any, inst: Instruction, operands: Operands) -> Value:
     # A dimension its operand declares static reads as its bound, whatever size was set:
@@ -672,16 +306,9 @@ def _get_dimension_size(ctx: Any, inst: Instruction, operands: Operands) -> Valu
     dim = inst.attrs["dimensions"][0]
     shape = inst.operands[0].shape
     declared = isinstance(shape, ArrayShape) and shape.is_dynamic_dimension(dim)
-    s = _array(sizes_of(ctx, inst.operands[0])) if declared else None
+    s = array_sizes(sizes_of(ctx, inst.operands[0])) if declared else None
     n = operands[0].shape[dim] if s is None or s[dim] is None else s[dim]
     return np.asarray(n, np.int32)
-
-
-@SIZE_RULES.register(Opcode.DYNAMIC_RESHAPE)
-def _dynamic_reshape_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
-    # HandleDynamicReshape: the sizes are operands 1.., on the result's dynamic dimensions.
-    return _or_none([int(n) if inst.array_shape.is_dynamic_dimension(d) else None
-                     for d, n in enumerate(operands[1:])])
 
 
 @evaluates(Opcode.DYNAMIC_RESHAPE)
@@ -690,8 +317,8 @@ def _dynamic_reshape(ctx: Any, inst: Instruction, operands: Operands) -> Value:
     # and result, which XLA's parser allows) it is a reshape.
     x = np.asarray(operands[0])
     if not involves_dynamic(inst):
-        return x.reshape(_bounds(inst))
-    return _logical_reshape(x, sizes_of(ctx, inst.operands[0]), _bounds(inst), _dynamic_reshape_sizes(inst, [], operands))
+        return x.reshape(bounds_of(inst))
+    return _logical_reshape(x, sizes_of(ctx, inst.operands[0]), bounds_of(inst), dynamic_reshape_sizes(inst, [], operands))
 
 
 def compact(x: np.ndarray, sizes: Sizes) -> np.ndarray:
@@ -721,7 +348,7 @@ def _handed_out(inst: Instruction, value: Value, sizes: Sizes) -> Value:
 def _handed_out_plain(value: Value, sizes: Sizes) -> Value:
     if isinstance(sizes, list) and isinstance(value, tuple):
         return tuple(_handed_out_plain(v, s) for v, s in zip(value, sizes, strict=True))
-    if _array(sizes) is not None and isinstance(value, np.ndarray):
+    if array_sizes(sizes) is not None and isinstance(value, np.ndarray):
         return compact(value, sizes)
     return value
 
@@ -739,20 +366,17 @@ def _enter(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes]) ->
     if op is Opcode.WHILE:
         body, cond = inst.attrs["body"], inst.attrs["condition"]
         for comp in (body, cond):
-            _set(ctx, comp.parameters[0], ins[0])
+            set_sizes(ctx, comp.parameters[0], ins[0])
         ctx.cache[("dynamic-loop", id(body), ctx.device)] = (body.parameters[0], cond.parameters[0])
     elif op in (Opcode.CALL, Opcode.FUSION):
         comp = _called(inst)
         if comp is not None:
             for p, s in zip(comp.parameters, ins, strict=False):
-                _set(ctx, p, s)
+                set_sizes(ctx, p, s)
     elif op is Opcode.CONDITIONAL:
-        # A late import: control_flow imports the evaluator, which imports this module.
-        from hloscope.interpret.control_flow import select_branch
-
         branch, index = select_branch(inst, operands[0])
         ctx.cache[("dynamic-branch", id(inst), ctx.device)] = branch
-        _set(ctx, branch.parameters[0], ins[1 + index])
+        set_sizes(ctx, branch.parameters[0], ins[1 + index])
 
 
 def _called_sizes(ctx: Any, inst: Instruction) -> Sizes:
@@ -767,14 +391,14 @@ _CALLS = {Opcode.WHILE, Opcode.CALL, Opcode.FUSION, Opcode.CONDITIONAL}
 
 
 def _after(ctx: Any, inst: Instruction, sizes: Sizes, value: Value) -> Value:
-    _set(ctx, inst, sizes)
+    set_sizes(ctx, inst, sizes)
     comp = inst.computation
     if comp is None or comp.root is not inst:
         return value
     loop = ctx.cache.get(("dynamic-loop", id(comp), ctx.device))
     if loop is not None:  # a while body's root: the next iteration's state (HandleWhile)
         for p in loop:
-            _set(ctx, p, sizes)
+            set_sizes(ctx, p, sizes)
     if comp.is_entry and sizes is not None:
         return _handed_out(inst, value, sizes)
     return value
@@ -812,5 +436,4 @@ def with_dynamic_sizes(handler: Callable[..., Any], inst: Instruction) -> Callab
     return step
 
 
-_register_elementwise()
 _register_binary()

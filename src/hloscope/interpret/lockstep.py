@@ -45,6 +45,7 @@ import numpy as np
 from hloscope.errors import InterpretError
 from hloscope.interpret import handlers as _handlers
 from hloscope.interpret import indexing, reduction, shape_ops
+from hloscope.interpret.branches import select_branch
 from hloscope.interpret.driver import Exchange
 from hloscope.interpret.dynamic import has_dynamic
 from hloscope.interpret.evaluator import (
@@ -581,8 +582,6 @@ def _while(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Gener
 
 @_stacked(Opcode.CONDITIONAL)
 def _conditional(ctx: LockstepContext, inst: Instruction, operands: Operands) -> Generator[Any, Any, Value]:
-    from hloscope.interpret.control_flow import select_branch
-
     selector = _agreed(ctx, operands[0], inst, "branch selectors")
     if selector is None:
         return on_each_device(ctx, inst, operands)
