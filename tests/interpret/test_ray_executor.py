@@ -173,7 +173,10 @@ def test_a_killed_worker_ends_the_run_within_seconds_naming_it(ray_instance) -> 
     assert isinstance(error, WorkerDiedError), error
     text = str(error)
     assert "Ray worker 1 (devices 2-3 of 4" in text and f"pid {victim['pid']}" in text
-    assert "instruction" in text and ("computation body" in text or "computation cond" in text), text
+    # Sampled once a second: inside the body or condition, or between trips in the loop itself
+    # (a fresh-clone CI run caught it there: "instruction w in computation main").
+    assert "instruction" in text and any(at in text for at in ("computation body", "computation cond",
+                                                                "instruction w in computation main")), text
     assert _gone(survivor["pid"], 10), "the other worker was left running"
 
 
