@@ -327,17 +327,23 @@ def _identity(kind: str, dtype: Any) -> Any:
     return None
 
 
+def _fusion_and_call_callers(module: Any) -> dict[int, list[tuple[Any, Any]]]:
+    """id(computation) -> [(fusion or call instruction, computation)] that call it."""
+    callers: dict[int, list[tuple[Any, Any]]] = {}
+    for inst in module.instructions():
+        if inst.opcode.text in ("fusion", "call"):
+            for comp in inst.called_computations:
+                callers.setdefault(id(comp), []).append((inst, comp))
+    return callers
+
+
 def identity_inits(module: Any) -> dict[int, str]:
     """Entry parameter number -> the reduction whose identity to give it, for the parameters used only as
     init values of reduce / reduce-window instructions with a known reducer (reached through
     fusion and call parameters) that all want the same identity."""
     from hloscope.interpret.evaluator import known_reduction
 
-    callers: dict[int, list[tuple[Any, Any]]] = {}  # id(computation) -> [(caller, computation)]
-    for inst in module.instructions():
-        if inst.opcode.text in ("fusion", "call"):
-            for comp in inst.called_computations:
-                callers.setdefault(id(comp), []).append((inst, comp))
+    callers = _fusion_and_call_callers(module)
 
     def entry_params(inst: Any, depth: int = 0) -> list[Any]:
         if inst.opcode.text != "parameter" or depth > 16:
@@ -628,11 +634,7 @@ def non_identity_inits(module: Any) -> list[str]:
     from hloscope.ir.literal import Literal
 
     given = identity_inits(module)  # entry parameters the inputs set to the identity
-    callers: dict[int, list[Any]] = {}
-    for inst in module.instructions():
-        if inst.opcode.text in ("fusion", "call"):
-            for comp in inst.called_computations:
-                callers.setdefault(id(comp), []).append(inst)
+    callers = _fusion_and_call_callers(module)
 
     def is_identity(value: Any, kind: str, depth: int = 0) -> bool:
         op = value.opcode.text
@@ -647,7 +649,7 @@ def non_identity_inits(module: Any) -> list[str]:
             return False
         if value.computation is module.entry:
             return given.get(value.parameter_number) == kind
-        users = callers.get(id(value.computation), [])
+        users = [caller for caller, _ in callers.get(id(value.computation), [])]
         n = value.parameter_number
         return bool(users) and all(n < len(u.operands) and is_identity(u.operands[n], kind, depth + 1)
                                    for u in users)
