@@ -11,10 +11,10 @@ import dataclasses
 import pytest
 
 import hloscope
-from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP, fresh_allocations, is_library_fusion
+from hloscope.analysis.cpu_model import fresh_allocations, is_library_fusion
 from hloscope.analysis.hardware import FRESH_BUFFER_BYTES, HardwareSpec, load_hardware
 from hloscope.analysis.timing import estimate_time, execution_seconds, roofline_seconds
-from tests.analysis.test_timing import SOFTMAX_FUSION
+from tests.analysis.test_timing import SOFTMAX_FUSION, link_seconds
 
 YNN = ', backend_config={"fusion_config":{"kind":"__ynn_fusion"},"outer_dimension_partitions":[]}'
 
@@ -27,6 +27,7 @@ def _cpu(**rates: float) -> HardwareSpec:
     hw = load_hardware("cpu")
     assert hw.cpu_rates is not None
     return dataclasses.replace(hw, cpu_rates=dataclasses.replace(hw.cpu_rates, **rates))
+
 
 
 def test_library_fusion_evaluates_each_producer_once() -> None:
@@ -45,9 +46,9 @@ def test_library_fusion_evaluates_each_producer_once() -> None:
     assert estimate_time(library, hw).memory_seconds == pytest.approx(
         (cost.bytes_accessed / 2 + 2 * cost.bytes_accessed / 2) * 12 / 16 / hw.memory_bandwidth)
     # XLA's loops evaluate the exp twice; it depends on no other transcendental, so at the
-    # unchained rate (Note [Chained transcendentals]).
+    # independent rate (Note [Chained transcendentals]).
     assert estimate_time(loop, hw).compute_seconds == pytest.approx(
-        cost.flops / r.elementwise_flops + 2 * n / UNCHAINED_SPEEDUP / r.transcendentals)
+        cost.flops / r.elementwise_flops + 2 * n * link_seconds(r, 1))
 
 
 ATTENTION = """HloModule a
@@ -194,11 +195,11 @@ def test_page_faults_add_to_a_compute_bound_thunk() -> None:
     top of its roofline, not hidden under its compute time (as an interval before it)."""
     module = hloscope.parse("HloModule t\nENTRY e {\n  x = f32[8388608]{0} parameter(0)\n"
                             "  ROOT y = f32[8388608]{0} tanh(x)\n}\n")
-    hw = _cpu(cached_bandwidth=0.0, transcendentals=2e8)
+    hw = _cpu(cached_bandwidth=0.0, transcendentals=4e7, unchained_transcendentals=2e8)
     r = hw.cpu_rates
     assert r is not None and r.fresh_page_bandwidth > 0
     n = 8388608
-    compute = n / UNCHAINED_SPEEDUP / r.transcendentals  # one tanh, unchained
+    compute = n * link_seconds(r, 1)  # one tanh, independent
     memory = (4 * n + 2 * 4 * n) * 12 / 16 / hw.memory_bandwidth  # Note [Reads and writes]
     assert compute > memory + 4 * n / r.fresh_page_bandwidth  # compute-bound, faults and all
     est = estimate_time(module, hw)
@@ -279,8 +280,9 @@ ENTRY e {
 
 
 def test_unchained_transcendentals_cost_less() -> None:
-    """Note [Chained transcendentals]: the exp and tanh of the input depend on no other
-    transcendental and overlap; the last exp takes their result and pays the chained rate."""
+    """Note [Chained transcendentals]: the longest chain is two deep (the exp or the tanh of the
+    input, then the last exp): its two links cost a link of a chain of 2 each, the one beside
+    it what an independent one does."""
     hw = load_hardware("cpu")
     r = hw.cpu_rates
     assert r is not None
@@ -288,7 +290,8 @@ def test_unchained_transcendentals_cost_less() -> None:
     n = 1048576
     cost = hloscope.cost(module).total
     assert cost.transcendentals == 3 * n
-    expected = cost.flops / r.elementwise_flops + (2 * n / UNCHAINED_SPEEDUP + n) / r.transcendentals
+    expected = cost.flops / r.elementwise_flops + 2 * n * link_seconds(r, 2) + n * link_seconds(r, 1)
+    assert link_seconds(r, 1) < link_seconds(r, 2) < 1 / r.transcendentals
     assert estimate_time(module, hw).compute_seconds == pytest.approx(expected)
     # The same graph as a library fusion runs each op at the calibrated rate.
     library = hloscope.parse(CHAINS.replace("kind=kLoop, calls=fused", "kind=kCustom, calls=fused" + YNN))
@@ -373,6 +376,40 @@ def test_eigen_convolutions_go_with_their_outputs() -> None:
     assert estimate_time(conv, hw).compute_seconds == pytest.approx(outputs / r.conv_outputs)
 
 
+def test_transposed_convolutions_run_as_a_gemm_and_a_packing_pass() -> None:
+    """Note [Transposed convolutions]: an input-dilated convolution with unit strides is one
+    GEMM of the undilated input by the kernel into a column matrix, then a pass adding the
+    columns into the zero-filled output; the matrix is the thunk's own fresh allocation when
+    large. With a window dilation it is an Eigen convolution again."""
+    from hloscope.analysis.cpu_model import FreshAllocation, fresh_allocations
+
+    hw = _cpu(cached_bandwidth=0.0, cached_dot_flops=1.0)  # no cache speed-ups: the large rates
+    r = hw.cpu_rates
+    assert r is not None
+    body = ("  x = f32[8,32,32,64]{3,2,1,0} parameter(0)\n  w = f32[3,3,64,32]{3,2,1,0} parameter(1)\n"
+            "  ROOT c = f32[8,64,64,32]{3,2,1,0} convolution(x, w), window={size=3x3 pad=2_1x2_1 lhs_dilate=2x2}, "
+            "dim_labels=b01f_01io->b01f")
+    conv = _one(body)
+    rows, columns = 8 * 32 * 32, 3 * 3 * 32
+    gemm_flops = 2 * rows * 64 * columns
+    matrix = 4 * rows * columns
+    out = 4 * 8 * 64 * 64 * 32
+    packed = matrix + 3 * out  # the matrix read back, the output filled, read and written
+    compute = gemm_flops / hw.flops_per_second("f32") + rows * columns / r.elementwise_flops + (
+        packed * 12 / 16 / hw.memory_bandwidth)
+    est = estimate_time(conv, hw)
+    assert est.compute_seconds == pytest.approx(compute)
+    # Far less than the same outputs as an Eigen convolution's (Note [Eigen convolutions]).
+    assert compute < 8 * 64 * 64 * 32 / r.conv_outputs
+    assert matrix < FRESH_BUFFER_BYTES and fresh_allocations(conv) == []
+    large = _one(body.replace("f32[8,", "f32[32,"))  # a 36 MiB matrix
+    assert fresh_allocations(large) == [FreshAllocation(f"scratch of {large.entry.root.name}", "library scratch",
+                                                        4 * matrix, large.entry.root)]
+    dilated = _one(body.replace("lhs_dilate=2x2", "lhs_dilate=2x2 rhs_dilate=2x2"))
+    assert estimate_time(dilated, hw).compute_seconds == pytest.approx(8 * 64 * 64 * 32 / r.conv_outputs)
+    assert fresh_allocations(dilated) == []
+
+
 def test_a_variadic_reducer_runs_its_instructions_per_window_element() -> None:
     """An argmax pooling's reduce-window (a value and its index per window element) costs its
     reducer's further instructions at comparator_ops, as a sort's comparator does."""
@@ -422,6 +459,49 @@ def test_thunks_in_sequence_and_as_a_graph() -> None:
         expected = (wide * r.dag_thunk_overhead + (k - wide) * hw.kernel_launch_overhead
                     + execution_seconds(m, hw))
         assert est.launch_seconds == pytest.approx(expected)
+
+
+def test_thunks_in_a_loop_body_cost_the_loop_figures() -> None:
+    """Note [Thunks in loops]: a loop body's thunks cost ``loop_thunk_overhead`` on every trip
+    and each trip ``loop_trip_overhead``; the step's own thunks ``kernel_launch_overhead``."""
+    from hloscope.analysis.cpu_model import loop_computations
+
+    hw = _cpu(execution_overhead=0.0, parameter_overhead=0.0, result_overhead=0.0,
+              loop_thunk_overhead=2e-8, loop_trip_overhead=5e-8)
+    r = hw.cpu_rates
+    assert r is not None
+    module = hloscope.parse("""HloModule l
+body {
+  s = (s32[], f32[64]{0}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = f32[64]{0} get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  j = s32[] add(i, one)
+  y = f32[64]{0} exponential(x)
+  z = f32[64]{0} tanh(y)
+  ROOT t = (s32[], f32[64]{0}) tuple(j, z)
+}
+cond {
+  s = (s32[], f32[64]{0}) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(10)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+ENTRY e {
+  x = f32[64]{0} parameter(0)
+  a = f32[64]{0} negate(x)
+  zero = s32[] constant(0)
+  s = (s32[], f32[64]{0}) tuple(zero, a)
+  w = (s32[], f32[64]{0}) while(s), condition=cond, body=body
+  ROOT b = f32[64]{0} get-tuple-element(w), index=1
+}
+""")
+    assert {c.name for c in loop_computations(module)} == {"body", "cond"}
+    est = estimate_time(module, hw)
+    assert est.trip_counts["w"] == 10
+    # body: add, exponential, tanh; condition: compare. The entry: negate.
+    expected = hw.kernel_launch_overhead + 10 * (4 * r.loop_thunk_overhead + r.loop_trip_overhead)
+    assert est.launch_seconds == pytest.approx(expected)
 
 
 def test_each_parameter_and_result_array_adds_to_an_execution() -> None:

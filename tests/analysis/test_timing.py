@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 
 import pytest
 
 import hloscope
-from hloscope.analysis.cpu_model import UNCHAINED_SPEEDUP
-from hloscope.analysis.hardware import HardwareSpec, load_hardware
+from hloscope.analysis.cpu_model import CHAIN_DEPTH
+from hloscope.analysis.hardware import CpuRates, HardwareSpec, load_hardware
 from hloscope.analysis.timing import estimate_time, execution_seconds, roofline_seconds
 from hloscope.analysis.trace import trip_offsets
 from tests.analysis.async_sugar import ASYNC_SUGAR
@@ -137,6 +138,13 @@ ENTRY e {
 """
 
 
+def link_seconds(r: CpuRates, depth: int) -> float:
+    """Seconds of one transcendental on a loop's longest chain of ``depth`` (Note [Chained
+    transcendentals] in cpu_model.py)."""
+    independent, chain = 1 / r.unchained_transcendentals, 1 / r.transcendentals
+    return independent + (chain - independent) * math.log(depth) / math.log(CHAIN_DEPTH)
+
+
 def _streamed(read: float, written: float, bandwidth: float) -> float:
     """Note [Reads and writes]: a written byte costs two transfers, a read one; the rates are
     z = x + y's (16 transfers per 12 bytes)."""
@@ -153,10 +161,10 @@ def test_cpu_model_uses_loop_rates() -> None:
     rates = cpu.cpu_rates
     assert rates is not None
     loop = estimate_time(hloscope.parse(TRANSCENDENTAL_LOOP), cpu)
-    # The exp depends on no other transcendental, the tanh on the exp (Note [Chained
-    # transcendentals] in cpu_model.py).
+    # The tanh takes the exp's result: a chain of two, each a link of such a chain (Note
+    # [Chained transcendentals] in cpu_model.py).
     n = 1048576
-    compute = (n / UNCHAINED_SPEEDUP + n) / rates.transcendentals
+    compute = 2 * n * link_seconds(rates, 2)
     memory = _streamed(4 * n, 4 * n, cpu.memory_bandwidth)
     assert loop.compute_seconds == pytest.approx(compute)
     assert loop.total_seconds == pytest.approx(roofline_seconds(compute, memory) + cpu.kernel_launch_overhead
@@ -267,7 +275,7 @@ def test_cpu_model_counts_producers_each_loop_evaluates() -> None:
     n = 256 * 1024
     assert cost.transcendentals == n
     # Twice, each at the unchained rate (it depends on no other transcendental).
-    twice = cost.flops / r.elementwise_flops + 2 * n / UNCHAINED_SPEEDUP / r.transcendentals
+    twice = cost.flops / r.elementwise_flops + 2 * n * link_seconds(r, 1)
     assert estimate_time(module, cpu).compute_seconds == pytest.approx(twice)
     # The input is read by both loops too: twice, where the cost analysis counts it once.
     flat = dataclasses.replace(cpu, cpu_rates=dataclasses.replace(r, cached_bandwidth=0.0))

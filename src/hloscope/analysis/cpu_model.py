@@ -30,7 +30,7 @@ from hloscope.analysis.memory.report import MemoryReport, analyze_memory
 from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
 
 __all__ = ["FreshAllocation", "LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_allocations", "is_library_fusion",
-           "REUSE_BYTES", "math_dtype", "runs_in_sequence", "thunks_of", "wide_thunks"]
+           "REUSE_BYTES", "loop_computations", "math_dtype", "runs_in_sequence", "thunks_of", "wide_thunks"]
 
 MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
 
@@ -69,6 +69,15 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
         dot_flops = min(float(sum(_dot_flops(i) for i in math_ops)), flops)
         rest = _loop_compute(body, flops - dot_flops, transcendentals, rates)
         compute = dot_flops / _dot_rate(hw, rates, math_dtype(inst), c.bytes_accessed) + rest
+    elif (transposed_conv := _transposed_conv_gemm(inst)) is not None:
+        # Note [Transposed convolutions]
+        gemm_flops, columns = transposed_conv
+        gemm = gemm_flops / _dot_rate(hw, rates, math_dtype(inst), c.bytes_accessed + 2 * columns)
+        # The packing pass starts when the GEMM is done: its adds and its stream (the matrix read,
+        # the output zero-filled, then read and written) follow the GEMM's time, not overlap it.
+        packed = columns + 3 * _bytes_of(inst)
+        compute = (gemm + columns / _bytes_per_element(inst) / rates.elementwise_flops
+                   + packed * _STREAM_SHARE / _stream_rate(hw, rates, packed))
     elif math_ops:
         compute = (flops + transcendentals) / _dot_rate(hw, rates, math_dtype(inst), c.bytes_accessed)
         if inst.opcode is Opcode.CONVOLUTION and rates.conv_outputs > 0:
@@ -94,10 +103,8 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
             flops += again_flops
             transcendentals += again_transcendentals
             nbytes_again = again_bytes
-        compute = _loop_compute(body, flops, transcendentals, rates)
-        if not is_library_fusion(inst):
-            # Note [Chained transcendentals]
-            compute -= _unchained_share(body, transcendentals) * (1 - 1 / UNCHAINED_SPEEDUP) / rates.transcendentals
+        # Note [Chained transcendentals]: XLA's own loops overlap independent ones.
+        compute = _loop_compute(body, flops, transcendentals, rates, chained=not is_library_fusion(inst))
     scratch = 2 * sum(_materialized_bytes(inst))
     nbytes = max(c.bytes_accessed, 0) + nbytes_again + scratch
     # Note [Reads and writes]
@@ -124,6 +131,53 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
 #     traffic went through the cache since; those are read at ``memory_bandwidth``.
 REUSE_BYTES = CACHED_STREAM_BYTES
 
+
+def _transposed_conv_gemm(inst: Instruction) -> tuple[float, float] | None:
+    """(GEMM FLOPs, bytes of the column matrix) of a convolution XLA:CPU runs as a transposed
+    one (Note [Transposed convolutions]), or None."""
+    if inst.opcode is not Opcode.CONVOLUTION or len(inst.operands) != 2:
+        return None
+    window, dn = inst.attrs.get("window"), inst.attrs.get("dim_labels")
+    lhs, rhs, out = inst.operands[0].shape, inst.operands[1].shape, inst.shape
+    if (window is None or dn is None or not 1 <= len(window.dimensions) <= 2
+            or not all(isinstance(s, ArrayShape) for s in (lhs, rhs, out))
+            or inst.attrs.get("feature_group_count", 1) != 1 or inst.attrs.get("batch_group_count", 1) != 1
+            or math_dtype(inst) not in ("f32", "f16")):
+        return None
+    dims = window.dimensions
+    if (not any(d.base_dilation > 1 for d in dims)
+            or any(d.window_dilation != 1 or d.stride != 1 or d.window_reversal for d in dims)):
+        return None
+    assert isinstance(lhs, ArrayShape) and isinstance(rhs, ArrayShape) and isinstance(out, ArrayShape)
+    rows = lhs.dimensions[dn.input_batch_dimension] * math.prod(lhs.dimensions[d] for d in dn.input_spatial_dimensions)
+    columns = (math.prod(rhs.dimensions[d] for d in dn.kernel_spatial_dimensions)
+               * rhs.dimensions[dn.kernel_output_feature_dimension])
+    channels = lhs.dimensions[dn.input_feature_dimension]
+    element = _bytes_per_element(inst)
+    return 2.0 * rows * channels * columns, float(rows * columns * element)
+
+
+def _bytes_per_element(inst: Instruction) -> int:
+    shape = inst.shape
+    if not isinstance(shape, ArrayShape) or not shape.element_count:
+        return 4
+    return max(shape.byte_size() // shape.element_count, 1)
+
+
+# Note [Transposed convolutions]
+#     XLA:CPU runs a 2-D (or 1-D) convolution with input dilation, unit strides and window
+#     dilation and one feature group, as a transposed convolution does, its own way
+#     (``EigenTransposedConv2D`` in ``backends/cpu/runtime/convolution_thunk_internal.h``): one
+#     GEMM of the undilated input, [batch x input positions, input channels], by the kernel,
+#     [input channels, kernel taps x output channels], into a column matrix it allocates on
+#     each call, then a pass adding each column back to the output position it lands on
+#     (``Pack2DPatches``), over an output it first zero-fills. So it costs the GEMM's FLOPs at
+#     the matmul rate (the zeros of the dilation are never multiplied), then the packing pass
+#     (one add per matrix element, the matrix read back, the output filled and updated), and the
+#     matrix's fresh pages: a 3x3 stride-2
+#     transposed convolution of 8x32x32x64 took 3.1 ms here, estimated 6.4 as an Eigen
+#     convolution's output elements (Note [Eigen convolutions]), which is what XLA:CPU runs
+#     for every other convolution it does not hand to a library.
 
 # Note [Eigen convolutions]
 #     A convolution XLA:CPU does not hand to a library (YNNPACK takes most NHWC ones as a
@@ -302,7 +356,10 @@ def fresh_allocations(module: Module, memory: MemoryReport | None = None) -> lis
 
 
 def _materialized_bytes(inst: Instruction) -> list[int]:
-    """Bytes of each dot result a library fusion writes out and reads back inside its graph."""
+    """Bytes of each dot result a library fusion writes out and reads back inside its graph, or
+    of the column matrix of a transposed convolution (Note [Transposed convolutions])."""
+    if (transposed_conv := _transposed_conv_gemm(inst)) is not None:
+        return [int(transposed_conv[1])]
     if not is_library_fusion(inst):
         return []
     fused: Computation = inst.attrs["calls"]
@@ -369,13 +426,17 @@ def _recomputed(fused: Computation) -> tuple[float, float, float]:
 
 
 def _loop_compute(body: tuple[Instruction, ...] | list[Instruction], flops: float, transcendentals: float,
-                  rates: CpuRates) -> float:
+                  rates: CpuRates, chained: bool = False) -> float:
     """Seconds of the vectorised loops over ``body``: FLOPs and transcendentals at their rates,
-    square roots as FLOPs (Note [Hardware roots]), gathers' and reduce-windows' walks at theirs."""
+    square roots as FLOPs (Note [Hardware roots]), gathers' and reduce-windows' walks at theirs.
+    ``chained``: the transcendentals cost by the depth of their chains (XLA's own loops, Note
+    [Chained transcendentals]), else each at the calibrated chain's rate (a library's passes)."""
     roots = [i for i in body if i.opcode in _ROOT_OPS]
     counted = min(float(sum(_elements_of(i) for i in roots)), transcendentals)  # XLA: one each
     flops += sum(_elements_of(i) * _ROOT_OPS[i.opcode] for i in roots) if counted else 0
-    compute = flops / rates.elementwise_flops + (transcendentals - counted) / rates.transcendentals
+    polynomial = transcendentals - counted
+    compute = flops / rates.elementwise_flops + (
+        _chained_seconds(body, polynomial, rates) if chained else polynomial / rates.transcendentals)
     for i in body:
         if i.opcode is Opcode.GATHER:
             compute += _elements_of(i) / _indexed_rate(rates.gather_elements, rates.cached_gather_elements,
@@ -401,39 +462,48 @@ def _dot_flops(dot: Instruction) -> int:
 
 
 # Note [Chained transcendentals]
-#     ``transcendentals`` is calibrated on a chain, each exp or tanh taking the previous one's
-#     result. XLA's loop emits one iteration's instructions straight, and the core overlaps
-#     the iterations only as far as its reorder window reaches, so a chain's latency shows;
-#     a transcendental that depends on no other in its loop (softmax's exp, gelu's tanh, the
-#     log of a normal sampler) overlaps with its neighbours' and costs far less. Measured here
-#     with XLA:CPU, 1 Mi elements: exp alone 0.17 ns and log alone 0.30 ns per element beyond
-#     the copy's streaming, while each link of a chain of 8 cost 0.82 ns (exp/tanh), 1.10 (exp)
-#     and 0.78 (tanh). Such unchained ones in XLA's own loops are charged 1/UNCHAINED_SPEEDUP of
-#     the calibrated cost; a library runs each op as a pass over a tile, at the calibrated rate
-#     (YNNPACK's softmax exp measured so).
-# Speed-up of an unchained transcendental over a chained one (from the figures above: 0.82 /
-# 0.17..0.30 is 2.7..4.8; the lower end, as the measured singles also streamed their copy).
-UNCHAINED_SPEEDUP = 3.0
+#     XLA's loop emits one iteration's instructions straight, and the core overlaps iterations
+#     only as far as its reorder window reaches. An exp or tanh is a polynomial of a few dozen
+#     instructions, so a loop whose transcendentals form a chain (each taking the previous
+#     one's result) shows their latency, and more so the longer the chain; independent ones
+#     (softmax's exp, gelu's tanh, the log of a normal sampler) overlap. Measured here with
+#     XLA:CPU over 1 Mi f32 elements, per element beyond the copy's streaming: a chain of
+#     1, 2, 3, 4 and 8 alternating exp and tanh cost 0.16, 0.78, 1.60, 2.85 and 9.13 ns, 4
+#     independent ones summed 0.49 ns, and tanh -> (exp, tanh) -> exp 2.06 ns: the longest
+#     chain at its depth's cost per link, the one beside it at the independent rate.
+#     So a loop's transcendentals on its longest chain (of depth d) cost a link of a chain of
+#     d each, the rest what independent ones do: ``cpu_rates.unchained_transcendentals`` (8
+#     independent ones summed) and ``transcendentals`` (a chain of CHAIN_DEPTH) are the
+#     calibrated ends, a link of depth d between them on log(d). A library runs each op as a
+#     pass over a tile, at the chain's rate (YNNPACK's softmax exp measured so).
+CHAIN_DEPTH = 8
+# Independent over chained transcendentals when a profile has no figure of its own (above:
+# 8 links at 1.14 ns each against 0.2 ns for each of 4 independent ones).
+INDEPENDENT_SPEEDUP = 5.0
 
 
-def _unchained_share(body: tuple[Instruction, ...] | list[Instruction], transcendentals: float) -> float:
-    """How many of ``transcendentals`` (the loop's count, recomputed ones included) are
-    polynomials that depend on no other transcendental of ``body`` (operands come first)."""
-    chained: set[Instruction] = set()  # instructions downstream of a transcendental
-    unchained = polynomial = roots = 0
-    for i in body:
-        upstream = any(o in chained for o in i.operands)
-        if i.opcode in _ROOT_OPS:
-            roots += _elements_of(i)
-        elif i.opcode in TRANSCENDENTAL:
-            polynomial += _elements_of(i)
-            unchained += 0 if upstream else _elements_of(i)
-            chained.add(i)
-        elif upstream:
-            chained.add(i)
-    if not polynomial:
+def _chained_seconds(body: tuple[Instruction, ...] | list[Instruction], polynomial: float,
+                     rates: CpuRates) -> float:
+    """Seconds of ``polynomial`` transcendentals (the loop's count, recomputed ones included)
+    of a loop over ``body`` (operands come first), Note [Chained transcendentals]."""
+    if polynomial <= 0:
         return 0.0
-    return max(transcendentals - roots, 0.0) * unchained / polynomial
+    chain = 1 / rates.transcendentals
+    independent = 1 / (rates.unchained_transcendentals or INDEPENDENT_SPEEDUP * rates.transcendentals)
+    # Each instruction's deepest chain of transcendentals up to it: (depth, elements on it).
+    deepest: dict[Instruction, tuple[int, float]] = {}
+    for i in body:
+        depth, on_it = max((deepest.get(o, (0, 0.0)) for o in i.operands), default=(0, 0.0))
+        if i.opcode in TRANSCENDENTAL and i.opcode not in _ROOT_OPS:
+            depth, on_it = depth + 1, on_it + _elements_of(i)
+        deepest[i] = (depth, on_it)
+    depth, on_chain = max(deepest.values(), default=(0, 0.0))
+    if depth == 0:
+        return polynomial * independent
+    on_chain = min(on_chain, polynomial)
+    w = min(math.log(depth) / math.log(CHAIN_DEPTH), 1.0)
+    link = independent + (max(chain, independent) - independent) * w
+    return on_chain * link + (polynomial - on_chain) * independent
 
 
 # Note [Library graphs with dots]
@@ -595,3 +665,38 @@ def _thunk_inputs(inst: Instruction) -> set[Instruction]:
         else:
             out.add(o)
     return out
+
+
+def loop_computations(module: Module) -> set[Computation]:
+    """The computations XLA:CPU runs on every trip of a while loop: each loop's body and
+    condition, and what they call (calls, conditionals' branches, nested loops), not fusions'
+    computations, which are no thunks (Note [Thunks in loops]).
+
+    Note [Thunks in loops]
+        A loop body's thunks run once per trip on the same buffers with the same code: on one
+        core, a body of small reductions cost its modelled work and 0-0.1 us more per thunk
+        and trip, and a trip 0.3 us besides (the condition's thunk aside: the WhileThunk reads
+        the predicate and starts the body's executor again). A thunk of the step's own, run
+        once per execution, costs ``kernel_launch_overhead``, which ``calibrate`` measures on a
+        chain whose fusions take one more operand each link, and which matched what the
+        models tier's steps spend per thunk beyond their modelled work (ViT 1.5 us: a chain
+        of small thunks that share one input costs 0.1-0.2 us). With the step's figure on
+        every trip, the models tier's LSTM (two scans of 16 trips over bodies of 27 and 18
+        thunks) was estimated at 3.4 times its time. ``calibrate`` measures both loop costs
+        on a loop of 64 trips over bodies of 1 and 8 pairs of links (``cpu_rates.loop_*``).
+    """
+    loops: set[Computation] = set()
+    stack: list[Computation] = []
+    for comp in module.computations:
+        for inst in comp.instructions:
+            if inst.opcode is Opcode.WHILE:
+                stack += [inst.attrs["body"], inst.attrs["condition"]]
+    while stack:
+        comp = stack.pop()
+        if comp in loops:
+            continue
+        loops.add(comp)
+        for inst in comp.instructions:
+            if inst.opcode is not Opcode.FUSION:
+                stack += [c for c in inst.called_computations if c not in loops]
+    return loops

@@ -137,7 +137,12 @@ class CpuRates:
     ``dag_thunk_overhead`` is a thunk's cost when XLA:CPU runs a computation's thunks as a
     graph instead of in sequence, ``execution_overhead`` the fixed cost of one execution, and
     ``parameter_overhead`` and ``result_overhead`` what each of its entry parameters and result
-    arrays adds to it (Note [Thunk dispatch] in ``analysis/cpu_model.py``).
+    arrays adds to it (Note [Thunk dispatch] in ``analysis/cpu_model.py``);
+    ``loop_thunk_overhead`` is a thunk's cost in the body of a while loop, run again on every
+    trip, and ``loop_trip_overhead`` what each trip adds (Note [Thunks in loops] there).
+    ``transcendentals`` is exp/tanh per second along a chain of ``CHAIN_DEPTH`` (each taking
+    the previous one's result), ``unchained_transcendentals`` of independent ones (Note
+    [Chained transcendentals] there).
     Profiles written before these existed get the defaults below; a cached rate of 0 means
     "the same as the large one".
     """
@@ -164,6 +169,9 @@ class CpuRates:
     conv_outputs: float = 0.0  # 0: a plain convolution at the matmul rate alone
     parameter_overhead: float = 0.0
     result_overhead: float = 0.0
+    loop_thunk_overhead: float = 1e-08
+    loop_trip_overhead: float = 3e-08
+    unchained_transcendentals: float = 0.0  # 0: INDEPENDENT_SPEEDUP times ``transcendentals``
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
@@ -174,16 +182,19 @@ _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth
                     "grouped_conv_flops", "topk_elements", "comparator_ops", "cached_bandwidth",
                     "fresh_page_bandwidth", "fft_flops", "cached_gather_elements", "cached_scatter_elements",
                     "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
-                    "parameter_overhead", "result_overhead")
+                    "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
+                      "unchained_transcendentals")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
                       "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
                       "cached_gather_elements", "cached_scatter_elements", "cached_transpose_bandwidth",
                       "dag_thunk_overhead", "execution_overhead", "conv_outputs", "parameter_overhead",
-                      "result_overhead")
+                      "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
+                      "unchained_transcendentals")
 _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
             "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
-            "parameter_overhead", "result_overhead")
+            "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
+                      "unchained_transcendentals")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536

@@ -55,8 +55,9 @@ Note [The XLA:CPU model]
     * compute and memory combine as on GPUs (the larger plus 5% of the smaller); each thunk
       costs ``kernel_launch_overhead`` (the thunk executor's dispatch, not a launch), or
       ``cpu_rates.dag_thunk_overhead`` when the executor runs it while it hands ready thunks
-      to its thread pool, and an execution ``cpu_rates.execution_overhead`` (Note [Thunk
-      dispatch]);
+      to its thread pool, or ``cpu_rates.loop_thunk_overhead`` in a loop's body, whose trips
+      cost ``loop_trip_overhead`` each besides, and an execution
+      ``cpu_rates.execution_overhead`` (Notes [Thunk dispatch], [Thunks in loops]);
     * an FFT costs 5 N log2 N per transform of N points (half for a real one) at
       ``cpu_rates.fft_flops`` (XLA:CPU calls DUCC); a gather's or scatter's rate depends on
       the size of the table it indexes (from ``cached_gather_elements`` to
@@ -99,6 +100,7 @@ from hloscope.analysis.cpu_model import (
     FreshAllocation,
     cpu_seconds,
     fresh_allocations,
+    loop_computations,
     math_dtype,
     wide_thunks,
 )
@@ -271,6 +273,7 @@ class _Simulator:
                 self.fresh.setdefault(alloc.first_writer, []).append(alloc)
         self.fresh_pages: list[FreshPages] = []
         self._wide: dict[Computation, set[Instruction]] = {}
+        self._in_loops = loop_computations(module) if rates is not None else set()
         # Note [Cold operands] in cpu_model.py: bytes moved so far, and where each result was.
         self._traffic = 0.0
         self._written_at: dict[Instruction, float] = {}
@@ -335,13 +338,17 @@ class _Simulator:
         """``kernel_launch_overhead``, or on XLA:CPU the graph executor's cost for a thunk it
         runs while more than 8 others are ready (Note [Thunk dispatch] in cpu_model.py)."""
         rates = self.hw.cpu_rates
-        if rates is None or rates.dag_thunk_overhead <= 0 or inst.computation is None:
+        if rates is None or inst.computation is None:
             return self.hw.kernel_launch_overhead
         comp = inst.computation
-        wide = self._wide.get(comp)
-        if wide is None:
-            wide = self._wide[comp] = wide_thunks(comp)
-        return rates.dag_thunk_overhead if inst in wide else self.hw.kernel_launch_overhead
+        if rates.dag_thunk_overhead > 0:
+            wide = self._wide.get(comp)
+            if wide is None:
+                wide = self._wide[comp] = wide_thunks(comp)
+            if inst in wide:
+                return rates.dag_thunk_overhead
+        # Note [Thunks in loops]
+        return rates.loop_thunk_overhead if comp in self._in_loops else self.hw.kernel_launch_overhead
 
     def fresh_page_faults(self, inst: Instruction, clock: float, record: bool, depth: int = 0,
                           parent: str = "") -> float:
@@ -455,7 +462,10 @@ class _Simulator:
                 self._shift(first, mid, clock)
                 self._shift(mid, len(self.events), clock + body)
                 self._where = (depth, parent)
-                end = clock + k * (body + cond)
+                # Note [Thunks in loops]: each trip's own cost, beyond its thunks'.
+                trip = self.hw.cpu_rates.loop_trip_overhead if self.hw.cpu_rates is not None else 0.0
+                self.launch += k * trip * scale
+                end = clock + k * (body + cond + trip)
                 bound = "control"
             elif op in (Opcode.CALL, Opcode.ASYNC_START) and inst.called_computations:
                 end = self.run(inst.called_computations[0], clock, scale, record, depth + 1, inst.name)

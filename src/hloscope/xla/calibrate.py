@@ -100,7 +100,7 @@ def _calibrate(seconds: float, name: str, xla: bool | None) -> HardwareSpec:
         memory_bw = loops.pop("memory_bandwidth")
         rates = CpuRates(cached_dot_flops=_round(_xla_cached_dot_rate(0.1 * seconds)), **loops)
         launch = -1.0  # measured below, once the rates that time the thunks' own work are known
-        how = ("XLA:CPU dots and loops (stream, FMA chain, exp/tanh, sort, scatter, gather, "
+        how = ("XLA:CPU dots and loops (stream, FMA chain, exp/tanh chained and independent, sort, scatter, gather, "
                "reduce-window, depthwise and Eigen convolutions, TopK, transposing copy, FFT; thunk chains and graphs "
                "for the dispatch overheads, 64 small arrays in and out for the per-array costs) on random data; numpy copy and sum for the links")
     else:
@@ -309,6 +309,9 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
             + f"  ROOT r = f32[{n}]{{0}} copy({prev})\n}}\n")
     rates["elementwise_flops"] = 2 * chain * n / _xla_device_seconds(text, [normal(n)], share)
 
+    from hloscope.analysis.cpu_model import CHAIN_DEPTH
+
+    chain = CHAIN_DEPTH
     lines, prev = [], "x"  # alternating exp and tanh on values near 1: chain per element
     for k in range(chain):
         op = "exponential" if k % 2 == 0 else "tanh"
@@ -317,6 +320,12 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
     text = (f"HloModule calibrate_transcendentals\nENTRY e {{\n  x = f32[{n}]{{0}} parameter(0)\n"
             + "".join(lines) + f"  ROOT r = f32[{n}]{{0}} copy({prev})\n}}\n")
     rates["transcendentals"] = chain * n / _xla_device_seconds(text, [0.5 * normal(n)], share)
+    # The same number, independent: each of the input, summed (Note [Chained transcendentals]).
+    lines = [f"  t{k} = f32[{n}]{{0}} {'exponential' if k % 2 == 0 else 'tanh'}(x)\n" for k in range(chain)]
+    lines += [f"  sum{k} = f32[{n}]{{0}} add({'t0' if k == 1 else f'sum{k - 1}'}, t{k})\n" for k in range(1, chain)]
+    text = (f"HloModule calibrate_independent\nENTRY e {{\n  x = f32[{n}]{{0}} parameter(0)\n"
+            + "".join(lines) + f"  ROOT r = f32[{n}]{{0}} copy(sum{chain - 1})\n}}\n")
+    rates["unchained_transcendentals"] = chain * n / _xla_device_seconds(text, [0.5 * normal(n)], share)
 
     rows, cols = 32, 16384
     text = ("HloModule calibrate_sort\nlt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
@@ -432,6 +441,7 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     pass and a final one); and an execution's fixed cost (one negate of 16 elements)."""
     from hloscope.analysis.cpu_model import thunks_of, wide_thunks
     from hloscope.analysis.timing import estimate_time
+    from hloscope.ir import Opcode
     from hloscope.text import parse_module
 
     assert spec.cpu_rates is not None
@@ -457,12 +467,16 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
 
     # The work alone: no dispatch costs at all.
     bare = replace(spec, kernel_launch_overhead=0.0,
-                   cpu_rates=replace(spec.cpu_rates, dag_thunk_overhead=0.0, execution_overhead=0.0))
+                   cpu_rates=replace(spec.cpu_rates, dag_thunk_overhead=0.0, execution_overhead=0.0,
+                                     loop_thunk_overhead=0.0, loop_trip_overhead=0.0))
 
-    def beyond_work(text: str) -> tuple[float, int, int]:
-        seconds, compiled = _xla_timed(text, [np.linspace(-1e-3, 1e-3, n, dtype=np.float32)], budget / 5)
+    def beyond_work(text: str, size: int = n) -> tuple[float, int, int]:
+        seconds, compiled = _xla_timed(text, [np.linspace(-1e-3, 1e-3, size, dtype=np.float32)], budget / 7)
         module = parse_module(compiled)
         work = estimate_time(module, bare).total_seconds
+        loops = [i for i in module.entry.instructions if i.opcode is Opcode.WHILE]
+        if loops:  # the thunks of the loop's body
+            return seconds - work, len(thunks_of(loops[0].attrs["body"])), 0
         return seconds - work, len(thunks_of(module.entry)), len(wide_thunks(module.entry))
 
     short, long = 20, 200
@@ -475,12 +489,49 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     (g0, m0, w0), (g1, m1, w1) = beyond_work(graph(short)), beyond_work(graph(80))
     extra = g1 - g0 - (m1 - w1 - m0 + w0) * launch
     dag = extra / max(w1 - w0, 1) if extra > 0 else generic.cpu_rates.dag_thunk_overhead
+    # Note [Thunks in loops]: loops over a body of 1 and of 8 pairs of links, of 64 trips, and
+    # one of 16 trips over the smaller body.
+    trips, small = 64, 64
+    (l0, b0, _), (l1, b1, _) = beyond_work(_loop(1, trips, small), small), beyond_work(_loop(8, trips, small), small)
+    (l2, _, _) = beyond_work(_loop(1, trips // 4, small), small)
+    # Both are a few tens of ns here (5-10 ns a thunk, 25-30 ns a trip with its 8 thunks), so
+    # under 10 ns is the work's own noise and 10 ns stands for it; a negative difference is a
+    # loaded machine's, and the generic figure stands.
+    loop_thunk = (l1 - l0) / trips / max(b1 - b0, 1)
+    loop_thunk = max(loop_thunk, 1e-8) if loop_thunk > -1e-8 else generic.cpu_rates.loop_thunk_overhead
+    per_trip = (l0 - l2) / (trips - trips // 4)  # the trip's own cost and its body's thunks'
+    loop_trip = max(per_trip - b0 * loop_thunk, 1e-8) if per_trip > -1e-8 else generic.cpu_rates.loop_trip_overhead
     one = ("HloModule calibrate_one\nENTRY e {\n  x = f32[16]{0} parameter(0)\n"
            "  ROOT y = f32[16]{0} negate(x)\n}\n")
     execution = _xla_device_seconds(one, [np.ones(16, np.float32)], budget / 5)
     spec = replace(spec, kernel_launch_overhead=_round(launch), cpu_rates=replace(
-        spec.cpu_rates, dag_thunk_overhead=_round(dag), execution_overhead=_round(execution)))
+        spec.cpu_rates, dag_thunk_overhead=_round(dag), execution_overhead=_round(execution),
+        loop_thunk_overhead=_round(loop_thunk), loop_trip_overhead=_round(loop_trip)))
     return _with_buffer_overheads(spec, budget)
+
+
+def _loop(links: int, trips: int, n: int) -> str:
+    """A while loop of ``trips`` trips whose body runs two independent chains of ``links``
+    links (a multiply and a reduction of f32[n] each; two chains, so that the body's thunks
+    run as a graph, as a model's scan body does), for Note [Thunks in loops]."""
+    state = f"(s32[], f32[{n}]{{0}}, f32[], f32[])"
+    body = [f"  st = {state} parameter(0)", "  i = s32[] get-tuple-element(st), index=0",
+            f"  p = f32[{n}]{{0}} get-tuple-element(st), index=1", "  one = s32[] constant(1)",
+            "  i1 = s32[] add(i, one)", "  z = f32[] constant(0)"]
+    body += [f"  r0_{w} = f32[] get-tuple-element(st), index={2 + w}" for w in range(2)]
+    for k in range(1, links + 1):
+        for w in range(2):
+            body += [f"  b{k}_{w} = f32[{n}]{{0}} broadcast(r{k - 1}_{w}), dimensions={{}}",
+                     f"  x{k}_{w} = f32[{n}]{{0}} multiply(p, b{k}_{w})",
+                     f"  r{k}_{w} = f32[] reduce(x{k}_{w}, z), dimensions={{0}}, to_apply=add"]
+    body.append(f"  ROOT o = {state} tuple(i1, p, r{links}_0, r{links}_1)")
+    cond = [f"  st = {state} parameter(0)", "  i = s32[] get-tuple-element(st), index=0",
+            f"  t = s32[] constant({trips})", "  ROOT c = pred[] compare(i, t), direction=LT"]
+    entry = [f"  p = f32[{n}]{{0}} parameter(0)", "  i0 = s32[] constant(0)", "  c0 = f32[] constant(1)",
+             "  c1 = f32[] constant(2)", f"  s = {state} tuple(i0, p, c0, c1)",
+             f"  ROOT w = {state} while(s), condition=cond, body=body"]
+    return (f"HloModule calibrate_loop\n{_ADD}body {{\n" + "\n".join(body) + "\n}\ncond {\n" + "\n".join(cond)
+            + "\n}\nENTRY e {\n" + "\n".join(entry) + "\n}\n")
 
 
 def _with_buffer_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
