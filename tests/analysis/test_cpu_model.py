@@ -410,6 +410,46 @@ def test_transposed_convolutions_run_as_a_gemm_and_a_packing_pass() -> None:
     assert fresh_allocations(dilated) == []
 
 
+def test_narrowing_converts_cost_their_rounding() -> None:
+    """Note [Narrowing converts]: in XLA's own loops each f32 -> bf16 convert costs
+    1/narrowing_converts (not the FLOP XLA counts for it); the widening one stays a FLOP; a
+    library fusion converts natively."""
+    hw = _cpu(narrowing_converts=4e9)
+    r = hw.cpu_rates
+    assert r is not None
+    n = 1 << 20
+    fused = (f"fused {{\n  x = bf16[{n}]{{0}} parameter(0)\n  w = f32[{n}]{{0}} convert(x)\n"
+             f"  m = f32[{n}]{{0}} multiply(w, w)\n  ROOT b = bf16[{n}]{{0}} convert(m)\n}}\n")
+    entry = f"  p = bf16[{n}]{{0}} parameter(0)\n  ROOT f = bf16[{n}]{{0}} fusion(p), kind=kLoop, calls=fused"
+    loop = _one(entry, fused)
+    flops = hloscope.cost(loop).total.flops
+    assert flops == 3 * n
+    assert estimate_time(loop, hw).compute_seconds == pytest.approx(2 * n / r.elementwise_flops + n / r.narrowing_converts)
+    library = _one(entry.replace("kind=kLoop, calls=fused", "kind=kCustom, calls=fused" + YNN), fused)
+    assert estimate_time(library, hw).compute_seconds == pytest.approx(flops / r.elementwise_flops)
+    assert estimate_time(loop, _cpu(narrowing_converts=0.0)).compute_seconds == pytest.approx(
+        flops / r.elementwise_flops)
+
+
+def test_eigen_dots_cost_a_call_per_batch_element() -> None:
+    """Note [Eigen dots]: a dot thunk runs one Eigen contraction per batch element, each
+    costing eigen_dot_overhead beyond its FLOPs; a library fusion's dot does not."""
+    hw = _cpu(eigen_dot_overhead=1e-6, cached_dot_flops=1.0)
+    r = hw.cpu_rates
+    assert r is not None
+    body = ("  a = f32[16,4,32,32]{3,2,1,0} parameter(0)\n  x = f32[16,4,32,16]{3,2,1,0} parameter(1)\n"
+            "  ROOT d = f32[16,4,32,16]{3,2,1,0} dot(a, x), lhs_contracting_dims={2}, rhs_contracting_dims={2}, "
+            "lhs_batch_dims={0,1}, rhs_batch_dims={0,1}")
+    dot = _one(body)
+    flops = hloscope.cost(dot).total.flops
+    assert flops == 2 * 64 * 32 * 32 * 16
+    assert estimate_time(dot, hw).compute_seconds == pytest.approx(flops / hw.flops_per_second("f32") + 64e-6)
+    plain = _one(body.replace("16,4,", "").replace("{3,2,1,0}", "{1,0}").replace("={2}", "={0}")
+                 .replace(", lhs_batch_dims={0,1}, rhs_batch_dims={0,1}", ""))
+    assert estimate_time(plain, hw).compute_seconds == pytest.approx(
+        hloscope.cost(plain).total.flops / hw.flops_per_second("f32") + 1e-6)
+
+
 def test_a_variadic_reducer_runs_its_instructions_per_window_element() -> None:
     """An argmax pooling's reduce-window (a value and its index per window element) costs its
     reducer's further instructions at comparator_ops, as a sort's comparator does."""

@@ -174,7 +174,7 @@ def test_calibrated_cpu_rates_are_plausible():
     # Each rate is positive and inside physical bounds for one host (1e6 .. 1e14 per second),
     # each dispatch cost between 10 ns and 1 ms (Note [Thunk dispatch]).
     seconds = ("dag_thunk_overhead", "execution_overhead", "parameter_overhead", "result_overhead",
-               "loop_thunk_overhead", "loop_trip_overhead")
+               "loop_thunk_overhead", "loop_trip_overhead", "eigen_dot_overhead")
     for field, value in rates.to_json().items():
         assert (1e-8 <= value < 1e-3) if field in seconds else (1e6 < value < 1e14), (field, value)
     assert 1e-8 < spec.kernel_launch_overhead < 1e-3

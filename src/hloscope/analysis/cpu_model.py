@@ -83,6 +83,9 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
         if inst.opcode is Opcode.CONVOLUTION and rates.conv_outputs > 0:
             # Note [Eigen convolutions]
             compute = max(compute, _elements_of(inst) / rates.conv_outputs)
+        elif inst.opcode is Opcode.DOT:
+            # Note [Eigen dots]
+            compute += _dot_batch(inst) * rates.eigen_dot_overhead
     elif (sort := next((i for i in body if i.opcode is Opcode.SORT), None)) is not None:
         extra = max(_comparator_ops(sort) - 1, 0)
         compute = _sort_comparisons(sort) * (1 / rates.sort_comparisons + extra / rates.comparator_ops)
@@ -187,6 +190,25 @@ def _bytes_per_element(inst: Instruction) -> int:
 #     3x3 kernels over 3 to 64 input channels (10-53 GFLOP/s), where a dot runs at 85-125. So
 #     such a thunk takes the longer of its FLOPs at the matmul rate and its output elements at
 #     ``cpu_rates.conv_outputs`` (calibrated on a 3x3 convolution of 16 channels).
+
+# Note [Eigen dots]
+#     A dot XLA:CPU does not hand to a library (YNNPACK takes most as a ``__ynn_fusion``; one
+#     contracting a non-minor dimension stays a ``dot`` thunk) runs Eigen's tensor contraction
+#     once per batch element (``DotThunk``), and each call sets up its blocking and packing
+#     beyond the FLOPs: here chains of such dots cost 0.84-1.19 us a call beyond their work
+#     (32x32 by 32x16 and 32x128), and 0.86 us per batch element for 16 and 64 batches of
+#     32x32 by 32x16, where their FLOPs take 0.3 us. The bf16 GPT's two attention dots (64
+#     batches each) measured 127 us against 20 estimated without it. ``calibrate`` measures
+#     ``cpu_rates.eigen_dot_overhead`` on chains of 16-batch dots.
+
+
+def _dot_batch(dot: Instruction) -> int:
+    """Contractions Eigen runs for ``dot``: the product of its batch dimensions."""
+    lhs = dot.operands[0].shape if dot.operands else None
+    if not isinstance(lhs, ArrayShape):
+        return 1
+    return math.prod(lhs.dimensions[d] for d in dot.attrs.get("lhs_batch_dims", ()))
+
 
 # Note [Reads and writes]
 #     A loop writing a cache line it has not read first reads it anyway (write-allocate) and
@@ -437,6 +459,10 @@ def _loop_compute(body: tuple[Instruction, ...] | list[Instruction], flops: floa
     polynomial = transcendentals - counted
     compute = flops / rates.elementwise_flops + (
         _chained_seconds(body, polynomial, rates) if chained else polynomial / rates.transcendentals)
+    if chained and rates.narrowing_converts > 0:
+        # Note [Narrowing converts]: each rounds at its own rate, not as the FLOP counted for it.
+        narrowed = sum(_elements_of(i) for i in body if _is_narrowing_convert(i))
+        compute += narrowed * max(1 / rates.narrowing_converts - 1 / rates.elementwise_flops, 0.0)
     for i in body:
         if i.opcode is Opcode.GATHER:
             compute += _elements_of(i) / _indexed_rate(rates.gather_elements, rates.cached_gather_elements,
@@ -450,6 +476,27 @@ def _loop_compute(body: tuple[Instruction, ...] | list[Instruction], flops: floa
             extra = max(_comparator_ops(i) - 1, 0)
             compute += visits * (1 / rates.reduce_window_elements + extra / rates.comparator_ops)
     return compute
+
+
+# Note [Narrowing converts]
+#     XLA:CPU rounds an f32 to bf16 or f16 in its own loops with a sequence of integer
+#     instructions (round to nearest even, NaN kept) on a machine without a native conversion,
+#     where XLA's cost analysis counts one FLOP. A bf16 model's fusions are full of them (each
+#     bf16 op is computed in f32 and rounded back): measured here over 1 Mi elements, a round
+#     trip f32 -> bf16 -> f32 with a multiply cost 0.26 ns per element, 13 times its three
+#     FLOPs at the elementwise rate; an f16 one 0.12 ns. ``cpu_rates.narrowing_converts`` is
+#     calibrated on bf16 round trips (8 against 4 per element); the widening convert is a
+#     shift and stays a FLOP. Library fusions convert natively and are not charged so.
+_NARROW_FLOATS = frozenset({"bf16", "f16"})
+_WIDE_FLOATS = frozenset({"f32", "f64"})
+
+
+def _is_narrowing_convert(inst: Instruction) -> bool:
+    if inst.opcode is not Opcode.CONVERT or not inst.operands:
+        return False
+    out, src = inst.shape, inst.operands[0].shape
+    return (isinstance(out, ArrayShape) and isinstance(src, ArrayShape)
+            and out.element_type in _NARROW_FLOATS and src.element_type in _WIDE_FLOATS)
 
 
 def _dot_flops(dot: Instruction) -> int:

@@ -142,7 +142,9 @@ class CpuRates:
     trip, and ``loop_trip_overhead`` what each trip adds (Note [Thunks in loops] there).
     ``transcendentals`` is exp/tanh per second along a chain of ``CHAIN_DEPTH`` (each taking
     the previous one's result), ``unchained_transcendentals`` of independent ones (Note
-    [Chained transcendentals] there).
+    [Chained transcendentals] there). ``narrowing_converts`` is f32 -> bf16 roundings per second
+    in XLA's own loops (Note [Narrowing converts] there), ``eigen_dot_overhead`` what a
+    ``dot`` thunk's Eigen contraction costs per call beyond its FLOPs (Note [Eigen dots]).
     Profiles written before these existed get the defaults below; a cached rate of 0 means
     "the same as the large one".
     """
@@ -172,6 +174,8 @@ class CpuRates:
     loop_thunk_overhead: float = 1e-08
     loop_trip_overhead: float = 3e-08
     unchained_transcendentals: float = 0.0  # 0: INDEPENDENT_SPEEDUP times ``transcendentals``
+    narrowing_converts: float = 0.0  # 0: a convert to bf16/f16 is one FLOP, as XLA counts it
+    eigen_dot_overhead: float = 0.0
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
@@ -183,18 +187,18 @@ _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth
                     "fresh_page_bandwidth", "fft_flops", "cached_gather_elements", "cached_scatter_elements",
                     "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
                     "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
-                      "unchained_transcendentals")
+                    "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
                       "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
                       "cached_gather_elements", "cached_scatter_elements", "cached_transpose_bandwidth",
                       "dag_thunk_overhead", "execution_overhead", "conv_outputs", "parameter_overhead",
                       "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
-                      "unchained_transcendentals")
+                      "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead")
 _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
             "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
             "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
-                      "unchained_transcendentals")
+            "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536

@@ -12,6 +12,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from hloscope.analysis.hardware import (
@@ -327,6 +328,24 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
             + "".join(lines) + f"  ROOT r = f32[{n}]{{0}} copy(sum{chain - 1})\n}}\n")
     rates["unchained_transcendentals"] = chain * n / _xla_device_seconds(text, [0.5 * normal(n)], share)
 
+    # Note [Narrowing converts]: 8 against 4 bf16 round trips (convert, multiply, convert back)
+    # per element; each round trip's two FLOPs at the elementwise rate aside.
+    def round_trips(k: int) -> str:
+        lines = [f"  x = bf16[{n}]{{0}} parameter(0)", "  c = f32[] constant(1.001)",
+                 f"  cb = f32[{n}]{{0}} broadcast(c), dimensions={{}}"]
+        prev = "x"
+        for i in range(k):
+            lines += [f"  w{i} = f32[{n}]{{0}} convert({prev})", f"  m{i} = f32[{n}]{{0}} multiply(w{i}, cb)",
+                      f"  {'ROOT ' if i == k - 1 else ''}b{i} = bf16[{n}]{{0}} convert(m{i})"]
+            prev = f"b{i}"
+        return "HloModule calibrate_narrowing\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
+
+    x16 = normal(n).astype(ml_dtypes.bfloat16)
+    trip = (_xla_device_seconds(round_trips(8), [x16], share) - _xla_device_seconds(round_trips(4), [x16], share)) / (4 * n)
+    rounding = trip - 2 / rates["elementwise_flops"]
+    # Under the FLOP's own cost is noise (a loaded machine): the convert stays a FLOP.
+    rates["narrowing_converts"] = 1 / rounding if rounding > 1 / rates["elementwise_flops"] else 0.0
+
     rows, cols = 32, 16384
     text = ("HloModule calibrate_sort\nlt {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
             "  ROOT c = pred[] compare(a, b), direction=LT\n}\nENTRY e {\n"
@@ -468,10 +487,10 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     # The work alone: no dispatch costs at all.
     bare = replace(spec, kernel_launch_overhead=0.0,
                    cpu_rates=replace(spec.cpu_rates, dag_thunk_overhead=0.0, execution_overhead=0.0,
-                                     loop_thunk_overhead=0.0, loop_trip_overhead=0.0))
+                                     loop_thunk_overhead=0.0, loop_trip_overhead=0.0, eigen_dot_overhead=0.0))
 
     def beyond_work(text: str, size: int = n) -> tuple[float, int, int]:
-        seconds, compiled = _xla_timed(text, [np.linspace(-1e-3, 1e-3, size, dtype=np.float32)], budget / 7)
+        seconds, compiled = _xla_timed(text, [np.linspace(-1e-3, 1e-3, size, dtype=np.float32)], budget / 10)
         module = parse_module(compiled)
         work = estimate_time(module, bare).total_seconds
         loops = [i for i in module.entry.instructions if i.opcode is Opcode.WHILE]
@@ -501,13 +520,35 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     loop_thunk = max(loop_thunk, 1e-8) if loop_thunk > -1e-8 else generic.cpu_rates.loop_thunk_overhead
     per_trip = (l0 - l2) / (trips - trips // 4)  # the trip's own cost and its body's thunks'
     loop_trip = max(per_trip - b0 * loop_thunk, 1e-8) if per_trip > -1e-8 else generic.cpu_rates.loop_trip_overhead
+    # Note [Eigen dots]: chains of 24 dots of 16 batch elements and of 1, the same thunks: what
+    # the 15 further contractions cost beyond their FLOPs.
+    def eigen_dots(batch: int) -> float:
+        text, args = _eigen_dot_chain(24, batch)
+        seconds, compiled = _xla_timed(text, args, budget / 10)
+        return (seconds - estimate_time(parse_module(compiled), bare).total_seconds) / 24
+
+    per_call = (eigen_dots(16) - eigen_dots(1)) / 15
+    eigen_dot = per_call if per_call > 1e-8 else generic.cpu_rates.eigen_dot_overhead
     one = ("HloModule calibrate_one\nENTRY e {\n  x = f32[16]{0} parameter(0)\n"
            "  ROOT y = f32[16]{0} negate(x)\n}\n")
-    execution = _xla_device_seconds(one, [np.ones(16, np.float32)], budget / 5)
+    execution = _xla_device_seconds(one, [np.ones(16, np.float32)], budget / 10)
     spec = replace(spec, kernel_launch_overhead=_round(launch), cpu_rates=replace(
         spec.cpu_rates, dag_thunk_overhead=_round(dag), execution_overhead=_round(execution),
-        loop_thunk_overhead=_round(loop_thunk), loop_trip_overhead=_round(loop_trip)))
+        loop_thunk_overhead=_round(loop_thunk), loop_trip_overhead=_round(loop_trip),
+        eigen_dot_overhead=_round(eigen_dot)))
     return _with_buffer_overheads(spec, budget)
+
+
+def _eigen_dot_chain(links: int, batch: int) -> tuple[str, list[np.ndarray]]:
+    """A chain of ``links`` dots of ``batch`` 32x32 by 32x16 matrices, each contracting its
+    left operand's rows (a dot XLA:CPU leaves to Eigen, not YNNPACK), for Note [Eigen dots]."""
+    lines = [f"  a = f32[{batch},32,32]{{2,1,0}} parameter(0)", f"  x0 = f32[{batch},32,16]{{2,1,0}} parameter(1)"]
+    for i in range(1, links + 1):
+        lines.append(f"  {'ROOT ' if i == links else ''}x{i} = f32[{batch},32,16]{{2,1,0}} dot(a, x{i - 1}), "
+                     "lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_batch_dims={0}, rhs_batch_dims={0}")
+    text = "HloModule calibrate_eigen_dots\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
+    eye = np.broadcast_to(np.eye(32, dtype=np.float32), (batch, 32, 32)).copy()
+    return text, [eye, np.ones((batch, 32, 16), np.float32)]
 
 
 def _loop(links: int, trips: int, n: int) -> str:
