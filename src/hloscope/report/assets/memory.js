@@ -118,7 +118,7 @@
     figCard.appendChild(chips);
     if (mem.peak_definition) figCard.appendChild(el("p", {cls: "muted", text: "Live-range peak: " + mem.peak_definition + ". Sizes are as the device allocates them: a tiled layout fills whole tiles (a TPU's f32[]{:T(128)} takes 512 bytes)."}));
     if (mem.peak_note) figCard.appendChild(el("p", {cls: "note", id: "peak-note", text: mem.peak_note}));
-    memoryRows("buffers"); memoryRows("allocations");
+    memoryRows("buffers");  // the allocations stay in columns (allocationColumns in memory_chart.js)
     var buffers = pick(mem, "buffers", "live_ranges", "values") || [];
     var chartCard = el("div", {cls: "card chart"}), peakCard = el("div", {cls: "card", id: "peak-buffers"});
     s.appendChild(chartCard); s.appendChild(peakCard);
@@ -143,7 +143,7 @@
       }
       if (sp.series.length) {
         chartCard.appendChild(memoryChart(sp.series, sp, readout, onpick));
-        if ((mem.allocations || []).length && mine.some(function (b) { return b.allocation != null && b.allocation >= 0; }))
+        if (allocationCount(mem.allocations) && mine.some(function (b) { return b.allocation != null && b.allocation >= 0; }))
           chartCard.appendChild(heapView(sp, mem, mine, function (t) { MEM_VIEW.chart.pick(t); }));
       } else chartCard.appendChild(el("p", {cls: "note", text: "The memory analysis gave no series over time."}));
       if (mem.buffers_omitted) chartCard.appendChild(el("p", {cls: "note", text: mem.buffers_omitted + " smallest live ranges are not in the page; live sets list the " + buffers.length + " biggest."}));
@@ -166,6 +166,7 @@
       view: function () { return MEM_VIEW.chart ? {v0: MEM_VIEW.chart.view.v0, v1: MEM_VIEW.chart.view.v1, peak: MEM_VIEW.chart.peak.time} : null; }};
     if (mem.explain) s.appendChild(el("div", {cls: "card"}, el("h2", {text: "How the figures arise"}), el("pre", {cls: "explain", text: mem.explain})));
   }
+  function allocationCount(t) { return !t ? 0 : Array.isArray(t) ? t.length : t.columns.length ? t.values[0].length : 0; }
   // A peak buffer's live range, looked up among the live ranges by instruction and index.
   var rangeByName = null;
   function rangeOf(r) {
@@ -240,22 +241,25 @@
   }
 
   // ---- collectives -----------------------------------------------------------------------------
-  var collRows;
-  function collectiveRows() {  // in columns (Note [Compact memory rows]): unpacked once
+  // The rows as the table reads them: in columns (Note [Rows from columns] in page.js), each
+  // built row with its time (none without an estimate) and share of the step.
+  function collectiveRows() {
     var d = section("collectives").data;
     if (!d) return null;
-    if (!collRows) collRows = Array.isArray(d) ? d : (unpackColumns(pick(d, "collectives", "instructions")) || []);
-    return collRows;
+    var list = Array.isArray(d) ? d : pick(d, "collectives", "instructions") || [];
+    function finish(r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = TIM ? r.time : null; o.share = shareOf(o.time); return o; }
+    return Array.isArray(list) ? list.map(finish) : columnRows(list, finish);
   }
-  function collBytes(r) { return pick(r, "payload_bytes", "bytes", "bytes_on_wire", "operand_bytes"); }
+  var COLL_BYTES = ["payload_bytes", "bytes", "bytes_on_wire", "operand_bytes"];
+  function collBytes(r) { return pick.apply(null, [r].concat(COLL_BYTES)); }
   function buildCollectives(s) {
     var sec = section("collectives"), rows = collectiveRows(), card = el("div", {cls: "card"}, el("h2", {text: "Collectives"}));
     s.appendChild(card);
     if (!rows) { card.appendChild(statusNote(sec, "The collectives analysis")); return; }
     if (!rows.length) { card.appendChild(el("p", {cls: "note", text: "This module has no collectives."})); return; }
-    var grid = gridOf();
+    var grid = gridOf(), times = rows.column ? rows.column("time") || [] : [];
+    var byteCols = rows.column ? COLL_BYTES.map(rows.column) : [];
     card.appendChild(el("p", {cls: "muted", text: "On " + grid[0] + " replicas × " + grid[1] + " partitions. Payload and ring bytes are per device and run; est. time covers every run in a step."}));
-    rows = rows.map(function (r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = TIM ? r.time : null; o.share = shareOf(o.time); return o; });
     var cols = [
       {key: "name", label: "instruction", fmt: function (r) { return instLink(String(r.name || "")); }},
       {key: "opcode", label: "opcode", cls: "mono"},
@@ -264,10 +268,11 @@
       {key: "replica_groups", label: "replica groups", cls: "mono wrap", fmt: function (r) { return r.replica_groups == null ? "" : r.replica_groups === "{}" ? "{} (all devices)" : r.replica_groups; }},
       {key: "group_size", label: "devices per group", num: true},
       {key: "count", label: "runs", num: true},
-      {key: "bytes", label: "payload", num: true, fmt: function (r) { return fmtBytes(collBytes(r)); }, val: function (r) { return Number(collBytes(r)); }},
+      {key: "bytes", label: "payload", num: true, fmt: function (r) { return fmtBytes(collBytes(r)); }, val: function (r) { return Number(collBytes(r)); },
+        at: function (i) { for (var k = 0; k < byteCols.length; k++) if (byteCols[k] && byteCols[k][i] != null) return Number(byteCols[k][i]); return NaN; }},
       {key: "ring_bytes", label: "ring bytes/device", num: true, fmt: function (r) { return fmtBytes(r.ring_bytes); }},
-      {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }},
-      {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
+      {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }, at: function (i) { return TIM ? times[i] : null; }},
+      {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }, at: function (i) { return shareOf(TIM ? times[i] : null); }},
       {key: "op_name", label: "op_name", cls: "mono wrap"}];
     if (!TIM) cols.splice(9, 2);
     card.appendChild(table(cols, rows, {sortCol: TIM ? 9 : 7, id: "collectives-table"}));
