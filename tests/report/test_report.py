@@ -212,6 +212,8 @@ def test_page_blocks_read_back_into_the_data(seed):
     assert json.loads(json.dumps({**data, "computations": [{k: v for k, v in c.items() if k != "seconds"}
                                                           for c in data["computations"]]})) == back
     assert back["timeline"]["data"]["events"] == data["timeline"]["data"]["events"]  # exactly
+    steps = json.loads(re.search(r'id="hloscope-memory-timeline">(.*?)</script>', page, re.S).group(1))
+    assert steps["codec"] == {"bytes": "deltas", "instruction": "row-deltas"}  # and back exactly, above
     main_block = re.search(r'id="hloscope-data">(.*?)</script>', page, re.S).group(1)
     assert len(main_block) < 0.5 * len(page)  # the rows and long lists are blocks of their own
     assert not any("instructions" in c for c in json.loads(main_block)["computations"])

@@ -15,17 +15,25 @@
     if (mem === section("memory").data) return seriesCache || (seriesCache = readSeries(mem));
     return readSeries(mem);
   }
-  function pointOf(s, i) { return i == null || i < 0 || i >= s.length ? null : {time: s.t[i], bytes: s.b[i], instruction: s.n ? s.n[i] || null : null}; }
+  // A point's instruction is named when read (from its row, Note [Page encoding] in
+  // report/html.py): drawing the curve reads 1,000 points' bytes and no name.
+  function Point(s, i) { this.time = s.t[i]; this.bytes = s.b[i]; this.s = s; this.i = i; }
+  Object.defineProperty(Point.prototype, "instruction", {
+    get: function () { return this.name !== undefined ? this.name : this.s.name(this.i); },
+    set: function (v) { this.name = v; }});
+  function pointOf(s, i) { return i == null || i < 0 || i >= s.length ? null : new Point(s, i); }
   function seriesIndex(s, time) {  // position of a step in the series, or -1
     if (s.contiguous) return time >= s.t[0] && time < s.t[0] + s.length && time === Math.floor(time) ? time - s.t[0] : -1;
     if (!s.at) { s.at = new Map(); for (var i = 0; i < s.length; i++) s.at.set(s.t[i], i); }
     var k = s.at.get(time);
     return k == null ? -1 : k;
   }
+  // n: each step's instruction, as a list of names or a function of the step's position
   function columnsSeries(t, b, n) {
     var ok = true;
     for (var i = 1; i < t.length && ok; i++) ok = t[i] === t[0] + i;
-    return {t: t, b: b, n: n, length: b.length, contiguous: ok};
+    var name = typeof n === "function" ? n : function (k) { return n ? n[k] || null : null; };
+    return {t: t, b: b, name: name, length: b.length, contiguous: ok};
   }
   function readSeries(mem) {
     var raw = pick(mem, "timeline", "series", "memory_over_time", "live_bytes") || [];
@@ -35,7 +43,8 @@
       b = col("bytes") || col("live_bytes") || [];
       var times = raw.index === "time" ? null : col("time");
       for (i = 0; i < b.length; i++) t.push(times ? times[i] : i);
-      return columnsSeries(t, b.map(function (x) { return Number(x) || 0; }), col("instruction"));
+      var names = col("instruction"), rows = raw.ordinals && raw.ordinals.instruction;
+      return columnsSeries(t, b.map(function (x) { return Number(x) || 0; }), rows ? function (k) { return rowName(names[k]); } : names);
     }
     if (raw && !Array.isArray(raw) && raw.bytes) return columnsSeries(raw.bytes.map(function (x, k) { return raw.time && raw.time[k] != null ? raw.time[k] : k; }), raw.bytes, null);
     raw.forEach(function (p, k) {
@@ -72,6 +81,11 @@
   }
   // One view per memory space (S(0) the default, S(1)... e.g. a GPU's or TPU's other memories):
   // its curve, its peak and the buffers live there (Note [One peak] in analysis/memory).
+  // Another space's steps: a bare number is the headline curve's step at that position.
+  function namesBeside(tl, base) {
+    var own = tl.map(function (v) { return typeof v === "number" ? undefined : pointOf(readSeries({timeline: [v]}), 0).instruction; });
+    return function (i) { return own[i] !== undefined ? own[i] : i < base.length ? base.name(i) : null; };
+  }
   function memorySpaces(mem) {
     var base = memorySeries(mem), out = [], ms = mem.memory_spaces;
     if (ms && !Array.isArray(ms) && Object.keys(ms).length) {
@@ -80,12 +94,12 @@
         var series = Number(k) === 0 && base.length ? base : columnsSeries(
           tl.map(function (v, i) { return typeof v === "number" ? (i < base.length ? base.t[i] : i) : pointOf(readSeries({timeline: [v]}), 0).time; }),
           tl.map(function (v) { return typeof v === "number" ? v : pointOf(readSeries({timeline: [v]}), 0).bytes; }),
-          tl.map(function (v, i) { return typeof v === "number" ? (base.n && i < base.length ? base.n[i] : null) : pointOf(readSeries({timeline: [v]}), 0).instruction; }));
-        out.push({space: Number(k), series: series, peak_bytes: sp.peak_bytes, peak_time: sp.peak_time,
+          namesBeside(tl, base));
+        out.push({space: Number(k), series: series, peak_bytes: sp.peak_bytes, peak_time: sp.peak_time, peak_instruction: Number(k) === 0 ? mem.peak_instruction : null,
           peak_buffers: sp.peak_buffers || (Number(k) === 0 && mem.peak_buffers) || [], peak_buffer_count: sp.peak_buffer_count, temp_bytes: sp.temp_bytes});
       });
     }
-    if (!out.length) out.push({space: 0, series: base, peak_bytes: mem.peak_bytes, peak_time: mem.peak_time, peak_buffers: mem.peak_buffers || []});
+    if (!out.length) out.push({space: 0, series: base, peak_bytes: mem.peak_bytes, peak_time: mem.peak_time, peak_instruction: mem.peak_instruction, peak_buffers: mem.peak_buffers || []});
     return out;
   }
   function buildMemory(s) {

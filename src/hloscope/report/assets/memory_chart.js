@@ -25,6 +25,8 @@
     var maxB = 1, top = 0;
     for (var i = 0; i < series.length; i++) { if (SB[i] > maxB) maxB = SB[i]; if (SB[i] > SB[top]) top = i; }
     var view = {v0: first, v1: last + 1}, peak = pointOf(series, mem.peak_time != null && seriesIndex(series, mem.peak_time) >= 0 ? seriesIndex(series, mem.peak_time) : top);
+    // The analysis names the peak's instruction (the same as its step's): no row to decode for the label.
+    if (peak && mem.peak_instruction && peak.time === mem.peak_time) peak.instruction = mem.peak_instruction;
     function at(t) { return pointOf(series, seriesIndex(series, t)); }
     function x(t) { return L + PW * (t - view.v0) / (view.v1 - view.v0); }
     function y(b) { return T + (H - T - B) * (1 - b / maxB); }

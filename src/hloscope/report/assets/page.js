@@ -56,7 +56,20 @@
     function own(v) { Object.defineProperty(obj, key, {value: v, writable: true, configurable: true, enumerable: true}); return v; }
     Object.defineProperty(obj, key, {configurable: true, enumerable: true, get: function () { return own(load()); }, set: own});
   }
-  function block(id) { var e = document.getElementById(id); return e ? decodeEvents(JSON.parse(e.textContent)) : null; }
+  function block(id) { var e = document.getElementById(id); return e ? decodeSteps(decodeEvents(JSON.parse(e.textContent))) : null; }
+  // The memory curve's columns come as differences (Note [Page encoding]); summed back in place.
+  // An instruction column then holds row positions (rowName), noted in ordinals.
+  function decodeSteps(t) {
+    if (!t || !t.codec || typeof t.codec !== "object" || !t.columns) return t;
+    t.ordinals = {};
+    Object.keys(t.codec).forEach(function (key) {
+      var xs = t.values[t.columns.indexOf(key)], total = 0;
+      for (var i = 0; i < xs.length; i++) { total += xs[i]; xs[i] = total; }
+      if (t.codec[key] === "row-deltas") t.ordinals[key] = true;
+    });
+    delete t.codec;
+    return t;
+  }
   // Note [Page encoding] (report/html.py): the timeline's intervals come as integer picoseconds
   // and differences; back to nanoseconds (k / 1000 is the very number Python rounded to).
   function decodeEvents(ev) {
@@ -267,6 +280,20 @@
   function instAt(name) {  // [computation index, row index] of an instruction, or null
     var k = nameIndex().get(name);
     return k == null ? null : [Math.floor(k / ROW_SPAN), k % ROW_SPAN];
+  }
+  // The name of row k of all computations' rows in order (Note [Page encoding]): decodes only
+  // that row's computation.
+  var rowStarts = null;
+  function rowName(k) {
+    if (k == null || k < 0) return null;
+    if (!rowStarts) {
+      rowStarts = [0];
+      comps.forEach(function (c) { rowStarts.push(rowStarts[rowStarts.length - 1] + rowCount(c)); });
+    }
+    var lo = 0, hi = comps.length - 1;  // the last computation starting at or before k
+    while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (rowStarts[mid] <= k) lo = mid; else hi = mid - 1; }
+    var r = comps[lo].instructions[k - rowStarts[lo]];
+    return r ? r[C.name] : null;
   }
   var usersCache = {};
   function usersOf(ci) {
