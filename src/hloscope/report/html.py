@@ -34,8 +34,11 @@ instruction name) carry their bytes as the difference from the step before and t
 as its row's position among all computations' rows, as the difference from the step before's
 (``"codec": {"bytes": "deltas", "instruction": "row-deltas"}``): the schedule walks the rows in
 order, so most steps are ``1``. The page names a step's instruction from its row only when it
-shows one (``rowName``). The page undoes each of these when it parses a block (``decodeRows``,
-``decodeEvents``, ``decodeSteps``); ``page_data`` does the same in Python.
+shows one (``rowName``). In a block of columns, a column of few distinct strings (an allocation's
+kind, a collective's opcode and replica groups) is those strings once and each row's 0 (none) or
+1 + an index into them (``{"strings": [...], "at": [...]}``). The page undoes each of these when
+it parses a block (``decodeRows``, ``decodeEvents``, ``decodeSteps``, ``decodeStrings``);
+``page_data`` does the same in Python.
 
 Note [Escaping untrusted text]
 ------------------------------
@@ -157,7 +160,7 @@ def pack_page_data(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
             value = _events_codec(value)
         elif (section, key) == ("memory", "timeline"):
             value = _steps_codec(value, data.get("computations") or [])
-        blocks[block] = _dumps(value)
+        blocks[block] = _dumps(_interned(value))
         core[section] = dict(sec, data=dict(sec["data"], **{key: None}))
         lazy.append([section, key, block])
     core["lazy"] = lazy
@@ -230,6 +233,30 @@ def _undo_events_codec(ev: Any) -> Any:
     return out
 
 
+def _interned(value: Any) -> Any:
+    """A block of columns with each column of few distinct strings (or none) as those strings
+    and each row's 0 or 1 + its index among them (Note [Page encoding])."""
+    if not (isinstance(value, dict) and isinstance(value.get("columns"), list) and isinstance(value.get("values"), list)):
+        return value
+    values: list[Any] = []
+    for col in value["values"]:
+        if isinstance(col, list) and len(col) >= 64 and all(v is None or isinstance(v, str) for v in col):
+            seen: dict[str, int] = {}
+            at = [0 if v is None else 1 + seen.setdefault(v, len(seen)) for v in col]
+            if 4 * len(seen) <= len(col):
+                values.append({"strings": list(seen), "at": at})
+                continue
+        values.append(col)
+    return dict(value, values=values)
+
+
+def _undo_interned(value: Any) -> Any:
+    if not (isinstance(value, dict) and isinstance(value.get("columns"), list) and isinstance(value.get("values"), list)):
+        return value
+    return dict(value, values=[[c["strings"][k - 1] if k else None for k in c["at"]] if isinstance(c, dict) else c
+                               for c in value["values"]])
+
+
 def _steps_codec(tl: Any, computations: list[dict[str, Any]]) -> Any:
     """The memory curve's bytes and instructions as differences (Note [Page encoding]); a
     column stays as it was when it cannot be (a size not an integer, a name with no row)."""
@@ -274,7 +301,7 @@ def page_data(page: str) -> dict[str, Any]:
     found = dict(re.findall(r'<script type="application/json" id="([\w-]+)">(.*?)</script>', page, re.S))
     data = json.loads(found["hloscope-data"])
     for section, key, block in data.pop("lazy", []):
-        data[section]["data"][key] = _undo_events_codec(json.loads(found[block]))
+        data[section]["data"][key] = _undo_events_codec(_undo_interned(json.loads(found[block])))
     if "row_keys" in data:
         shapes, opcodes, keys = data.pop("shapes"), data.pop("opcodes"), data.pop("row_keys")
         texts, strings = data.pop("texts"), data.pop("strings")

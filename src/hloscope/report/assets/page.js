@@ -56,7 +56,18 @@
     function own(v) { Object.defineProperty(obj, key, {value: v, writable: true, configurable: true, enumerable: true}); return v; }
     Object.defineProperty(obj, key, {configurable: true, enumerable: true, get: function () { return own(load()); }, set: own});
   }
-  function block(id) { var e = document.getElementById(id); return e ? decodeSteps(decodeEvents(JSON.parse(e.textContent))) : null; }
+  function block(id) { var e = document.getElementById(id); return e ? decodeSteps(decodeStrings(decodeEvents(JSON.parse(e.textContent)))) : null; }
+  // A column of few distinct strings comes as them and each row's 0 (none) or 1 + an index.
+  function decodeStrings(t) {
+    if (!t || !t.columns || !Array.isArray(t.values)) return t;
+    t.values.forEach(function (c, k) {
+      if (!c || Array.isArray(c) || !c.strings) return;
+      var s = c.strings, at = c.at, out = new Array(at.length);
+      for (var i = 0; i < at.length; i++) out[i] = at[i] ? s[at[i] - 1] : null;
+      t.values[k] = out;
+    });
+    return t;
+  }
   // The memory curve's columns come as differences (Note [Page encoding]); summed back in place.
   // An instruction column then holds row positions (rowName), noted in ordinals.
   function decodeSteps(t) {
