@@ -41,10 +41,12 @@
     if (raw && !Array.isArray(raw) && raw.columns) {  // Note [Compact memory rows]: read in place
       var col = function (k) { var at = raw.columns.indexOf(k); return at >= 0 ? raw.values[at] : null; };
       b = col("bytes") || col("live_bytes") || [];
-      var times = raw.index === "time" ? null : col("time");
-      for (i = 0; i < b.length; i++) t.push(times ? times[i] : i);
+      // Steps and bytes as typed arrays: one block each, nothing per step for the collector.
+      var times = raw.index === "time" ? null : col("time"), nb = b.length, bb = new Float64Array(nb);
+      var tt = times ? times.slice(0, nb) : new Float64Array(nb);
+      for (i = 0; i < nb; i++) { if (!times) tt[i] = i; bb[i] = Number(b[i]) || 0; }
       var names = col("instruction"), rows = raw.ordinals && raw.ordinals.instruction;
-      return columnsSeries(t, b.map(function (x) { return Number(x) || 0; }), rows ? function (k) { return rowName(names[k]); } : names);
+      return columnsSeries(tt, bb, rows ? function (k) { return rowName(names[k]); } : names);
     }
     if (raw && !Array.isArray(raw) && raw.bytes) return columnsSeries(raw.bytes.map(function (x, k) { return raw.time && raw.time[k] != null ? raw.time[k] : k; }), raw.bytes, null);
     raw.forEach(function (p, k) {
@@ -58,7 +60,10 @@
     return columnsSeries(t, b, n);
   }
   // A buffer is one value: an instruction and, for a tuple-shaped result, its index ({0}, {1,2}).
-  function bufInst(r) { return String(pick(r, "instruction", "name", "value") || ""); }
+  function bufInst(r) {  // pick(r, "instruction", "name", "value"), written out: 20,000 calls at 10x Llama
+    var v = r.instruction != null ? r.instruction : r.name != null ? r.name : r.value;
+    return String(v || "");
+  }
   function bufName(r) { var ix = r.index; return bufInst(r) + (ix && ix.length ? "{" + ix.join(",") + "}" : ""); }
   function instRow(name) { var at = instAt(name); return at ? comps[at[0]].instructions[at[1]] : null; }
   var entryRoot = null;
