@@ -223,3 +223,14 @@ def test_page_blocks_read_back_into_the_data(seed):
     main_block = re.search(r'id="hloscope-data">(.*?)</script>', page, re.S).group(1)
     assert len(main_block) < 0.5 * len(page)  # the rows and long lists are blocks of their own
     assert not any("instructions" in c for c in json.loads(main_block)["computations"])
+
+
+def test_timeline_intervals_carry_their_kind():
+    """Note [Interval kinds]: each interval's category and whether it is a loop or call come
+    with it, as its row says, so the Timeline tab colours intervals without reading rows."""
+    data = collect_report_data(hloscope.load(SEED_FILES["003"]))
+    ev, comps = data["timeline"]["data"]["events"], data["computations"]
+    for ci, ii, kind in zip(ev["ci"], ev["ii"], ev["kind"], strict=True):
+        opcode, cat = comps[ci]["instructions"][ii][1], comps[ci]["category"][ii]
+        assert kind == 3 * (cat + 1) + {"while": 1, "call": 2, "conditional": 2}.get(opcode, 0)
+    assert {k % 3 for k in ev["kind"]} == {0, 1} and min(ev["kind"]) < 3  # seed 003 has loops, and rows without a category
