@@ -21,7 +21,8 @@ Note [Page encoding]
 --------------------
 The bytes of the page are most of the time it takes to open (about 14 ms a MB on the VM the
 figures of docs/report.md come from, for the browser to read and scan them, before any script
-runs), so the blocks say each thing once. In a row, the shape, the opcode and a compacted text
+runs), so the blocks say each thing once. The computations' heads (name, root, row count...) are columns, one list per key. In a row,
+the shape, the opcode and a compacted text
 (Note [Compact instruction text] in compact.py) are indices into ``shapes``, ``opcodes`` and
 ``texts``, and op_name and source are 0 (none) or 1 + an index into ``strings``: a transformer's
 layers repeat the same shapes, attributes and op_names. Each row's estimated seconds keep four
@@ -188,7 +189,9 @@ def pack_page_data(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
             figures = [_figures(k, comp.get(k)) for k in ROW_KEYS[1:]]
             lines.append(_dumps([rows, *figures]))
             heads.append({k: v for k, v in comp.items() if k not in ROW_KEYS} | {"count": len(rows)})
-        core["computations"] = heads
+        # one list per key (Note [Page encoding]): 29,000 heads at 10x Llama repeated their keys
+        core["computations"] = {"columns": list(heads[0]), "values": [[h.get(k) for h in heads] for k in heads[0]]} \
+            if all(h.keys() == heads[0].keys() for h in heads) else heads
         core["shapes"], core["opcodes"], core["row_keys"] = list(shapes), list(opcodes), list(ROW_KEYS)
         core["texts"], core["strings"] = [list(t) for t in texts], list(strings)
         blocks["hloscope-rows"] = "\n".join(lines)  # a JSON text has no raw line break
@@ -309,6 +312,9 @@ def page_data(page: str) -> dict[str, Any]:
         def string(v: Any) -> Any:
             return None if v == 0 else strings[v - 1] if isinstance(v, int) else v
 
+        heads = data["computations"]
+        if isinstance(heads, dict):  # the heads in columns
+            data["computations"] = [dict(zip(heads["columns"], vals)) for vals in zip(*heads["values"])]
         lines = found["hloscope-rows"].split("\n")
         for head, line in zip(data["computations"], lines):
             got = json.loads(line)

@@ -148,9 +148,12 @@
     });
     undecoded--;
   }
-  var comps = D.row_keys ? D.computations.map(function (h, ci) {
+  var heads = D.computations, headKeys = heads.columns;  // the heads may come as columns (Note [Page encoding])
+  if (headKeys) heads = heads.values.length ? heads.values[0].map(function (_, ci) { return ci; }) : [];
+  var comps = D.row_keys ? heads.map(function (h, ci) {
     var c = Object.create(CompRows);
-    for (var k in h) c[k] = h[k];
+    if (headKeys) for (var j = 0; j < headKeys.length; j++) c[headKeys[j]] = D.computations.values[j][ci];
+    else for (var k in h) c[k] = h[k];
     c.index = ci;
     undecoded++;
     return c;
