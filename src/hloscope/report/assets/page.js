@@ -68,6 +68,9 @@
     });
     return t;
   }
+  // The buffers at the memory peak come in columns (Note [Page encoding]); read as objects.
+  var peakMem = D.memory && D.memory.data;
+  if (peakMem && peakMem.peak_buffers && peakMem.peak_buffers.columns) peakMem.peak_buffers = unpackColumns(decodeStrings(peakMem.peak_buffers));
   // The memory curve's columns come as differences (Note [Page encoding]); summed back in place.
   // An instruction column then holds row positions (rowName), noted in ordinals.
   function decodeSteps(t) {
