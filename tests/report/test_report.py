@@ -212,6 +212,26 @@ def test_page_blocks_read_back_into_the_data(seed):
     assert json.loads(json.dumps({**data, "computations": [{k: v for k, v in c.items() if k != "seconds"}
                                                           for c in data["computations"]]})) == back
     assert back["timeline"]["data"]["events"] == data["timeline"]["data"]["events"]  # exactly
+    steps = json.loads(re.search(r'id="hloscope-memory-timeline">(.*?)</script>', page, re.S).group(1))
+    assert steps["codec"] == {"bytes": "deltas", "instruction": "row-deltas"}  # and back exactly, above
+    interned = 0
+    for block in re.findall(r'id="hloscope-(?:memory|collectives)-\w+">(.*?)</script>', page, re.S):
+        for c in json.loads(block).get("values") or []:  # few distinct strings are written once
+            assert not (isinstance(c, list) and len(c) >= 64 and all(isinstance(v, str) for v in c) and 4 * len(set(c)) <= len(c))
+            interned += isinstance(c, dict)
+    assert interned > 0 or seed != "003"  # seed 003: its 579 allocations' kinds, among others
     main_block = re.search(r'id="hloscope-data">(.*?)</script>', page, re.S).group(1)
     assert len(main_block) < 0.5 * len(page)  # the rows and long lists are blocks of their own
-    assert not any("instructions" in c for c in json.loads(main_block)["computations"])
+    heads = json.loads(main_block)["computations"]  # the heads in columns, no rows among them
+    assert "name" in heads["columns"] and "instructions" not in heads["columns"]
+
+
+def test_timeline_intervals_carry_their_kind():
+    """Note [Interval kinds]: each interval's category and whether it is a loop or call come
+    with it, as its row says, so the Timeline tab colours intervals without reading rows."""
+    data = collect_report_data(hloscope.load(SEED_FILES["003"]))
+    ev, comps = data["timeline"]["data"]["events"], data["computations"]
+    for ci, ii, kind in zip(ev["ci"], ev["ii"], ev["kind"], strict=True):
+        opcode, cat = comps[ci]["instructions"][ii][1], comps[ci]["category"][ii]
+        assert kind == 3 * (cat + 1) + {"while": 1, "call": 2, "conditional": 2}.get(opcode, 0)
+    assert {k % 3 for k in ev["kind"]} == {0, 1} and min(ev["kind"]) < 3  # seed 003 has loops, and rows without a category

@@ -76,7 +76,8 @@ EXPECTED_FIELDS: dict[str, list[str]] = {
                 "bytes_accessed, flop_rate, flop_utilization, bandwidth, bandwidth_utilization, bound, top",
                 "advice[]: kind, title, words, seconds, share, instructions"],
     "timeline": ["lanes", "total_ns", "unroll_limit", "trips", "exposed",
-                 "events: {ci, ii, start, end, lane, depth, parent} (columns, nanoseconds)"],
+                 "events: {ci, ii, start, end, lane, depth, parent, kind} (columns, nanoseconds; "
+                 "kind: Note [Interval kinds] in timeline.py)"],
 }
 
 # The page's text view: one line per instruction without metadata (op_name and source are
@@ -182,7 +183,7 @@ def _views_of_the_estimate(data: dict[str, Any], module: Module, cost: Any, esti
                            step: Callable[[str, Callable[[], Any]], Any], where: dict[str, tuple[int, int]]) -> None:
     """The op profile (``report/profile.py``) and the timeline (``report/timeline.py``) of the estimate."""
     from hloscope.report.profile import attach_profile, profile_of
-    from hloscope.report.timeline import timeline_section
+    from hloscope.report.timeline import attach_kinds, timeline_section
 
     made: list[Any] = []
 
@@ -195,6 +196,8 @@ def _views_of_the_estimate(data: dict[str, Any], module: Module, cost: Any, esti
         if made:
             attach_profile(data["computations"], made[0])
     data["timeline"] = step("timeline", lambda: _section(lambda: timeline_section(estimate, where)))
+    if isinstance(data["timeline"].get("data"), dict):  # after the rows' categories, which it reads
+        attach_kinds(data["timeline"]["data"], data["computations"])
 
 
 # Note [Implied hardware]

@@ -21,7 +21,9 @@ Note [Page encoding]
 --------------------
 The bytes of the page are most of the time it takes to open (about 14 ms a MB on the VM the
 figures of docs/report.md come from, for the browser to read and scan them, before any script
-runs), so the blocks say each thing once. In a row, the shape, the opcode and a compacted text
+runs), so the blocks say each thing once. The computations' heads (name, root, row count...) and the buffers live at the memory peak are
+columns, one list per key. In a row,
+the shape, the opcode and a compacted text
 (Note [Compact instruction text] in compact.py) are indices into ``shapes``, ``opcodes`` and
 ``texts``, and op_name and source are 0 (none) or 1 + an index into ``strings``: a transformer's
 layers repeat the same shapes, attributes and op_names. Each row's estimated seconds keep four
@@ -29,8 +31,16 @@ significant digits (the page shows three); bytes that are whole numbers are writ
 The timeline's intervals are integer picoseconds, each start as its distance from the previous
 start and each end as its distance from its start, and the computation and row of each interval
 as their distance from the previous one (``"codec": "ps-deltas"``): the intervals of a schedule
-follow each other. The page undoes each of these when it parses a block (``decodeRows``,
-``decodeEvents``); ``page_data`` does the same in Python.
+follow each other. The memory curve's steps (232,000 at 10x Llama, 7.2 MB with each step's
+instruction name) carry their bytes as the difference from the step before and their instruction
+as its row's position among all computations' rows, as the difference from the step before's
+(``"codec": {"bytes": "deltas", "instruction": "row-deltas"}``): the schedule walks the rows in
+order, so most steps are ``1``. The page names a step's instruction from its row only when it
+shows one (``rowName``). In a block of columns, a column of few distinct strings (an allocation's
+kind, a collective's opcode and replica groups) is those strings once and each row's 0 (none) or
+1 + an index into them (``{"strings": [...], "at": [...]}``). The page undoes each of these when
+it parses a block (``decodeRows``, ``decodeEvents``, ``decodeSteps``, ``decodeStrings``);
+``page_data`` does the same in Python.
 
 Note [Escaping untrusted text]
 ------------------------------
@@ -49,6 +59,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from hloscope.report.compact import columns
 from hloscope.report.joined import seconds_as_shown
 
 __all__ = ["render_html", "json_for_script", "pack_page_data", "page_data", "PARTS", "LAZY", "ROW_KEYS"]
@@ -129,7 +140,7 @@ LAZY = (("memory", "timeline"), ("memory", "buffers"), ("memory", "allocations")
 # What a computation's line in ``hloscope-rows`` holds, in order.
 ROW_KEYS = ("instructions", "bytes", "seconds", "category", "flop_util", "band_util")
 # The columns given as indices (data.INSTRUCTION_COLUMNS, Note [Page encoding]).
-_OPCODE, _SHAPE, _OP_NAME, _SOURCE, _TEXT = 1, 3, 6, 7, 8
+_NAME, _OPCODE, _SHAPE, _OP_NAME, _SOURCE, _TEXT = 0, 1, 3, 6, 7, 8
 
 
 def _dumps(obj: Any) -> str:
@@ -148,10 +159,21 @@ def pack_page_data(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
             continue
         block = f"hloscope-{section}-{key}"
         value = sec["data"][key]
-        blocks[block] = _dumps(_events_codec(value) if (section, key) == ("timeline", "events") else value)
+        if (section, key) == ("timeline", "events"):
+            value = _events_codec(value)
+        elif (section, key) == ("memory", "timeline"):
+            value = _steps_codec(value, data.get("computations") or [])
+        blocks[block] = _dumps(_interned(value))
         core[section] = dict(sec, data=dict(sec["data"], **{key: None}))
         lazy.append([section, key, block])
     core["lazy"] = lazy
+    mem = core.get("memory")
+    mem_data = mem.get("data") if isinstance(mem, dict) else None
+    peak = mem_data.get("peak_buffers") if isinstance(mem_data, dict) else None
+    if (isinstance(mem, dict) and isinstance(mem_data, dict) and isinstance(peak, list) and len(peak) >= 64
+            and all(isinstance(b, dict) and b.keys() == peak[0].keys() for b in peak)):
+        # 9,456 at 10x Llama, 1.6 MB as objects in the block the page parses first
+        core["memory"] = dict(mem, data=dict(mem_data, peak_buffers=_interned(columns(peak))))
     comps = data.get("computations") or []
     if comps:
         shapes: dict[str, int] = {}
@@ -176,7 +198,9 @@ def pack_page_data(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
             figures = [_figures(k, comp.get(k)) for k in ROW_KEYS[1:]]
             lines.append(_dumps([rows, *figures]))
             heads.append({k: v for k, v in comp.items() if k not in ROW_KEYS} | {"count": len(rows)})
-        core["computations"] = heads
+        # one list per key (Note [Page encoding]): 29,000 heads at 10x Llama repeated their keys
+        core["computations"] = {"columns": list(heads[0]), "values": [[h.get(k) for h in heads] for k in heads[0]]} \
+            if all(h.keys() == heads[0].keys() for h in heads) else heads
         core["shapes"], core["opcodes"], core["row_keys"] = list(shapes), list(opcodes), list(ROW_KEYS)
         core["texts"], core["strings"] = [list(t) for t in texts], list(strings)
         blocks["hloscope-rows"] = "\n".join(lines)  # a JSON text has no raw line break
@@ -221,12 +245,79 @@ def _undo_events_codec(ev: Any) -> Any:
     return out
 
 
+def _interned(value: Any) -> Any:
+    """A block of columns with each column of few distinct strings (or none) as those strings
+    and each row's 0 or 1 + its index among them (Note [Page encoding])."""
+    if not (isinstance(value, dict) and isinstance(value.get("columns"), list) and isinstance(value.get("values"), list)):
+        return value
+    values: list[Any] = []
+    for col in value["values"]:
+        if isinstance(col, list) and len(col) >= 64 and all(v is None or isinstance(v, str) for v in col):
+            seen: dict[str, int] = {}
+            at = [0 if v is None else 1 + seen.setdefault(v, len(seen)) for v in col]
+            if 4 * len(seen) <= len(col):
+                values.append({"strings": list(seen), "at": at})
+                continue
+        values.append(col)
+    return dict(value, values=values)
+
+
+def _undo_interned(value: Any) -> Any:
+    if not (isinstance(value, dict) and isinstance(value.get("columns"), list) and isinstance(value.get("values"), list)):
+        return value
+    return dict(value, values=[[c["strings"][k - 1] if k else None for k in c["at"]] if isinstance(c, dict) else c
+                               for c in value["values"]])
+
+
+def _steps_codec(tl: Any, computations: list[dict[str, Any]]) -> Any:
+    """The memory curve's bytes and instructions as differences (Note [Page encoding]); a
+    column stays as it was when it cannot be (a size not an integer, a name with no row)."""
+    if not (isinstance(tl, dict) and isinstance(tl.get("columns"), list) and isinstance(tl.get("values"), list)):
+        return tl
+    cols, values, codec = tl["columns"], list(tl["values"]), {}
+    if "bytes" in cols and all(type(x) is int for x in values[cols.index("bytes")]):
+        values[cols.index("bytes")] = _deltas(values[cols.index("bytes")])
+        codec["bytes"] = "deltas"
+    if "instruction" in cols and computations:
+        at: dict[str, int] = {}
+        start = 0
+        for comp in computations:  # the first row of a repeated name, which has that name too
+            for ii, r in enumerate(comp["instructions"]):
+                at.setdefault(r[_NAME], start + ii)
+            start += len(comp["instructions"])
+        rows = [at.get(n) for n in values[cols.index("instruction")]]
+        if None not in rows:
+            values[cols.index("instruction")] = _deltas(rows)  # type: ignore[arg-type]
+            codec["instruction"] = "row-deltas"
+    return dict(tl, values=values, codec=codec) if codec else tl
+
+
+def _undo_steps_codec(tl: Any, computations: list[dict[str, Any]]) -> Any:
+    if not (isinstance(tl, dict) and isinstance(tl.get("codec"), dict)):
+        return tl
+    out, values = dict(tl), list(tl["values"])
+    codec = out.pop("codec")
+    names = [r[_NAME] for comp in computations for r in comp["instructions"]]
+    for key, how in codec.items():
+        k, total, got = tl["columns"].index(key), 0, []
+        for d in values[k]:
+            total += d
+            got.append(names[total] if how == "row-deltas" else total)
+        values[k] = got
+    out["values"] = values
+    return out
+
+
 def page_data(page: str) -> dict[str, Any]:
     """The data a page written by ``render_html`` was made from, read back from its blocks."""
     found = dict(re.findall(r'<script type="application/json" id="([\w-]+)">(.*?)</script>', page, re.S))
     data = json.loads(found["hloscope-data"])
     for section, key, block in data.pop("lazy", []):
-        data[section]["data"][key] = _undo_events_codec(json.loads(found[block]))
+        data[section]["data"][key] = _undo_events_codec(_undo_interned(json.loads(found[block])))
+    mem = data.get("memory", {}).get("data")
+    if isinstance(mem, dict) and isinstance(mem.get("peak_buffers"), dict):
+        peak = _undo_interned(mem["peak_buffers"])
+        mem["peak_buffers"] = [dict(zip(peak["columns"], vals)) for vals in zip(*peak["values"])]
     if "row_keys" in data:
         shapes, opcodes, keys = data.pop("shapes"), data.pop("opcodes"), data.pop("row_keys")
         texts, strings = data.pop("texts"), data.pop("strings")
@@ -234,6 +325,9 @@ def page_data(page: str) -> dict[str, Any]:
         def string(v: Any) -> Any:
             return None if v == 0 else strings[v - 1] if isinstance(v, int) else v
 
+        heads = data["computations"]
+        if isinstance(heads, dict):  # the heads in columns
+            data["computations"] = [dict(zip(heads["columns"], vals)) for vals in zip(*heads["values"])]
         lines = found["hloscope-rows"].split("\n")
         for head, line in zip(data["computations"], lines):
             got = json.loads(line)
@@ -244,6 +338,9 @@ def page_data(page: str) -> dict[str, Any]:
                     r[_TEXT] = texts[r[_TEXT]]
             head.pop("count")
             head.update({k: v for k, v in zip(keys, got) if v is not None or k == "instructions"})
+    mem = data.get("memory", {}).get("data")
+    if isinstance(mem, dict):
+        mem["timeline"] = _undo_steps_codec(mem.get("timeline"), data.get("computations") or [])
     return data
 
 

@@ -16,6 +16,15 @@ that each row's intervals already follow one another by start in the event list 
 is recorded in order), so the page fills each row in one pass, without sorting, whenever the
 loops stay folded (or there are none). Within a row, intervals never overlap: one stream runs
 one instruction at a time at each depth (a test checks it on the Llama step).
+
+Note [Interval kinds]
+---------------------
+Colouring an interval takes its row's opcode (a loop or call is grey) and its category, and
+reading those decoded every computation with an interval: the Timeline tab's first show at 10x
+Llama spent 100 ms parsing rows (and as long again collecting their garbage) for colours alone.
+So each interval's ``kind`` is joined here (``attach_kinds``): 3 × (category index + 1, 0 for
+none) + 1 for a while loop, + 2 for a call or conditional, + 0 otherwise. The page reads a row
+only for what it names (a label, the details of a click).
 """
 from __future__ import annotations
 
@@ -24,7 +33,7 @@ from typing import Any
 from hloscope.analysis.timing import TimeEstimate
 from hloscope.analysis.trace import LANES, UNROLL_LIMIT, exposed_communication, lane_of
 
-__all__ = ["timeline_section"]
+__all__ = ["timeline_section", "attach_kinds"]
 
 
 def timeline_section(estimate: TimeEstimate, where: dict[str, tuple[int, int]]) -> dict[str, Any]:
@@ -62,6 +71,25 @@ def timeline_section(estimate: TimeEstimate, where: dict[str, tuple[int, int]]) 
         "rows_in_start_order": in_order,
         "exposed": {str(index[n]): s for n, s in exposed.items() if n in index},
     }
+
+
+_CONTROL = {"while": 1, "call": 2, "conditional": 2}
+_OPCODE = 1  # the opcode's column in a row (data.INSTRUCTION_COLUMNS)
+
+
+def attach_kinds(timeline: dict[str, Any], computations: list[dict[str, Any]]) -> None:
+    """Each interval's ``kind`` beside its ``ci``/``ii`` (Note [Interval kinds]), in place;
+    categories are the rows' own (``profile.attach_profile``), -1 where there are none."""
+    events = timeline.get("events")
+    if not isinstance(events, dict):
+        return
+    kinds = []
+    for ci, ii in zip(events["ci"], events["ii"]):
+        comp = computations[ci]
+        cats = comp.get("category")
+        cat = cats[ii] if cats else -1
+        kinds.append(3 * (cat + 1) + _CONTROL.get(comp["instructions"][ii][_OPCODE], 0))
+    events["kind"] = kinds
 
 
 def _rows(events: dict[str, list[Any]]) -> tuple[list[list[int]], bool]:

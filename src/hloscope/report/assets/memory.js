@@ -15,17 +15,25 @@
     if (mem === section("memory").data) return seriesCache || (seriesCache = readSeries(mem));
     return readSeries(mem);
   }
-  function pointOf(s, i) { return i == null || i < 0 || i >= s.length ? null : {time: s.t[i], bytes: s.b[i], instruction: s.n ? s.n[i] || null : null}; }
+  // A point's instruction is named when read (from its row, Note [Page encoding] in
+  // report/html.py): drawing the curve reads 1,000 points' bytes and no name.
+  function Point(s, i) { this.time = s.t[i]; this.bytes = s.b[i]; this.s = s; this.i = i; }
+  Object.defineProperty(Point.prototype, "instruction", {
+    get: function () { return this.name !== undefined ? this.name : this.s.name(this.i); },
+    set: function (v) { this.name = v; }});
+  function pointOf(s, i) { return i == null || i < 0 || i >= s.length ? null : new Point(s, i); }
   function seriesIndex(s, time) {  // position of a step in the series, or -1
     if (s.contiguous) return time >= s.t[0] && time < s.t[0] + s.length && time === Math.floor(time) ? time - s.t[0] : -1;
     if (!s.at) { s.at = new Map(); for (var i = 0; i < s.length; i++) s.at.set(s.t[i], i); }
     var k = s.at.get(time);
     return k == null ? -1 : k;
   }
+  // n: each step's instruction, as a list of names or a function of the step's position
   function columnsSeries(t, b, n) {
     var ok = true;
     for (var i = 1; i < t.length && ok; i++) ok = t[i] === t[0] + i;
-    return {t: t, b: b, n: n, length: b.length, contiguous: ok};
+    var name = typeof n === "function" ? n : function (k) { return n ? n[k] || null : null; };
+    return {t: t, b: b, name: name, length: b.length, contiguous: ok};
   }
   function readSeries(mem) {
     var raw = pick(mem, "timeline", "series", "memory_over_time", "live_bytes") || [];
@@ -33,9 +41,12 @@
     if (raw && !Array.isArray(raw) && raw.columns) {  // Note [Compact memory rows]: read in place
       var col = function (k) { var at = raw.columns.indexOf(k); return at >= 0 ? raw.values[at] : null; };
       b = col("bytes") || col("live_bytes") || [];
-      var times = raw.index === "time" ? null : col("time");
-      for (i = 0; i < b.length; i++) t.push(times ? times[i] : i);
-      return columnsSeries(t, b.map(function (x) { return Number(x) || 0; }), col("instruction"));
+      // Steps and bytes as typed arrays: one block each, nothing per step for the collector.
+      var times = raw.index === "time" ? null : col("time"), nb = b.length, bb = new Float64Array(nb);
+      var tt = times ? times.slice(0, nb) : new Float64Array(nb);
+      for (i = 0; i < nb; i++) { if (!times) tt[i] = i; bb[i] = Number(b[i]) || 0; }
+      var names = col("instruction"), rows = raw.ordinals && raw.ordinals.instruction;
+      return columnsSeries(tt, bb, rows ? function (k) { return rowName(names[k]); } : names);
     }
     if (raw && !Array.isArray(raw) && raw.bytes) return columnsSeries(raw.bytes.map(function (x, k) { return raw.time && raw.time[k] != null ? raw.time[k] : k; }), raw.bytes, null);
     raw.forEach(function (p, k) {
@@ -49,7 +60,10 @@
     return columnsSeries(t, b, n);
   }
   // A buffer is one value: an instruction and, for a tuple-shaped result, its index ({0}, {1,2}).
-  function bufInst(r) { return String(pick(r, "instruction", "name", "value") || ""); }
+  function bufInst(r) {  // pick(r, "instruction", "name", "value"), written out: 20,000 calls at 10x Llama
+    var v = r.instruction != null ? r.instruction : r.name != null ? r.name : r.value;
+    return String(v || "");
+  }
   function bufName(r) { var ix = r.index; return bufInst(r) + (ix && ix.length ? "{" + ix.join(",") + "}" : ""); }
   function instRow(name) { var at = instAt(name); return at ? comps[at[0]].instructions[at[1]] : null; }
   var entryRoot = null;
@@ -72,6 +86,11 @@
   }
   // One view per memory space (S(0) the default, S(1)... e.g. a GPU's or TPU's other memories):
   // its curve, its peak and the buffers live there (Note [One peak] in analysis/memory).
+  // Another space's steps: a bare number is the headline curve's step at that position.
+  function namesBeside(tl, base) {
+    var own = tl.map(function (v) { return typeof v === "number" ? undefined : pointOf(readSeries({timeline: [v]}), 0).instruction; });
+    return function (i) { return own[i] !== undefined ? own[i] : i < base.length ? base.name(i) : null; };
+  }
   function memorySpaces(mem) {
     var base = memorySeries(mem), out = [], ms = mem.memory_spaces;
     if (ms && !Array.isArray(ms) && Object.keys(ms).length) {
@@ -80,12 +99,12 @@
         var series = Number(k) === 0 && base.length ? base : columnsSeries(
           tl.map(function (v, i) { return typeof v === "number" ? (i < base.length ? base.t[i] : i) : pointOf(readSeries({timeline: [v]}), 0).time; }),
           tl.map(function (v) { return typeof v === "number" ? v : pointOf(readSeries({timeline: [v]}), 0).bytes; }),
-          tl.map(function (v, i) { return typeof v === "number" ? (base.n && i < base.length ? base.n[i] : null) : pointOf(readSeries({timeline: [v]}), 0).instruction; }));
-        out.push({space: Number(k), series: series, peak_bytes: sp.peak_bytes, peak_time: sp.peak_time,
+          namesBeside(tl, base));
+        out.push({space: Number(k), series: series, peak_bytes: sp.peak_bytes, peak_time: sp.peak_time, peak_instruction: Number(k) === 0 ? mem.peak_instruction : null,
           peak_buffers: sp.peak_buffers || (Number(k) === 0 && mem.peak_buffers) || [], peak_buffer_count: sp.peak_buffer_count, temp_bytes: sp.temp_bytes});
       });
     }
-    if (!out.length) out.push({space: 0, series: base, peak_bytes: mem.peak_bytes, peak_time: mem.peak_time, peak_buffers: mem.peak_buffers || []});
+    if (!out.length) out.push({space: 0, series: base, peak_bytes: mem.peak_bytes, peak_time: mem.peak_time, peak_instruction: mem.peak_instruction, peak_buffers: mem.peak_buffers || []});
     return out;
   }
   function buildMemory(s) {
@@ -118,7 +137,7 @@
     figCard.appendChild(chips);
     if (mem.peak_definition) figCard.appendChild(el("p", {cls: "muted", text: "Live-range peak: " + mem.peak_definition + ". Sizes are as the device allocates them: a tiled layout fills whole tiles (a TPU's f32[]{:T(128)} takes 512 bytes)."}));
     if (mem.peak_note) figCard.appendChild(el("p", {cls: "note", id: "peak-note", text: mem.peak_note}));
-    memoryRows("buffers"); memoryRows("allocations");
+    memoryRows("buffers");  // the allocations stay in columns (allocationColumns in memory_chart.js)
     var buffers = pick(mem, "buffers", "live_ranges", "values") || [];
     var chartCard = el("div", {cls: "card chart"}), peakCard = el("div", {cls: "card", id: "peak-buffers"});
     s.appendChild(chartCard); s.appendChild(peakCard);
@@ -143,7 +162,7 @@
       }
       if (sp.series.length) {
         chartCard.appendChild(memoryChart(sp.series, sp, readout, onpick));
-        if ((mem.allocations || []).length && mine.some(function (b) { return b.allocation != null && b.allocation >= 0; }))
+        if (allocationCount(mem.allocations) && mine.some(function (b) { return b.allocation != null && b.allocation >= 0; }))
           chartCard.appendChild(heapView(sp, mem, mine, function (t) { MEM_VIEW.chart.pick(t); }));
       } else chartCard.appendChild(el("p", {cls: "note", text: "The memory analysis gave no series over time."}));
       if (mem.buffers_omitted) chartCard.appendChild(el("p", {cls: "note", text: mem.buffers_omitted + " smallest live ranges are not in the page; live sets list the " + buffers.length + " biggest."}));
@@ -166,6 +185,7 @@
       view: function () { return MEM_VIEW.chart ? {v0: MEM_VIEW.chart.view.v0, v1: MEM_VIEW.chart.view.v1, peak: MEM_VIEW.chart.peak.time} : null; }};
     if (mem.explain) s.appendChild(el("div", {cls: "card"}, el("h2", {text: "How the figures arise"}), el("pre", {cls: "explain", text: mem.explain})));
   }
+  function allocationCount(t) { return !t ? 0 : Array.isArray(t) ? t.length : t.columns.length ? t.values[0].length : 0; }
   // A peak buffer's live range, looked up among the live ranges by instruction and index.
   var rangeByName = null;
   function rangeOf(r) {
@@ -240,22 +260,25 @@
   }
 
   // ---- collectives -----------------------------------------------------------------------------
-  var collRows;
-  function collectiveRows() {  // in columns (Note [Compact memory rows]): unpacked once
+  // The rows as the table reads them: in columns (Note [Rows from columns] in page.js), each
+  // built row with its time (none without an estimate) and share of the step.
+  function collectiveRows() {
     var d = section("collectives").data;
     if (!d) return null;
-    if (!collRows) collRows = Array.isArray(d) ? d : (unpackColumns(pick(d, "collectives", "instructions")) || []);
-    return collRows;
+    var list = Array.isArray(d) ? d : pick(d, "collectives", "instructions") || [];
+    function finish(r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = TIM ? r.time : null; o.share = shareOf(o.time); return o; }
+    return Array.isArray(list) ? list.map(finish) : columnRows(list, finish);
   }
-  function collBytes(r) { return pick(r, "payload_bytes", "bytes", "bytes_on_wire", "operand_bytes"); }
+  var COLL_BYTES = ["payload_bytes", "bytes", "bytes_on_wire", "operand_bytes"];
+  function collBytes(r) { return pick.apply(null, [r].concat(COLL_BYTES)); }
   function buildCollectives(s) {
     var sec = section("collectives"), rows = collectiveRows(), card = el("div", {cls: "card"}, el("h2", {text: "Collectives"}));
     s.appendChild(card);
     if (!rows) { card.appendChild(statusNote(sec, "The collectives analysis")); return; }
     if (!rows.length) { card.appendChild(el("p", {cls: "note", text: "This module has no collectives."})); return; }
-    var grid = gridOf();
+    var grid = gridOf(), times = rows.column ? rows.column("time") || [] : [];
+    var byteCols = rows.column ? COLL_BYTES.map(rows.column) : [];
     card.appendChild(el("p", {cls: "muted", text: "On " + grid[0] + " replicas × " + grid[1] + " partitions. Payload and ring bytes are per device and run; est. time covers every run in a step."}));
-    rows = rows.map(function (r) { var o = {}; for (var k in r) o[k] = r[k]; o.time = TIM ? r.time : null; o.share = shareOf(o.time); return o; });
     var cols = [
       {key: "name", label: "instruction", fmt: function (r) { return instLink(String(r.name || "")); }},
       {key: "opcode", label: "opcode", cls: "mono"},
@@ -264,10 +287,11 @@
       {key: "replica_groups", label: "replica groups", cls: "mono wrap", fmt: function (r) { return r.replica_groups == null ? "" : r.replica_groups === "{}" ? "{} (all devices)" : r.replica_groups; }},
       {key: "group_size", label: "devices per group", num: true},
       {key: "count", label: "runs", num: true},
-      {key: "bytes", label: "payload", num: true, fmt: function (r) { return fmtBytes(collBytes(r)); }, val: function (r) { return Number(collBytes(r)); }},
+      {key: "bytes", label: "payload", num: true, fmt: function (r) { return fmtBytes(collBytes(r)); }, val: function (r) { return Number(collBytes(r)); },
+        at: function (i) { for (var k = 0; k < byteCols.length; k++) if (byteCols[k] && byteCols[k][i] != null) return Number(byteCols[k][i]); return NaN; }},
       {key: "ring_bytes", label: "ring bytes/device", num: true, fmt: function (r) { return fmtBytes(r.ring_bytes); }},
-      {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }},
-      {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }},
+      {key: "time", label: "est. time", num: true, fmt: function (r) { return fmtTime(r.time); }, at: function (i) { return TIM ? times[i] : null; }},
+      {key: "share", label: "share", fmt: function (r) { return shareBar(r.share); }, val: function (r) { return r.share; }, at: function (i) { return shareOf(TIM ? times[i] : null); }},
       {key: "op_name", label: "op_name", cls: "mono wrap"}];
     if (!TIM) cols.splice(9, 2);
     card.appendChild(table(cols, rows, {sortCol: TIM ? 9 : 7, id: "collectives-table"}));

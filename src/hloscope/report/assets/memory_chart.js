@@ -25,6 +25,8 @@
     var maxB = 1, top = 0;
     for (var i = 0; i < series.length; i++) { if (SB[i] > maxB) maxB = SB[i]; if (SB[i] > SB[top]) top = i; }
     var view = {v0: first, v1: last + 1}, peak = pointOf(series, mem.peak_time != null && seriesIndex(series, mem.peak_time) >= 0 ? seriesIndex(series, mem.peak_time) : top);
+    // The analysis names the peak's instruction (the same as its step's): no row to decode for the label.
+    if (peak && mem.peak_instruction && peak.time === mem.peak_time) peak.instruction = mem.peak_instruction;
     function at(t) { return pointOf(series, seriesIndex(series, t)); }
     function x(t) { return L + PW * (t - view.v0) / (view.v1 - view.v0); }
     function y(b) { return T + (H - T - B) * (1 - b / maxB); }
@@ -147,16 +149,31 @@
   // fragmentation then.
   var KIND_COLOUR = {"parameter": "#7ea6f2", "maybe-live-out": "#5fb8ab", "preallocated-temp": "#edb65c", "temp": "#edb65c",
     "constant": "#b3bccb", "thread-local": "#a593de"};
+  // Allocations [a, b) of the memory section as columns (index, size, kind): 85,000 of them at
+  // 10x Llama, never an object each (Note [Rows from columns] in page.js).
+  function allocationColumns(t, a, b) {
+    if (!t) return {index: [], size: [], kind: [], length: 0};
+    if (Array.isArray(t)) {
+      t = t.slice(a, b);
+      return {index: t.map(function (x) { return x.index; }), size: t.map(function (x) { return x.size; }), kind: t.map(function (x) { return x.kind; }), length: t.length};
+    }
+    function col(k) { return t.values[t.columns.indexOf(k)].slice(a, b); }
+    var out = {index: col("index"), size: col("size"), kind: col("kind")};
+    out.length = out.index.length;
+    return out;
+  }
   function heapView(sp, mem, buffers, onpick) {
     var box = el("div", {cls: "heap"}), bar = el("div", {cls: "toolbar legend"});
     // One slice: the allocations come grouped by memory space, in index order (group_allocations
     // in report/joined.py); filtering 85,000 of them took 72 ms of the 10x Llama heap view.
-    var span = (mem.allocation_spaces || {})[String(sp.space)] || [0, 0], allocs = (mem.allocations || []).slice(span[0], span[1]);
+    var span = (mem.allocation_spaces || {})[String(sp.space)] || [0, 0], allocs = allocationColumns(mem.allocations, span[0], span[1]);
+    var present = {};
+    for (var j = 0; j < allocs.length; j++) present[allocs.kind[j]] = 1;
     var only = el("select", {id: "heap-allocations"}, el("option", {value: "all", text: "every allocation of S(" + sp.space + ")"}),
       el("option", {value: "temp", text: "temporaries only (the heap XLA packs)"}));
     bar.appendChild(el("b", {text: "Heap"})); bar.appendChild(only);
     Object.keys(KIND_COLOUR).forEach(function (k) {
-      if (k === "temp" || !allocs.some(function (a) { return a.kind === k; })) return;
+      if (k === "temp" || !present[k]) return;
       bar.appendChild(el("span", {cls: "lg"}, el("i", {style: "background:" + KIND_COLOUR[k]}), k.replace("maybe-live-out", "output").replace("preallocated-temp", "temporaries")));
     });
     var tip = el("span", {cls: "muted mono", id: "heap-readout", text: "Offset × step: each box a buffer, from its allocation's start plus its offset, over its live range. Hover for one, click to list the step."});
@@ -165,8 +182,11 @@
     box.appendChild(canvas);
     var layout = null;
     function place() {
-      var keep = only.value === "temp" ? allocs.filter(function (a) { return /temp/.test(a.kind); }) : allocs, base = {}, y = 0;
-      keep.forEach(function (a) { base[a.index] = y; y += a.size; });  // in index order already
+      var temps = only.value === "temp", keep = [], base = [], y = 0;  // base: by allocation index
+      for (var j = 0; j < allocs.length; j++) {  // in index order already
+        if (temps && !/temp/.test(allocs.kind[j])) continue;
+        keep.push(j); base[allocs.index[j]] = y; y += allocs.size[j];
+      }
       layout = {base: base, total: y || 1, allocs: keep, boxes: buffers.filter(function (b) { return base[b.allocation] != null; })};
     }
     only.addEventListener("change", function () { place(); draw(MEM_VIEW.chart ? MEM_VIEW.chart.view : null); });
@@ -188,10 +208,10 @@
       // allocations: a stroke each took 200 ms); labelled when tall enough.
       var lastRow = null;
       ctx.beginPath();
-      layout.allocs.forEach(function (a) {
-        var y0 = Y(layout.base[a.index]), y1 = Y(layout.base[a.index] + a.size), row = Math.round(y0);
+      layout.allocs.forEach(function (j) {
+        var ix = allocs.index[j], size = allocs.size[j], y0 = Y(layout.base[ix]), y1 = Y(layout.base[ix] + size), row = Math.round(y0);
         if (row !== lastRow) { ctx.moveTo(L, y0 + 0.5); ctx.lineTo(w - R, y0 + 0.5); lastRow = row; }
-        if (y0 - y1 > 13) ctx.fillText(fmtBytes(a.size) + " " + a.kind.replace("maybe-live-out", "output").replace("preallocated-temp", "temps"), 4, y1 + 11);
+        if (y0 - y1 > 13) ctx.fillText(fmtBytes(size) + " " + allocs.kind[j].replace("maybe-live-out", "output").replace("preallocated-temp", "temps"), 4, y1 + 11);
       });
       ctx.stroke();
       var drawn = 0, byColour = {};
@@ -230,8 +250,8 @@
       canvas.setAttribute("data-boxes", drawn);
       layout.X = X; layout.Y = Y; layout.w = w;
     }
-    var kinds = {};
-    allocs.forEach(function (a) { kinds[a.index] = a.kind; });
+    var kinds = [];
+    for (j = 0; j < allocs.length; j++) kinds[allocs.index[j]] = allocs.kind[j];
     function allocKind(i) { return kinds[i]; }
     function at(ev) {  // the buffer under the pointer
       var r = canvas.getBoundingClientRect(), mx = ev.clientX - r.left, my = ev.clientY - r.top, best = null;

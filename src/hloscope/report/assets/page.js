@@ -20,6 +20,25 @@
     }
     return out;
   }
+  // Note [Rows from columns]
+  // A long list that comes in columns stays in columns: a table of it (table() below) sorts row
+  // numbers by a key read from a column and makes an object only for each row it builds. At 10x
+  // Llama the Collectives tab made an object of each of its 16,470 rows, twice, and its first
+  // show waited 140 ms, most of it for those objects and their garbage. rows.row(i) is the
+  // object unpackColumns would have made for row i; finish(o) adds what the tab derives.
+  function columnRows(t, finish) {
+    var keys = t.columns, vals = t.values, ix = t.index, col = {};
+    keys.forEach(function (k, j) { col[k] = vals[j]; });
+    var out = {length: keys.length ? vals[0].length : 0, made: 0, column: function (k) { return col[k] || null; },
+      row: function (i) {
+        var o = {};
+        out.made++;
+        if (ix) o[ix] = i;
+        for (var k = 0; k < keys.length; k++) o[keys[k]] = vals[k][i];
+        return finish ? finish(o) : o;
+      }};
+    return out;
+  }
   // Unpacked when first read (the Memory tab), not at start-up: 230,000 steps at 10x Llama.
   var unpacked = {};
   function memoryRows(key) {
@@ -37,7 +56,34 @@
     function own(v) { Object.defineProperty(obj, key, {value: v, writable: true, configurable: true, enumerable: true}); return v; }
     Object.defineProperty(obj, key, {configurable: true, enumerable: true, get: function () { return own(load()); }, set: own});
   }
-  function block(id) { var e = document.getElementById(id); return e ? decodeEvents(JSON.parse(e.textContent)) : null; }
+  function block(id) { var e = document.getElementById(id); return e ? decodeSteps(decodeStrings(decodeEvents(JSON.parse(e.textContent)))) : null; }
+  // A column of few distinct strings comes as them and each row's 0 (none) or 1 + an index.
+  function decodeStrings(t) {
+    if (!t || !t.columns || !Array.isArray(t.values)) return t;
+    t.values.forEach(function (c, k) {
+      if (!c || Array.isArray(c) || !c.strings) return;
+      var s = c.strings, at = c.at, out = new Array(at.length);
+      for (var i = 0; i < at.length; i++) out[i] = at[i] ? s[at[i] - 1] : null;
+      t.values[k] = out;
+    });
+    return t;
+  }
+  // The buffers at the memory peak come in columns (Note [Page encoding]); read as objects.
+  var peakMem = D.memory && D.memory.data;
+  if (peakMem && peakMem.peak_buffers && peakMem.peak_buffers.columns) peakMem.peak_buffers = unpackColumns(decodeStrings(peakMem.peak_buffers));
+  // The memory curve's columns come as differences (Note [Page encoding]); summed back in place.
+  // An instruction column then holds row positions (rowName), noted in ordinals.
+  function decodeSteps(t) {
+    if (!t || !t.codec || typeof t.codec !== "object" || !t.columns) return t;
+    t.ordinals = {};
+    Object.keys(t.codec).forEach(function (key) {
+      var xs = t.values[t.columns.indexOf(key)], total = 0;
+      for (var i = 0; i < xs.length; i++) { total += xs[i]; xs[i] = total; }
+      if (t.codec[key] === "row-deltas") t.ordinals[key] = true;
+    });
+    delete t.codec;
+    return t;
+  }
   // Note [Page encoding] (report/html.py): the timeline's intervals come as integer picoseconds
   // and differences; back to nanoseconds (k / 1000 is the very number Python rounded to).
   function decodeEvents(ev) {
@@ -105,9 +151,12 @@
     });
     undecoded--;
   }
-  var comps = D.row_keys ? D.computations.map(function (h, ci) {
+  var heads = D.computations, headKeys = heads.columns;  // the heads may come as columns (Note [Page encoding])
+  if (headKeys) heads = heads.values.length ? heads.values[0].map(function (_, ci) { return ci; }) : [];
+  var comps = D.row_keys ? heads.map(function (h, ci) {
     var c = Object.create(CompRows);
-    for (var k in h) c[k] = h[k];
+    if (headKeys) for (var j = 0; j < headKeys.length; j++) c[headKeys[j]] = D.computations.values[j][ci];
+    else for (var k in h) c[k] = h[k];
     c.index = ci;
     undecoded++;
     return c;
@@ -129,7 +178,7 @@
   // While nobody clicks, the rest of the rows are parsed, so what reads every computation
   // (search, the callers of a computation) finds them ready.
   function decodeInSlices() {
-    var next = 0;
+    var next = 0, nextBlock = 0, lazy = D.lazy || [];
     inSlices(function (until) {
       while (next < comps.length && performance.now() < until) {
         if (!Object.prototype.hasOwnProperty.call(comps[next], "instructions")) decodeComp(comps[next]);
@@ -138,7 +187,14 @@
       // Then the name index, in the same slices (indexed only grows: nameIndex() may have
       // finished it meanwhile).
       while (next >= comps.length && indexed < comps.length && performance.now() < until) indexComp(indexed++);
-      return next >= comps.length && indexed >= comps.length;
+      // Then the long lists' blocks, one a slice (the timeline's intervals, the largest, about
+      // 30 ms at 10x Llama): a tab shown later finds them parsed.
+      var done = next >= comps.length && indexed >= comps.length;
+      if (done && nextBlock < lazy.length && performance.now() < until) {
+        var l = lazy[nextBlock++], d = D[l[0]] && D[l[0]].data;
+        if (d) void d[l[1]];  // the getter parses it (lazyProp), once
+      }
+      return done && nextBlock >= lazy.length;
     });
   }
   // How many rows a computation has, without decoding them (its head says).
@@ -249,6 +305,20 @@
     var k = nameIndex().get(name);
     return k == null ? null : [Math.floor(k / ROW_SPAN), k % ROW_SPAN];
   }
+  // The name of row k of all computations' rows in order (Note [Page encoding]): decodes only
+  // that row's computation.
+  var rowStarts = null;
+  function rowName(k) {
+    if (k == null || k < 0) return null;
+    if (!rowStarts) {
+      rowStarts = [0];
+      comps.forEach(function (c) { rowStarts.push(rowStarts[rowStarts.length - 1] + rowCount(c)); });
+    }
+    var lo = 0, hi = comps.length - 1;  // the last computation starting at or before k
+    while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (rowStarts[mid] <= k) lo = mid; else hi = mid - 1; }
+    var r = comps[lo].instructions[k - rowStarts[lo]];
+    return r ? r[C.name] : null;
+  }
   var usersCache = {};
   function usersOf(ci) {
     if (usersCache[ci]) return usersCache[ci];
@@ -270,7 +340,9 @@
   }
 
   // ---- tables ----------------------------------------------------------------------------------
-  // cols: [{key, label, num, fmt(row) -> string|Node, val(row) -> sortable}]
+  // cols: [{key, label, num, fmt(row) -> string|Node, val(row) -> sortable, at(i) -> sortable}];
+  // rows: objects, or columnRows (Note [Rows from columns]), which a column sorts by at(i), else
+  // by its key's column, else by val of row(i).
   function table(cols, rows, opts) {
     opts = opts || {};
     var t = el("table", opts.id ? {id: opts.id} : null), thead = el("thead"), tbody = el("tbody"), hr = el("tr");
@@ -283,12 +355,21 @@
       hr.appendChild(th);
     });
     thead.appendChild(hr); t.appendChild(thead); t.appendChild(tbody);
+    var lazy = !Array.isArray(rows), n = rows.length;
+    function rowAt(i) { return lazy ? rows.row(i) : rows[i]; }
+    function keysOf(c) {  // each row's sort key, read once (not in every comparison)
+      var get = c.val || function (r) { return r[c.key]; }, column = lazy && !c.val ? rows.column(c.key) : null, ks = new Array(n);
+      for (var i = 0; i < n; i++) ks[i] = c.at && lazy ? c.at(i) : column ? column[i] : get(rowAt(i));
+      return ks;
+    }
     function draw() {
-      var rs = rows.slice();
+      var order = new Array(n);
+      for (var i = 0; i < n; i++) order[i] = i;
       if (state.col >= 0) {
-        var c = cols[state.col], get = c.val || function (r) { return r[c.key]; };
-        rs.sort(function (a, b) {
-          var x = get(a), y = get(b);
+        // The same comparisons on the same keys as sorting the rows themselves, so the same order.
+        var ks = keysOf(cols[state.col]);
+        order.sort(function (a, b) {
+          var x = ks[a], y = ks[b];
           if (x == null) return 1; if (y == null) return -1;
           return (x < y ? -1 : x > y ? 1 : 0) * state.dir;
         });
@@ -301,7 +382,7 @@
       // Only the first rows are built (a big module's 500-row tables took most of a second);
       // the last row shows more on a click.
       var limit = state.limit || opts.limit || 150;
-      rs.slice(0, limit).forEach(function (r) {
+      order.slice(0, limit).map(rowAt).forEach(function (r) {
         var tr = el("tr");
         cols.forEach(function (c) {
           var v = c.fmt ? c.fmt(r) : r[c.key];
@@ -313,9 +394,11 @@
         });
         tbody.appendChild(tr);
       });
-      if (rs.length > limit) tbody.appendChild(el("tr", {cls: "more"}, el("td", {colspan: cols.length},
-        el("span", {cls: "link", text: "… " + (rs.length - limit) + " more rows: show " + Math.min(500, rs.length - limit) + " more",
+      if (n > limit) tbody.appendChild(el("tr", {cls: "more"}, el("td", {colspan: cols.length},
+        el("span", {cls: "link", text: "… " + (n - limit) + " more rows: show " + Math.min(500, n - limit) + " more",
           on: {click: function () { state.limit = limit + 500; draw(); }}}))));
+      // for tests: the rows the table has and the row objects made so far
+      t.setAttribute("data-rows", n); t.setAttribute("data-made", lazy ? rows.made : n);
     }
     draw();
     return el("div", {cls: "scroll"}, t);

@@ -18,10 +18,23 @@
     "elementwise": "#8d97ad", "reduction": "#46b37b", "custom call": "#c9a227", "host transfer": "#7f8c8d", "other": "#b5bcc9"};
   var CATS = (PROF && PROF.category_names) || [];
   function categoryOf(ci, ii) { var c = comps[ci].category; return c && c[ii] >= 0 ? CATS[c[ii]] : null; }
-  function eventColour(ci, ii) {
-    var r = comps[ci].instructions[ii];
-    if (CONTROL[r[C.opcode]]) return "#d9dce6";
-    return CAT_COLOUR[categoryOf(ci, ii)] || "#b5bcc9";
+  // Note [Interval kinds] (report/timeline.py): an interval's category and whether it is a
+  // loop or call come with it (kind), so colouring reads no row.
+  function eventKind(e) {  // 0 other, 1 while, 2 call or conditional
+    var E = TL.events;
+    if (E.kind) return E.kind[e] % 3;
+    var op = comps[E.ci[e]].instructions[E.ii[e]][C.opcode];
+    return op === "while" ? 1 : CONTROL[op] ? 2 : 0;
+  }
+  function eventCategory(e) {
+    var E = TL.events;
+    if (!E.kind) return categoryOf(E.ci[e], E.ii[e]);
+    var c = Math.floor(E.kind[e] / 3) - 1;
+    return c >= 0 ? CATS[c] : null;
+  }
+  function eventColour(e) {
+    if (eventKind(e)) return "#d9dce6";
+    return CAT_COLOUR[eventCategory(e)] || "#b5bcc9";
   }
   var TV = {unrolled: true};
 
@@ -31,8 +44,8 @@
     function runsOf(p) {  // [[offset ns, trip]] of the children of event p (trace.trip_offsets)
       if (p < 0) return [[0, 0]];
       if (offsets[p]) return offsets[p];
-      var outer = runsOf(E.parent[p]), trips = TL.trips[String(p)] || 1, r = comps[E.ci[p]].instructions[E.ii[p]];
-      var k = r[C.opcode] === "while" ? trips : 1, period = (E.end[p] - E.start[p]) / k, out = [];
+      var outer = runsOf(E.parent[p]), trips = TL.trips[String(p)] || 1;
+      var k = eventKind(p) === 1 ? trips : 1, period = (E.end[p] - E.start[p]) / k, out = [];
       outer.forEach(function (o) { for (var t = 0; t < k; t++) out.push([o[0] + t * period, t]); });
       return (offsets[p] = out);
     }
@@ -103,7 +116,7 @@
     TV.canvas = canvas; TV.overview = overview; TV.side = side; TV.readout = readout; TV.t0 = 0; TV.t1 = TL.total_ns * 1.01;
     layoutRows(mode.value !== "folded");
     var present = {};  // the legend lists the categories this step has
-    for (var e = 0; e < TL.events.ci.length; e++) present[categoryOf(TL.events.ci[e], TL.events.ii[e])] = 1;
+    for (var e = 0; e < TL.events.ci.length; e++) present[eventCategory(e)] = 1;
     Object.keys(CAT_COLOUR).forEach(function (k) {
       if (present[k]) legend.appendChild(el("span", {cls: "lg"}, el("i", {style: "background:" + CAT_COLOUR[k]}), k));
     });
@@ -191,7 +204,7 @@
           var px = Math.floor(x0 + row.s[q] * scale), raw = (row.e[q] - row.s[q]) * scale, pw = Math.max(1, raw);
           if (raw < 1 && px === last) continue;
           last = px;
-          ctx.fillStyle = eventColour(TL.events.ci[row.id[q]], TL.events.ii[row.id[q]]);
+          ctx.fillStyle = eventColour(row.id[q]);
           ctx.fillRect(px, 2 + k * h, pw, Math.max(1, h - 1));
         }
       });
@@ -224,7 +237,7 @@
     for (var k = lo; k < n && row.s[k] <= TV.t1; k++) {
       if (row.e[k] < TV.t0) continue;
       var id = row.id[k], ci = E.ci[id], ii = E.ii[id], a = X(row.s[k]), b = X(row.e[k]), wpx = b - a;
-      var colour = eventColour(ci, ii);
+      var colour = eventColour(id);
       if (wpx < 1) {  // merge sub-pixel intervals per pixel column (Note [Timeline drawing])
         var col = Math.floor(a);
         if (col === px) continue;
@@ -236,7 +249,8 @@
       ctx.fillRect(a, y + 2, Math.max(1, wpx - 0.5), ROW_H - 4); marks++;
       var ex = TL.exposed[String(id)];
       if (ex) {  // the part the compute stream waits for, as a darker band along the bottom
-        var frac = Math.min(1, ex / (secondsOf(comps[ci].instructions[ii][C.name]) || ex));
+        // its own row's time: secondsOf(name) would build the name index over every row
+        var own = TIM ? comps[ci].seconds : null, frac = Math.min(1, ex / ((own && own[ii] != null ? own[ii] : null) || ex));
         ctx.fillStyle = "#8f1239"; ctx.fillRect(a, y + ROW_H - 8, Math.max(1, wpx * frac), 5);
       }
       if (hiLite && hiLite[0] === id && hiLite[1] === row.trip[k]) { ctx.strokeStyle = "#111"; ctx.lineWidth = 2; ctx.strokeRect(a + 1, y + 2, Math.max(1, wpx - 2), ROW_H - 4); }
