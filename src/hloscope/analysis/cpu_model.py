@@ -27,7 +27,7 @@ from hloscope.analysis.hardware import (
     HardwareSpec,
 )
 from hloscope.analysis.memory.report import MemoryReport, analyze_memory
-from hloscope.ir import ArrayShape, Computation, Instruction, Module, Opcode
+from hloscope.ir import PRIMITIVE_TYPES, ArrayShape, Computation, Instruction, Module, Opcode
 
 __all__ = ["FreshAllocation", "LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_allocations", "is_library_fusion",
            "REUSE_BYTES", "loop_computations", "math_dtype", "runs_in_sequence", "thunks_of", "wide_thunks"]
@@ -162,9 +162,7 @@ def _transposed_conv_gemm(inst: Instruction) -> tuple[float, float] | None:
 
 def _bytes_per_element(inst: Instruction) -> int:
     shape = inst.shape
-    if not isinstance(shape, ArrayShape) or not shape.element_count:
-        return 4
-    return max(shape.byte_size() // shape.element_count, 1)
+    return max(PRIMITIVE_TYPES[shape.element_type].byte_size, 1) if isinstance(shape, ArrayShape) else 4
 
 
 # Note [Transposed convolutions]
@@ -521,8 +519,10 @@ def _dot_flops(dot: Instruction) -> int:
 #     So a loop's transcendentals on its longest chain (of depth d) cost a link of a chain of
 #     d each, the rest what independent ones do: ``cpu_rates.unchained_transcendentals`` (8
 #     independent ones summed) and ``transcendentals`` (a chain of CHAIN_DEPTH) are the
-#     calibrated ends, a link of depth d between them on log(d). A library runs each op as a
-#     pass over a tile, at the chain's rate (YNNPACK's softmax exp measured so).
+#     calibrated ends, a link of depth d between them on log(d). A library fusion runs each op
+#     as a pass over a tile and is charged the chain's rate: YNNPACK's softmax took about what
+#     that gives (+23-37% at 8.4 M exps), though a YNNPACK exp alone, inside a row sum, cost
+#     0.22-0.32 ns; what else its softmax spends is not modelled.
 CHAIN_DEPTH = 8
 # Independent over chained transcendentals when a profile has no figure of its own (above:
 # 8 links at 1.14 ns each against 0.2 ns for each of 4 independent ones).
@@ -721,9 +721,9 @@ def loop_computations(module: Module) -> set[Computation]:
 
     Note [Thunks in loops]
         A loop body's thunks run once per trip on the same buffers with the same code: on one
-        core, a body of small reductions cost its modelled work and 0-0.1 us more per thunk
-        and trip, and a trip 0.3 us besides (the condition's thunk aside: the WhileThunk reads
-        the predicate and starts the body's executor again). A thunk of the step's own, run
+        core, a body of small reductions cost its modelled work and 5-10 ns more per thunk and
+        trip, and a trip with its condition's thunk 25-30 ns in all (the WhileThunk reads the
+        predicate and starts the body's executor again). A thunk of the step's own, run
         once per execution, costs ``kernel_launch_overhead``, which ``calibrate`` measures on a
         chain whose fusions take one more operand each link, and which matched what the
         models tier's steps spend per thunk beyond their modelled work (ViT 1.5 us: a chain
