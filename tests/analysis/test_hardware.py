@@ -156,6 +156,35 @@ def test_calibrate_measures_plausible_rates(tmp_path):
         calibrate(seconds=0)
 
 
+def test_stream_placements_leave_two_free_of_4k_aliasing():
+    # Note [4K aliasing]: an input whose start lies up to ~300 bytes before the output's, modulo
+    # a page, stalls the loop. Wherever the output lands, at least two of the placements keep
+    # both inputs out of that window, so the third fastest of two rounds is a free one.
+    from hloscope.xla.calibrate import STREAM_PLACEMENTS
+
+    def stalls(input_offset: int, output_offset: int) -> bool:
+        return 0 <= (output_offset - input_offset) % 4096 <= 320
+
+    for out in range(0, 4096, 64):
+        free = [p for p in STREAM_PLACEMENTS if not (stalls(p[0], out) or stalls(p[1], out))]
+        assert len(free) >= 2, out
+
+
+def test_jax_reads_an_aligned_host_array_in_place():
+    # The premise of placing the streaming loop's inputs (Note [4K aliasing]): jax on the CPU
+    # hands XLA the host array's own memory, at the offset chosen in its page.
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    block = np.ones(3 * 1024 * 1024, np.float32)
+    base = (-block.ctypes.data % 4096) // 4
+    for offset in (0, 1024, 2048, 3072):
+        view = block[base + offset // 4: base + offset // 4 + (1 << 20)]
+        placed = jax.device_put(view, jax.devices("cpu")[0])
+        assert placed.unsafe_buffer_pointer() == view.ctypes.data
+        assert placed.unsafe_buffer_pointer() % 4096 == offset
+
+
 def test_cpu_rates_round_trip_and_are_validated(tmp_path):
     cpu = load_hardware("cpu")
     assert cpu.cpu_rates is not None
