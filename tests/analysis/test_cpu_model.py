@@ -7,6 +7,7 @@ different benchmark error.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -322,6 +323,44 @@ def test_transposes_stream_whole_runs() -> None:
     moved = 2 * 4 * 1024 * 1024
     seconds = estimate_time(mid, hw).memory_seconds
     assert moved / r.cached_transpose_bandwidth < seconds < moved / r.transpose_bandwidth
+
+
+def _reduction(shape: tuple[int, ...], dims: tuple[int, ...], library: bool = True) -> hloscope.Module:
+    kept = [n for d, n in enumerate(shape) if d not in dims]
+    text = (f"HloModule r\nadd {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}}\n"
+            f"fused {{\n  x = f32[{','.join(map(str, shape))}] parameter(0)\n  z = f32[] constant(0)\n"
+            f"  ROOT r = f32[{','.join(map(str, kept))}] reduce(x, z), dimensions={{{','.join(map(str, dims))}}}, "
+            f"to_apply=add\n}}\nENTRY e {{\n  x = f32[{','.join(map(str, shape))}] parameter(0)\n"
+            f"  ROOT f = f32[{','.join(map(str, kept))}] fusion(x), "
+            + ("kind=kCustom, calls=fused" + YNN if library else "kind=kInput, calls=fused") + "\n}\n")
+    return hloscope.parse(text)
+
+
+def test_library_column_reductions_cost_by_the_row_they_keep() -> None:
+    """Note [Library column reductions]: a library sum over rows keeping 4,096 elements costs
+    the narrow calibration per input element, keeping 65,536 or more the wide one, 16,384 the
+    power law between; a row's own sum, a full sum and XLA's own loop stream."""
+    hw = _cpu(column_reduce_elements=4.5e9, wide_column_reduce_elements=1.3e9)
+    n = 16 << 20
+
+    def compute(module: hloscope.Module) -> float:
+        return estimate_time(module, hw).compute_seconds
+
+    assert compute(_reduction((4096, 4096), (0,))) == pytest.approx(n / 4.5e9)
+    assert compute(_reduction((256, 65536), (0,))) == pytest.approx(n / 1.3e9)
+    assert compute(_reduction((64, 256, 1024), (0,))) == pytest.approx(n / 1.3e9)  # keeps 262,144
+    power = math.log(4.5 / 1.3) / math.log(16)
+    assert compute(_reduction((1024, 16384), (0,))) == pytest.approx(n * 4 ** power / 4.5e9)
+    # Summing the middle dimension keeps the 1,024 minor ones: below the narrow row, cheaper.
+    assert compute(_reduction((64, 256, 1024), (1,))) < n / 4.5e9
+    streamed = compute(_reduction((4096, 4096), (1,)))
+    assert streamed < n / 4.5e9 / 3
+    assert compute(_reduction((4096, 4096), (0, 1))) == pytest.approx(streamed, rel=1e-3)
+    assert compute(_reduction((4096, 4096), (0,), library=False)) == pytest.approx(streamed)
+    # A profile without the two rates (written before them) keeps the stream.
+    old = _cpu(column_reduce_elements=0.0, wide_column_reduce_elements=0.0)
+    assert estimate_time(_reduction((4096, 4096), (0,)), old).compute_seconds == pytest.approx(
+        estimate_time(_reduction((4096, 4096), (1,)), old).compute_seconds)
 
 
 def test_fft_costs_five_n_log_n_per_transform() -> None:

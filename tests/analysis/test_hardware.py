@@ -205,6 +205,8 @@ def test_calibrated_cpu_rates_are_plausible():
     seconds = ("dag_thunk_overhead", "execution_overhead", "parameter_overhead", "result_overhead",
                "loop_thunk_overhead", "loop_trip_overhead", "eigen_dot_overhead")
     for field, value in rates.to_json().items():
+        if field == "fresh_page_bandwidth" and value == 0:
+            continue  # the allocator reused the pages: no fault to charge
         assert (1e-8 <= value < 1e-3) if field in seconds else (1e6 < value < 1e14), (field, value)
     assert 1e-8 < spec.kernel_launch_overhead < 1e-3
     # XLA's own loops run well below the matmul peak; a strided copy below streaming bandwidth.

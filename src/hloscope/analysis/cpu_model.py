@@ -18,11 +18,13 @@ from hloscope.analysis.hardware import (
     CACHED_STREAM_BYTES,
     CACHED_TABLE_BYTES,
     CACHED_TRANSPOSE_BYTES,
+    COLUMN_REDUCE_ROW_BYTES,
     FRESH_BUFFER_BYTES,
     LARGE_DOT_BYTES,
     LARGE_STREAM_BYTES,
     LARGE_TABLE_BYTES,
     LARGE_TRANSPOSE_BYTES,
+    WIDE_COLUMN_REDUCE_ROW_BYTES,
     CpuRates,
     HardwareSpec,
 )
@@ -108,6 +110,8 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
             nbytes_again = again_bytes
         # Note [Chained transcendentals]: XLA's own loops overlap independent ones.
         compute = _loop_compute(body, flops, transcendentals, rates, chained=not is_library_fusion(inst))
+        if is_library_fusion(inst):
+            compute = max(compute, _column_reduce_seconds(body, rates))
     scratch = 2 * sum(_materialized_bytes(inst))
     nbytes = max(c.bytes_accessed, 0) + nbytes_again + scratch
     # Note [Reads and writes]
@@ -255,10 +259,64 @@ def _indexed_rate(large: float, cached: float, table_bytes: float) -> float:
 #     whose runs reach STREAMED_RUN_BYTES (two cache lines: the prefetcher follows them) is
 #     timed as a stream, and a shorter one at the transposing rate, which depends on how much
 #     of the array the cache keeps while the walk comes back for the next line: 0.5-0.7 ms for
-#     a 512 x 512 or 1024 x 1024 f32 transpose here (12-15 GB/s), 2.4-4 GB/s from 32 MiB on.
+#     a 512 x 512 or 1024 x 1024 f32 transpose here (12-15 GB/s), 3.6-4.2 GB/s for 32 MiB with
+#     power-of-two rows (and 2.4 GB/s at 4095 x 2048).
 #     That rate is interpolated on log(bytes) between the two calibrations
 #     (``CACHED_TRANSPOSE_BYTES`` and ``LARGE_TRANSPOSE_BYTES`` moved).
 STREAMED_RUN_BYTES = 128
+
+
+# Note [Library column reductions]
+#     YNNPACK sums or maxes a major dimension of an array into a kept row of the minor ones, and
+#     that costs more the wider the kept row, beyond reading the input. Measured here over 16 Mi
+#     f32 elements per reduction (64 MiB read; the input's reading alone streams at 28 GB/s,
+#     0.14 ns per element): keeping 1,024 elements 0.15 ns per element, 2,048 0.18, 4,096
+#     0.22, 16,384 0.37, 65,536 0.76 and 262,144 (a 3-D sum over its first dimension) 0.72;
+#     max 0.20, 0.51, 1.0 and 1.13 at 4,096, 16,384, 65,536 and 262,144. A reduction of the
+#     minor dimension (a row's sum, a softmax's) or of all of them streams at any width.
+#     ``column_reduce_elements`` is calibrated on a sum keeping COLUMN_REDUCE_ROW_BYTES and
+#     ``wide_column_reduce_elements`` on one keeping WIDE_COLUMN_REDUCE_ROW_BYTES; a row between
+#     (and below, where the stream takes over) gets a power law through the two, and a wider
+#     one the wide rate (measured flat from there). The time is the reduction's whole time,
+#     its reading included, so it stands against the fusion's other compute, not beside it.
+#     XLA's own reduce loops (other types and reducers) are not these; see the README.
+def _column_reduce_seconds(body: tuple[Instruction, ...] | list[Instruction], rates: CpuRates) -> float:
+    narrow, wide = rates.column_reduce_elements, rates.wide_column_reduce_elements
+    if narrow <= 0 or wide <= 0:
+        return 0.0
+    total = 0.0
+    for i in body:
+        if i.opcode is not Opcode.REDUCE:
+            continue
+        row = _kept_row_bytes(i)
+        if row <= 0:
+            continue
+        if row >= WIDE_COLUMN_REDUCE_ROW_BYTES or wide >= narrow:
+            per_element = 1 / wide
+        else:
+            power = math.log(narrow / wide) / math.log(WIDE_COLUMN_REDUCE_ROW_BYTES / COLUMN_REDUCE_ROW_BYTES)
+            per_element = (row / COLUMN_REDUCE_ROW_BYTES) ** power / narrow
+        total += _elements_of(i.operands[0]) * per_element
+    return total
+
+
+def _kept_row_bytes(reduce: Instruction) -> float:
+    """Bytes of the kept dimensions more minor than every reduced one (Note [Library column
+    reductions]); 0 when the most-minor dimension is reduced."""
+    operand = reduce.operands[0].shape if reduce.operands else None
+    if not isinstance(operand, ArrayShape) or not operand.dimensions:
+        return 0.0
+    reduced = set(reduce.attrs.get("dimensions", ()))
+    order = (operand.layout.minor_to_major if operand.layout is not None
+             else tuple(reversed(range(len(operand.dimensions)))))
+    if not reduced:
+        return 0.0
+    elements = 1
+    for d in order:
+        if d in reduced:
+            break
+        elements *= operand.dimensions[d]
+    return float(elements * _bytes_per_element(reduce.operands[0])) if elements > 1 else 0.0
 
 
 def _transpose_rate(rates: CpuRates, moved: float) -> float:

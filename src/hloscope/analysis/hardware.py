@@ -48,6 +48,8 @@ __all__ = [
     "LARGE_TABLE_BYTES",
     "CACHED_TRANSPOSE_BYTES",
     "LARGE_TRANSPOSE_BYTES",
+    "COLUMN_REDUCE_ROW_BYTES",
+    "WIDE_COLUMN_REDUCE_ROW_BYTES",
     "FRESH_BUFFER_BYTES",
     "load_hardware",
     "list_hardware",
@@ -129,7 +131,7 @@ class CpuRates:
     The index walks depend on where the indexed array lives: ``gather_elements`` and
     ``scatter_elements`` are measured on a table of ``LARGE_TABLE_BYTES``,
     ``cached_gather_elements`` and ``cached_scatter_elements`` on one of ``CACHED_TABLE_BYTES``
-    that the core's cache keeps; ``transpose_bandwidth`` is a transpose of just under 32 MiB,
+    that the core's cache keeps; ``transpose_bandwidth`` is a transpose of 32 MiB,
     ``cached_transpose_bandwidth`` one of ``CACHED_TRANSPOSE_BYTES``. ``fft_flops`` is FLOP/s of
     XLA:CPU's FFT (DUCC), counting 5 N log2 N per complex transform of N points.
     ``conv_outputs`` is output elements per second of a convolution XLA:CPU runs with Eigen's
@@ -145,6 +147,10 @@ class CpuRates:
     [Chained transcendentals] there). ``narrowing_converts`` is f32 -> bf16 roundings per second
     in XLA's own loops (Note [Narrowing converts] there), ``eigen_dot_overhead`` what a
     ``dot`` thunk's Eigen contraction costs per call beyond its FLOPs (Note [Eigen dots]).
+    ``column_reduce_elements`` and ``wide_column_reduce_elements`` are input elements per second
+    of a library (YNNPACK) reduction over a major dimension that keeps rows of
+    ``COLUMN_REDUCE_ROW_BYTES`` and ``WIDE_COLUMN_REDUCE_ROW_BYTES`` (Note [Library column
+    reductions] there).
     Profiles written before these existed get the defaults below; a cached rate of 0 means
     "the same as the large one".
     """
@@ -176,6 +182,8 @@ class CpuRates:
     unchained_transcendentals: float = 0.0  # 0: INDEPENDENT_SPEEDUP times ``transcendentals``
     narrowing_converts: float = 0.0  # 0: a convert to bf16/f16 is one FLOP, as XLA counts it
     eigen_dot_overhead: float = 0.0
+    column_reduce_elements: float = 0.0  # 0: a library reduction streams, whatever it keeps
+    wide_column_reduce_elements: float = 0.0
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
@@ -187,18 +195,21 @@ _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth
                     "fresh_page_bandwidth", "fft_flops", "cached_gather_elements", "cached_scatter_elements",
                     "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
                     "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
-                    "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead")
+                    "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
+                    "column_reduce_elements", "wide_column_reduce_elements")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
                       "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
                       "cached_gather_elements", "cached_scatter_elements", "cached_transpose_bandwidth",
                       "dag_thunk_overhead", "execution_overhead", "conv_outputs", "parameter_overhead",
                       "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
-                      "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead")
+                      "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
+                      "column_reduce_elements", "wide_column_reduce_elements")
 _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
             "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
             "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
-            "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead")
+            "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
+            "column_reduce_elements", "wide_column_reduce_elements")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536
@@ -213,15 +224,19 @@ LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536
 CACHED_STREAM_BYTES = 3 * 4 * (96 << 10)
 LARGE_STREAM_BYTES = 3 * 4 * ((8 << 20) - (64 << 10))
 # Bytes of the tables the gather and scatter calibrations index (65,536 and 4,096 rows of 32
-# f32), and of the two transposes (4095 x 2048 and 512 x 512 f32, read and written).
+# f32), and of the two transposes (32 MiB, such as 4096 x 2048, and 512 x 512 f32, read and written).
 LARGE_TABLE_BYTES = 4 * 65536 * 32
 CACHED_TABLE_BYTES = 4 * 4096 * 32
-LARGE_TRANSPOSE_BYTES = 2 * 4 * 4095 * 2048
+LARGE_TRANSPOSE_BYTES = 2 * 4 * 4096 * 2048
 CACHED_TRANSPOSE_BYTES = 2 * 4 * 512 * 512
 # glibc maps every block of this size or more anew (its mmap threshold's ceiling on 64-bit), so
 # an XLA:CPU buffer that large has fresh pages on every run, and the kernel faults in and zeroes
 # each page at its first write (``CpuRates.fresh_page_bandwidth``).
 FRESH_BUFFER_BYTES = 32 << 20
+# The rows the two column-reduction calibrations keep (sums over the rows of 4096 x 4096 and
+# 256 x 65536 f32): in the core's first-level cache, and past it.
+COLUMN_REDUCE_ROW_BYTES = 4 * 4096
+WIDE_COLUMN_REDUCE_ROW_BYTES = 4 * 65536
 
 
 @dataclass(frozen=True)
