@@ -400,6 +400,30 @@ def test_gathers_and_scatters_slow_down_with_their_table() -> None:
     assert larger - large == pytest.approx((large - small) / 2)  # two doublings past, four before
 
 
+def test_flops_fused_into_a_gather_run_at_the_gather_loops_rate() -> None:
+    """Note [FLOPs in a gather's loop]: the multiply fused into a gather costs its FLOP at
+    gather_loop_flops; the same multiply in a plain loop at the vectorised elementwise rate."""
+    hw = _cpu(gather_loop_flops=4e9)
+    r = hw.cpu_rates
+    assert r is not None
+    gather = ("  t = f32[65536,32]{1,0} parameter(0)\n  i = s32[4096,1]{1,0} parameter(1)\n"
+              "  g = f32[4096,32]{1,0} gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, "
+              "start_index_map={0}, index_vector_dim=1, slice_sizes={1,32}\n")
+    scaled = ("  c = f32[] constant(2)\n  b = f32[4096,32]{1,0} broadcast(c), dimensions={}\n"
+              "  ROOT r = f32[4096,32]{1,0} multiply(g, b)\n")
+
+    def fused(body: str, params: str, operands: str) -> hloscope.Module:
+        return hloscope.parse(f"HloModule m\nfused {{\n{body}}}\nENTRY e {{\n{params}"
+                              f"  ROOT f = f32[4096,32]{{1,0}} fusion({operands}), kind=kLoop, calls=fused\n}}\n")
+
+    params = "  t = f32[65536,32]{1,0} parameter(0)\n  i = s32[4096,1]{1,0} parameter(1)\n"
+    plain = estimate_time(fused(gather.replace("  g = ", "  ROOT g = "), params, "t, i"), hw).compute_seconds
+    with_multiply = estimate_time(fused(gather + scaled, params, "t, i"), hw).compute_seconds
+    assert with_multiply - plain == pytest.approx(4096 * 32 / 4e9)
+    loop = fused("  g = f32[4096,32]{1,0} parameter(0)\n" + scaled, "  g = f32[4096,32]{1,0} parameter(0)\n", "g")
+    assert estimate_time(loop, hw).compute_seconds == pytest.approx(4096 * 32 / r.elementwise_flops)
+
+
 def test_eigen_convolutions_go_with_their_outputs() -> None:
     """Note [Eigen convolutions]: a plain convolution thunk takes the longer of its FLOPs at the
     matmul rate and its output elements at conv_outputs."""

@@ -150,7 +150,8 @@ class CpuRates:
     ``column_reduce_elements`` and ``wide_column_reduce_elements`` are input elements per second
     of a library (YNNPACK) reduction over a major dimension that keeps rows of
     ``COLUMN_REDUCE_ROW_BYTES`` and ``WIDE_COLUMN_REDUCE_ROW_BYTES`` (Note [Library column
-    reductions] there).
+    reductions] there). ``gather_loop_flops`` is FLOP/s of elementwise work fused into a gather's
+    loop, which does not vectorise (Note [FLOPs in a gather's loop] there).
     Profiles written before these existed get the defaults below; a cached rate of 0 means
     "the same as the large one".
     """
@@ -184,6 +185,7 @@ class CpuRates:
     eigen_dot_overhead: float = 0.0
     column_reduce_elements: float = 0.0  # 0: a library reduction streams, whatever it keeps
     wide_column_reduce_elements: float = 0.0
+    gather_loop_flops: float = 0.0  # 0: at elementwise_flops, as in any loop
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
@@ -196,7 +198,7 @@ _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth
                     "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
                     "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
                     "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
-                    "column_reduce_elements", "wide_column_reduce_elements")
+                    "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
                       "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
@@ -204,12 +206,12 @@ _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv
                       "dag_thunk_overhead", "execution_overhead", "conv_outputs", "parameter_overhead",
                       "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
                       "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
-                      "column_reduce_elements", "wide_column_reduce_elements")
+                      "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops")
 _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
             "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
             "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
             "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
-            "column_reduce_elements", "wide_column_reduce_elements")
+            "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536

@@ -473,7 +473,16 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
             f"  i = s32[{count},1]{{1,0}} parameter(1)\n"
             f"  ROOT r = f32[{count},{width}]{{1,0}} gather(t, i), offset_dims={{1}}, collapsed_slice_dims={{0}}, "
             f"start_index_map={{0}}, index_vector_dim=1, slice_sizes={{1,{width}}}\n}}\n")
-    rates["gather_elements"] = count * width / _xla_device_seconds(text, [normal(table, width), idx], share)
+    gathered = _xla_device_seconds(text, [normal(table, width), idx], share)
+    rates["gather_elements"] = count * width / gathered
+    # The same gather with a multiply fused in (Note [FLOPs in a gather's loop] in
+    # analysis/cpu_model.py): the loop does not vectorise, so its FLOPs run one at a time.
+    scaled = text.replace("  ROOT r = ", "  g = ").replace(
+        "}\n}\n", f"}}\n  c = f32[] constant(2)\n  b = f32[{count},{width}]{{1,0}} broadcast(c), dimensions={{}}\n"
+        f"  ROOT r = f32[{count},{width}]{{1,0}} multiply(g, b)\n}}\n")
+    extra = _xla_device_seconds(scaled, [normal(table, width), idx], share) - gathered
+    # Under a twentieth of the gather is the two timings' noise: no figure (0).
+    rates["gather_loop_flops"] = count * width / extra if extra > 0.05 * gathered else 0.0
     small_text = text.replace(f"f32[{table},{width}]", f"f32[{small},{width}]")
     rates["cached_gather_elements"] = count * width / _xla_device_seconds(small_text, [normal(small, width), small_idx],
                                                                           share)
