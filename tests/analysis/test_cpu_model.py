@@ -31,25 +31,34 @@ def _cpu(**rates: float) -> HardwareSpec:
 
 
 
-def test_library_fusion_evaluates_each_producer_once() -> None:
-    """YNNPACK runs a fused graph tile by tile: the exp that feeds both the sum and the division
-    is evaluated once and the input read once, where XLA's own loops do both twice."""
+def test_library_fusion_runs_in_passes() -> None:
+    """Note [Library passes]: YNNPACK runs a graph with a reduction in passes, its compute and
+    memory one after the other; softmax's exp feeds both the sum and the division and is
+    evaluated in each pass (as in XLA's loops), at the library's own exp rate, while the input
+    is read once. A profile without that rate keeps the older model: each producer once, the
+    exps at the chain's rate, compute and memory overlapping."""
     hw = _cpu(cached_bandwidth=0.0)
     r = hw.cpu_rates
-    assert r is not None
+    assert r is not None and r.library_transcendentals > 0
     library, loop = hloscope.parse(LIBRARY), hloscope.parse(XLA_LOOP)
     assert is_library_fusion(library.entry.root) and not is_library_fusion(loop.entry.root)
     cost = hloscope.cost(library).total
     n = 256 * 1024
-    once = cost.flops / r.elementwise_flops + n / r.transcendentals
-    assert estimate_time(library, hw).compute_seconds == pytest.approx(once)
-    # Note [Reads and writes]: the 1 MiB result is written, the 1 MiB input read.
-    assert estimate_time(library, hw).memory_seconds == pytest.approx(
-        (cost.bytes_accessed / 2 + 2 * cost.bytes_accessed / 2) * 12 / 16 / hw.memory_bandwidth)
     # XLA's loops evaluate the exp twice; it depends on no other transcendental, so at the
     # independent rate (Note [Chained transcendentals]).
-    assert estimate_time(loop, hw).compute_seconds == pytest.approx(
-        cost.flops / r.elementwise_flops + 2 * n * link_seconds(r, 1))
+    loop_compute = estimate_time(loop, hw).compute_seconds
+    library_compute = loop_compute - 2 * n * link_seconds(r, 1) + 2 * n / r.library_transcendentals
+    assert estimate_time(library, hw).compute_seconds == pytest.approx(library_compute)
+    # Note [Reads and writes]: the 1 MiB result is written, the 1 MiB input read, once.
+    memory = (cost.bytes_accessed / 2 + 2 * cost.bytes_accessed / 2) * 12 / 16 / hw.memory_bandwidth
+    est = estimate_time(library, hw)
+    assert est.memory_seconds == pytest.approx(memory)
+    assert est.total_seconds == pytest.approx(library_compute + memory + est.launch_seconds, rel=1e-3)
+
+    old = _cpu(cached_bandwidth=0.0, library_transcendentals=0.0)
+    once = cost.flops / r.elementwise_flops + n / r.transcendentals
+    assert estimate_time(library, old).compute_seconds == pytest.approx(once)
+    assert estimate_time(library, old).total_seconds < once + memory
 
 
 ATTENTION = """HloModule a
@@ -294,10 +303,10 @@ def test_unchained_transcendentals_cost_less() -> None:
     expected = cost.flops / r.elementwise_flops + 2 * n * link_seconds(r, 2) + n * link_seconds(r, 1)
     assert link_seconds(r, 1) < link_seconds(r, 2) < 1 / r.transcendentals
     assert estimate_time(module, hw).compute_seconds == pytest.approx(expected)
-    # The same graph as a library fusion runs each op at the calibrated rate.
+    # The same graph as a library fusion runs each at the library's rate (Note [Library passes]).
     library = hloscope.parse(CHAINS.replace("kind=kLoop, calls=fused", "kind=kCustom, calls=fused" + YNN))
     assert estimate_time(library, hw).compute_seconds == pytest.approx(
-        cost.flops / r.elementwise_flops + 3 * n / r.transcendentals)
+        cost.flops / r.elementwise_flops + 3 * n / r.library_transcendentals)
 
 
 def _one(body: str, header: str = "") -> hloscope.Module:
@@ -340,7 +349,7 @@ def test_library_column_reductions_cost_by_the_row_they_keep() -> None:
     """Note [Library column reductions]: a library sum over rows keeping 4,096 elements costs
     the narrow calibration per input element, keeping 65,536 or more the wide one, 16,384 the
     power law between; a row's own sum, a full sum and XLA's own loop stream."""
-    hw = _cpu(column_reduce_elements=4.5e9, wide_column_reduce_elements=1.3e9)
+    hw = _cpu(column_reduce_elements=4.5e9, wide_column_reduce_elements=1.3e9, library_transcendentals=0.0)
     n = 16 << 20
 
     def compute(module: hloscope.Module) -> float:
@@ -357,6 +366,10 @@ def test_library_column_reductions_cost_by_the_row_they_keep() -> None:
     assert streamed < n / 4.5e9 / 3
     assert compute(_reduction((4096, 4096), (0, 1))) == pytest.approx(streamed, rel=1e-3)
     assert compute(_reduction((4096, 4096), (0,), library=False)) == pytest.approx(streamed)
+    # Run in passes (Note [Library passes]), the reduction's calibrated time is its whole time.
+    passes = _cpu(column_reduce_elements=4.5e9, wide_column_reduce_elements=1.3e9)
+    est = estimate_time(_reduction((4096, 4096), (0,)), passes)
+    assert est.total_seconds - est.launch_seconds == pytest.approx(n / 4.5e9, rel=1e-3)
     # A profile without the two rates (written before them) keeps the stream.
     old = _cpu(column_reduce_elements=0.0, wide_column_reduce_elements=0.0)
     assert estimate_time(_reduction((4096, 4096), (0,)), old).compute_seconds == pytest.approx(

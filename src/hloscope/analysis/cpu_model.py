@@ -32,7 +32,7 @@ from hloscope.analysis.memory.report import MemoryReport, analyze_memory
 from hloscope.ir import PRIMITIVE_TYPES, ArrayShape, Computation, Instruction, Module, Opcode
 
 __all__ = ["FreshAllocation", "LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_allocations", "is_library_fusion",
-           "REUSE_BYTES", "loop_computations", "math_dtype", "runs_in_sequence", "thunks_of", "wide_thunks"]
+           "REUSE_BYTES", "loop_computations", "math_dtype", "runs_in_passes", "runs_in_sequence", "thunks_of", "wide_thunks"]
 
 MATH_OPS = (Opcode.DOT, Opcode.CONVOLUTION, Opcode.RAGGED_DOT, Opcode.SCALED_DOT)
 
@@ -61,6 +61,7 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
     body = inst.attrs["calls"].instructions if inst.opcode is Opcode.FUSION else (inst,)
     flops, transcendentals = max(c.flops, 0), max(c.transcendentals, 0)
     nbytes_again = 0.0
+    column_reduce = 0.0
     math_ops = [i for i in body if i.opcode in MATH_OPS]
     grouped = [i for i in math_ops if _is_grouped_convolution(i)]
     if grouped:
@@ -102,16 +103,24 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
     else:
         # An emitted loop: vectorised arithmetic, plus the per-element index work of gathers
         # and the per-window-element walk of reduce-windows, which do not vectorise.
-        if inst.opcode is Opcode.FUSION and not is_library_fusion(inst):
+        library = is_library_fusion(inst)
+        if inst.opcode is Opcode.FUSION and not library:
             # Note [Recomputed producers]
             again_flops, again_transcendentals, again_bytes = _recomputed(inst.attrs["calls"])
             flops += again_flops
             transcendentals += again_transcendentals
             nbytes_again = again_bytes
+        elif library and rates.library_transcendentals > 0:
+            # Note [Library passes]: producers again in each pass, the input not re-read.
+            again_flops, again_transcendentals, _ = _recomputed(inst.attrs["calls"])
+            flops += again_flops
+            transcendentals += again_transcendentals
         # Note [Chained transcendentals]: XLA's own loops overlap independent ones.
-        compute = _loop_compute(body, flops, transcendentals, rates, chained=not is_library_fusion(inst))
-        if is_library_fusion(inst):
-            compute = max(compute, _column_reduce_seconds(body, rates))
+        compute = _loop_compute(body, flops, transcendentals, rates, chained=not library,
+                                library=library and rates.library_transcendentals > 0)
+        if library:
+            column_reduce = _column_reduce_seconds(body, rates)
+            compute = max(compute, column_reduce)
     scratch = 2 * sum(_materialized_bytes(inst))
     nbytes = max(c.bytes_accessed, 0) + nbytes_again + scratch
     # Note [Reads and writes]
@@ -124,8 +133,13 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
     # Note [Cold operands]
     read = nbytes - written
     cold = min(max(cold_bytes, 0.0), read)
-    return compute, ((read - cold + 2 * written) * _STREAM_SHARE / _stream_rate(hw, rates, nbytes)
-                     + cold * _STREAM_SHARE / hw.memory_bandwidth)
+    memory = ((read - cold + 2 * written) * _STREAM_SHARE / _stream_rate(hw, rates, nbytes)
+              + cold * _STREAM_SHARE / hw.memory_bandwidth)
+    if column_reduce > 0 and compute == column_reduce and runs_in_passes(inst, rates):
+        # The column reduction's calibrated time holds its own reading, and a library's
+        # passes add memory time to compute: what it takes beyond the reading is compute.
+        compute = max(column_reduce - memory, 0.0)
+    return compute, memory
 
 
 # Note [Cold operands]
@@ -361,17 +375,38 @@ LIBRARY_FUSION_KINDS = frozenset({"__ynn_fusion", "__onednn_fusion"})
 
 
 def is_library_fusion(inst: Instruction) -> bool:
-    """A fusion XLA:CPU hands to a library (YNNPACK, oneDNN) as one graph.
-
-    Such a library runs the fused graph tile by tile, each instruction once per element and the
-    intermediates in cache (Note [Recomputed producers] is about XLA's own loops, not these).
-    """
+    """A fusion XLA:CPU hands to a library (YNNPACK, oneDNN) as one graph, which it runs in
+    passes (Note [Library passes])."""
     if inst.opcode is not Opcode.FUSION or inst.attrs.get("kind") != "kCustom":
         return False
     bc = inst.backend_config
     cfg = bc.json() if bc is not None else None
     fusion_config = cfg.get("fusion_config") if isinstance(cfg, dict) else None
     return isinstance(fusion_config, dict) and fusion_config.get("kind") in LIBRARY_FUSION_KINDS
+
+
+# Note [Library passes]
+#     YNNPACK runs a fused graph with reductions in passes, and its compute and memory time add
+#     up rather than overlap. Measured here over 4096 x 1024 and 4096 x 2048 f32, per element
+#     (x * 2 in XLA's loop 0.31-0.32 ns, a row sum 0.15-0.17): sum(exp(x)) 0.40-0.41, the sum
+#     plus an exp of 0.24; exp(x - max) 0.59, x - max 0.35-0.36 plus the same exp; x / sum
+#     0.35-0.36; layer norm 0.52-0.56, where overlapping compute with memory gave 0.33-0.42.
+#     A producer that feeds a reduction and the elementwise pass after it is computed in
+#     both, as XLA's own loops do (Note [Recomputed producers]): with softmax's exp twice the
+#     model gives 1.0 ns per element (4096 x 2048) against 0.83-1.34 measured in five runs, and
+#     0.78 with it once. The input is not read again
+#     (x / sum cost 0.04 ns more than x * 2, not the 0.15 of a read). A library's exp costs
+#     ``cpu_rates.library_transcendentals`` (calibrated as the difference of those two row
+#     sums), a fifth of a chained one in XLA's loops. Dots in a library graph keep their
+#     own model (Note [Library graphs with dots]). A profile without that rate (written before
+#     it) keeps the older model: each producer once, the exps at the chain's rate, compute
+#     and memory overlapping, which fitted softmax and missed layer norm by a third.
+def runs_in_passes(inst: Instruction, rates: CpuRates) -> bool:
+    """Whether ``inst``'s compute and memory time add up instead of overlapping: a library
+    fusion without dots, on a profile that has its rates (Note [Library passes])."""
+    if rates.library_transcendentals <= 0 or not is_library_fusion(inst):
+        return False
+    return not any(i.opcode in MATH_OPS for i in inst.attrs["calls"].instructions)
 
 
 @dataclass(frozen=True, slots=True)
@@ -504,7 +539,7 @@ def _recomputed(fused: Computation) -> tuple[float, float, float]:
 
 
 def _loop_compute(body: tuple[Instruction, ...] | list[Instruction], flops: float, transcendentals: float,
-                  rates: CpuRates, chained: bool = False) -> float:
+                  rates: CpuRates, chained: bool = False, library: bool = False) -> float:
     """Seconds of the vectorised loops over ``body``: FLOPs and transcendentals at their rates,
     square roots as FLOPs (Note [Hardware roots]), gathers' and reduce-windows' walks at theirs.
     ``chained``: the transcendentals cost by the depth of their chains (XLA's own loops, Note
@@ -516,7 +551,8 @@ def _loop_compute(body: tuple[Instruction, ...] | list[Instruction], flops: floa
     # Note [FLOPs in a gather's loop]
     gathers = rates.gather_loop_flops > 0 and any(i.opcode is Opcode.GATHER for i in body)
     compute = flops / (rates.gather_loop_flops if gathers else rates.elementwise_flops) + (
-        _chained_seconds(body, polynomial, rates) if chained else polynomial / rates.transcendentals)
+        _chained_seconds(body, polynomial, rates) if chained
+        else polynomial / (rates.library_transcendentals if library else rates.transcendentals))
     if chained and rates.narrowing_converts > 0:
         # Note [Narrowing converts]: each rounds at its own rate, not as the FLOP counted for it.
         narrowed = sum(_elements_of(i) for i in body if _is_narrowing_convert(i))
@@ -585,10 +621,8 @@ def _dot_flops(dot: Instruction) -> int:
 #     So a loop's transcendentals on its longest chain (of depth d) cost a link of a chain of
 #     d each, the rest what independent ones do: ``cpu_rates.unchained_transcendentals`` (8
 #     independent ones summed) and ``transcendentals`` (a chain of CHAIN_DEPTH) are the
-#     calibrated ends, a link of depth d between them on log(d). A library fusion runs each op
-#     as a pass over a tile and is charged the chain's rate: YNNPACK's softmax took about what
-#     that gives (+23-37% at 8.4 M exps), though a YNNPACK exp alone, inside a row sum, cost
-#     0.22-0.32 ns; what else its softmax spends is not modelled.
+#     calibrated ends, a link of depth d between them on log(d). A library fusion's exps are
+#     the library's own (Note [Library passes]).
 CHAIN_DEPTH = 8
 # Independent over chained transcendentals when a profile has no figure of its own (above:
 # 8 links at 1.14 ns each against 0.2 ns for each of 4 independent ones).

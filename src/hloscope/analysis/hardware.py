@@ -151,7 +151,8 @@ class CpuRates:
     of a library (YNNPACK) reduction over a major dimension that keeps rows of
     ``COLUMN_REDUCE_ROW_BYTES`` and ``WIDE_COLUMN_REDUCE_ROW_BYTES`` (Note [Library column
     reductions] there). ``gather_loop_flops`` is FLOP/s of elementwise work fused into a gather's
-    loop, which does not vectorise (Note [FLOPs in a gather's loop] there).
+    loop, which does not vectorise (Note [FLOPs in a gather's loop] there), and
+    ``library_transcendentals`` exp/tanh per second in a library fusion (Note [Library passes]).
     Profiles written before these existed get the defaults below; a cached rate of 0 means
     "the same as the large one".
     """
@@ -186,6 +187,7 @@ class CpuRates:
     column_reduce_elements: float = 0.0  # 0: a library reduction streams, whatever it keeps
     wide_column_reduce_elements: float = 0.0
     gather_loop_flops: float = 0.0  # 0: at elementwise_flops, as in any loop
+    library_transcendentals: float = 0.0  # 0: a library's at ``transcendentals``, overlapping memory
 
     def to_json(self) -> dict[str, float]:
         return {f: getattr(self, f) for f in _CPU_RATE_FIELDS}
@@ -198,7 +200,8 @@ _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth
                     "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
                     "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
                     "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
-                    "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops")
+                    "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
+            "library_transcendentals")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
                       "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
@@ -206,12 +209,14 @@ _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv
                       "dag_thunk_overhead", "execution_overhead", "conv_outputs", "parameter_overhead",
                       "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
                       "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
-                      "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops")
+                      "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
+            "library_transcendentals")
 _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
             "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
             "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
             "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
-            "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops")
+            "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
+            "library_transcendentals")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536

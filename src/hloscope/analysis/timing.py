@@ -102,6 +102,7 @@ from hloscope.analysis.cpu_model import (
     fresh_allocations,
     loop_computations,
     math_dtype,
+    runs_in_passes,
     wide_thunks,
 )
 from hloscope.analysis.hardware import HardwareSpec
@@ -313,6 +314,8 @@ class _Simulator:
         self.launch += launch * scale
         self._bound = ("launch" if launch > max(compute, memory) else
                        "compute" if compute >= memory else "memory")
+        if self.hw.kind == "cpu" and self.hw.cpu_rates is not None and runs_in_passes(inst, self.hw.cpu_rates):
+            return compute + memory + launch  # Note [Library passes] in cpu_model.py
         return roofline_seconds(compute, memory) + launch
 
     def _cold_bytes(self, inst: Instruction, c: Cost) -> float:

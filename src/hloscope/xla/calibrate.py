@@ -533,6 +533,19 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
         rates[key] = rows * cols / seconds if any(k in optimized for k in LIBRARY_FUSION_KINDS) else 0.0
     if not (rates["column_reduce_elements"] and rates["wide_column_reduce_elements"]):
         rates["column_reduce_elements"] = rates["wide_column_reduce_elements"] = 0.0
+    # Note [Library passes]: a library's exp, as the difference between the row sums of exp(x)
+    # and of x over 4096 x 2048 f32; 0 (the old model) where XLA:CPU keeps them in its loops.
+    rows, cols = 4096, 2048
+    seconds = []
+    for exp in (True, False):
+        inner = f"  e = f32[{rows},{cols}]{{1,0}} exponential(x)\n" if exp else ""
+        text = (f"HloModule calibrate_library_exp\n{_ADD}ENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
+                f"{inner}  z = f32[] constant(0)\n  ROOT r = f32[{rows}]{{0}} reduce({'e' if exp else 'x'}, z), "
+                "dimensions={1}, to_apply=add\n}\n")
+        took, optimized = _xla_timed(text, [normal(rows, cols)], share / 2)
+        seconds.append(took if any(k in optimized for k in LIBRARY_FUSION_KINDS) else math.nan)
+    beyond = seconds[0] - seconds[1]
+    rates["library_transcendentals"] = rows * cols / beyond if beyond > 0.05 * seconds[1] else 0.0
 
     # Transposes (a layout-changing copy may be assigned away) of 32 MiB with power-of-two
     # rows, as a model's arrays have; the median rate of three shapes. Measured here, one
