@@ -193,6 +193,9 @@ def _workloads() -> list[Workload]:
     def transpose_copy(x: Any, y: Any) -> Any:
         return x.T + 1.0, jnp.transpose(y, (2, 0, 1)) * 2.0
 
+    def transpose_scale(k: Any) -> Any:
+        return jnp.swapaxes(k, 1, 2) * 0.125
+
     def fori(x: Any, w: Any) -> Any:
         return lax.fori_loop(0, 50, lambda i, h: jnp.tanh(h @ w) + x, x)
 
@@ -302,6 +305,8 @@ def _workloads() -> list[Workload]:
                  lambda r: (normal(r, 4096, 4096),)),
         Workload("transpose_copy", "2D + 3D transposes, 16M", transpose_copy,
                  lambda r: (normal(r, 4096, 2048), normal(r, 256, 128, 256))),
+        Workload("transpose_scale", "keys swapped and scaled, 8x2048x512", transpose_scale,
+                 lambda r: (normal(r, 8, 2048, 512),)),
         Workload("fori_loop", "50 x (dot 256x512^2 + tanh)", fori,
                  lambda r: (normal(r, 256, 512), normal(r, 512, 512) * 0.04)),
         Workload("sort", "sort 64 rows x 16K", sort, lambda r: (normal(r, 64, 16384),)),
@@ -355,7 +360,7 @@ FAMILY = {
     "matvec": "matmul", "conv_net": "conv", "depthwise_conv": "conv", "mlp_train_step": "model",
     "attention": "model", "elementwise": "elementwise", "arith": "elementwise",
     "random_normal": "elementwise", "concat_pad": "elementwise", "reductions": "reduction",
-    "cumsum": "reduction", "transpose_copy": "transpose", "fori_loop": "loop", "scan_rnn": "loop",
+    "cumsum": "reduction", "transpose_copy": "transpose", "transpose_scale": "transpose", "fori_loop": "loop", "scan_rnn": "loop",
     "sort": "sort", "argsort": "sort", "top_k": "sort", "gather_scatter": "gather/scatter",
     "gather_rows": "gather/scatter", "scatter_add": "gather/scatter", "embedding_grad": "gather/scatter",
     "softmax_layernorm": "softmax/norm", "softmax": "softmax/norm", "layernorm": "softmax/norm",

@@ -376,6 +376,39 @@ def test_library_column_reductions_cost_by_the_row_they_keep() -> None:
         estimate_time(_reduction((4096, 4096), (1,)), old).compute_seconds)
 
 
+def _transposed(shape: tuple[int, ...], perm: tuple[int, ...], scale: bool) -> hloscope.Module:
+    out = [shape[p] for p in perm]
+    layout = "{" + ",".join(map(str, reversed(range(len(shape))))) + "}"
+    src, dst = ",".join(map(str, shape)) + "]" + layout, ",".join(map(str, out)) + "]" + layout
+    body = f"  x = f32[{src} parameter(0)\n  t = f32[{dst} transpose(x), dimensions={{{','.join(map(str, perm))}}}\n"
+    if scale:
+        body += (f"  c = f32[] constant(2)\n  b = f32[{dst} broadcast(c), dimensions={{}}\n"
+                 f"  ROOT r = f32[{dst} multiply(t, b)\n")
+    else:
+        body = body.replace("  t = ", "  ROOT t = ")
+    return hloscope.parse(f"HloModule m\nfused {{\n{body}}}\nENTRY e {{\n  x = f32[{src} parameter(0)\n"
+                          f"  ROOT f = f32[{dst} fusion(x), kind=kLoop, calls=fused\n}}\n")
+
+
+def test_fused_transposes_cost_by_the_pages_their_walk_passes() -> None:
+    """Note [Fused transposes]: times 2 fused in, a 2048 x 4096 transpose (2,048 pages before a
+    line is read again) costs the fused rate per element; alone, it is the transposing walk (no
+    compute); fused, (64, 512, 256) by (0, 2, 1) comes back within 128 pages and costs its FLOP,
+    (16, 1024, 512) by (0, 2, 1) within 512 and costs half the fused rate."""
+    hw = _cpu(fused_transpose_elements=2e8)
+    r = hw.cpu_rates
+    assert r is not None
+    n = 2048 * 4096
+    assert estimate_time(_transposed((2048, 4096), (1, 0), True), hw).compute_seconds == pytest.approx(n / 2e8)
+    assert estimate_time(_transposed((2048, 4096), (1, 0), False), hw).compute_seconds == 0
+    near = estimate_time(_transposed((64, 512, 256), (0, 2, 1), True), hw).compute_seconds
+    assert near == pytest.approx(n / r.elementwise_flops)
+    far = estimate_time(_transposed((256, 128, 256), (2, 0, 1), True), hw).compute_seconds
+    assert far == pytest.approx(n / 2e8)
+    half = estimate_time(_transposed((16, 1024, 512), (0, 2, 1), True), hw).compute_seconds
+    assert half == pytest.approx(n / 2 / 2e8)
+
+
 def test_fft_costs_five_n_log_n_per_transform() -> None:
     """A 2-D FFT of 1024 x 1024 points: 5 N log2 N at fft_flops (XLA's cost analysis multiplies
     the per-dimension logarithms, 100 for this one, instead of adding them, 20); a real one half."""

@@ -129,6 +129,11 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
     if transposed and not (math_ops and not grouped):
         # Note [Transposes]
         moved = 2.0 * max(_bytes_of(i) for i in transposed)
+        if (rates.fused_transpose_elements > 0 and inst.opcode is Opcode.FUSION and not is_library_fusion(inst)
+                and (c.flops > 0 or c.transcendentals > 0)):
+            # See Note [Fused transposes].
+            walked = sum(_elements_of(i) * _fused_transpose_share(_pages_before_reuse(i)) for i in transposed)
+            compute = max(compute, walked / rates.fused_transpose_elements)
         return compute, nbytes / _transpose_rate(rates, moved)
     # Note [Cold operands]
     read = nbytes - written
@@ -341,6 +346,58 @@ def _transpose_rate(rates: CpuRates, moved: float) -> float:
         return cached
     w = math.log(LARGE_TRANSPOSE_BYTES / moved) / math.log(LARGE_TRANSPOSE_BYTES / CACHED_TRANSPOSE_BYTES)
     return large * (cached / large) ** w
+
+
+# Note [Fused transposes]
+#     XLA:CPU moves a fusion that only transposes (a parameter, a transpose, a copy) with a
+#     tiled walk, but a transpose fused with elementwise work runs XLA's generic loop, one
+#     element at a time along the output, and reads a source line again only when the walk
+#     comes back to it. Measured here, per element, the same transpose alone and times 2:
+#     4096 x 2048 2.3 and 8.3 ns, 2048 x 4096 2.1 and 5.1, 8192 x 1024 2.1 and 7.6, 1024 x 8192
+#     1.9 and 4.8, 2048 x 2048 0.7 and 4.7, 1024 x 1024 0.7 and 4.3; 3-D, (256, 128, 256) by
+#     (2, 0, 1) 1.6 and 4.9, (512, 512, 32) by (2, 1, 0) 1.9 and 4.9, (16, 1024, 512) and
+#     (8, 2048, 512) by (0, 2, 1) 2.7 and 4.7 times 0.125, but (64, 512, 256) by (0, 2, 1) 1.3
+#     and 1.5 and (128, 256, 256) by (1, 2, 0) 1.6 and 1.2. What orders them is how many pages
+#     the walk passes before it reads a line again (the output's dimensions more minor than
+#     the one walking the source's minor dimension; a page per line where the stride is a page
+#     or more): 128 for the last two, 512 for the 2.7 ns one, 1,024 for 4.3-4.8, 2,048 and more
+#     for 4.7-8.3. So a loop fusion with FLOPs and such a transpose costs, per element,
+#     ``cpu_rates.fused_transpose_elements`` (calibrated on 2048 x 4096 times 2: 2,048 pages)
+#     times a share that grows on log(pages) from 0 at FUSED_TRANSPOSE_NEAR_PAGES to 1 at
+#     FUSED_TRANSPOSE_FAR_PAGES; the 2-D walks past 4,096 pages run 1.5-1.6 times that.
+FUSED_TRANSPOSE_NEAR_PAGES = 128
+FUSED_TRANSPOSE_FAR_PAGES = 2048
+_PAGE_BYTES = 4096
+
+
+def _fused_transpose_share(pages: float) -> float:
+    if pages <= FUSED_TRANSPOSE_NEAR_PAGES:
+        return 0.0
+    return min(math.log(pages / FUSED_TRANSPOSE_NEAR_PAGES)
+               / math.log(FUSED_TRANSPOSE_FAR_PAGES / FUSED_TRANSPOSE_NEAR_PAGES), 1.0)
+
+
+def _pages_before_reuse(inst: Instruction) -> float:
+    """Pages a transposing walk passes before it reads a source line again (Note [Fused
+    transposes]): the output's dimensions more minor than the one walking the source's most
+    minor dimension, at most one page per line."""
+    out, src = inst.shape, inst.operands[0].shape if inst.operands else None
+    if not (isinstance(out, ArrayShape) and isinstance(src, ArrayShape) and out.layout and src.layout):
+        return 0.0
+    perm = tuple(inst.attrs.get("dimensions", ())) if inst.opcode is Opcode.TRANSPOSE else None
+    out_order = [d if perm is None else perm[d] for d in _nontrivial(out, out.layout.minor_to_major)]
+    src_order = list(_nontrivial(src, src.layout.minor_to_major))
+    if not src_order or src_order[0] not in out_order:
+        return 0.0
+    walked = out_order[:out_order.index(src_order[0])]
+    step = max(src.byte_size() // max(src.element_count, 1), 1)
+    stride: dict[int, int] = {}
+    for d in src_order:
+        stride[d] = step
+        step *= src.dimensions[d]
+    lines = math.prod(src.dimensions[d] for d in walked)
+    span = max((src.dimensions[d] * stride[d] for d in walked), default=0)
+    return float(min(lines, max(span / _PAGE_BYTES, 1.0)))
 
 
 def _strided_run_bytes(inst: Instruction) -> float:

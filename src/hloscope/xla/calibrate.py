@@ -558,6 +558,14 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
                 f"  ROOT r = f32[{cols},{rows}]{{1,0}} transpose(x), dimensions={{1,0}}\n}}\n")
         transpose_rates.append(2 * 4 * rows * cols / _xla_device_seconds(text, [normal(rows, cols)], share / 2))
     rates["transpose_bandwidth"] = statistics.median(transpose_rates)
+    # Note [Fused transposes] in analysis/cpu_model.py: the 2048 x 4096 transpose times 2, one
+    # loop fusion; its whole time per element.
+    rows, cols = 2048, 4096
+    text = (f"HloModule calibrate_fused_transpose\nENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
+            f"  t = f32[{cols},{rows}]{{1,0}} transpose(x), dimensions={{1,0}}\n  c = f32[] constant(2)\n"
+            f"  b = f32[{cols},{rows}]{{1,0}} broadcast(c), dimensions={{}}\n"
+            f"  ROOT r = f32[{cols},{rows}]{{1,0}} multiply(t, b)\n}}\n")
+    rates["fused_transpose_elements"] = rows * cols / _xla_device_seconds(text, [normal(rows, cols)], share / 2)
     # And one the cache keeps (CACHED_TRANSPOSE_BYTES moved): 512 x 512 and 512 x 1024, the
     # difference (an execution's fixed cost is a good part of either).
     seconds = []
