@@ -196,6 +196,14 @@ def test_cpu_rates_round_trip_and_are_validated(tmp_path):
         HardwareSpec.from_json(bad)
 
 
+# Rates whose 0 means "charge as before": calibrate writes it when the effect is not there to
+# measure (the allocator reused the pages, XLA:CPU kept the kernel out of a library, or the
+# difference timed was under the noise).
+FALLBACK_WHEN_ZERO = ("fresh_page_bandwidth", "gather_loop_flops", "library_transcendentals",
+                      "column_reduce_elements", "wide_column_reduce_elements", "bf16_column_reduce_elements",
+                      "bf16_row_reduce_elements")
+
+
 def test_calibrated_cpu_rates_are_plausible():
     spec = calibrate(seconds=0.5)
     rates = spec.cpu_rates
@@ -205,8 +213,8 @@ def test_calibrated_cpu_rates_are_plausible():
     seconds = ("dag_thunk_overhead", "execution_overhead", "parameter_overhead", "result_overhead",
                "loop_thunk_overhead", "loop_trip_overhead", "eigen_dot_overhead")
     for field, value in rates.to_json().items():
-        if field == "fresh_page_bandwidth" and value == 0:
-            continue  # the allocator reused the pages: no fault to charge
+        if field in FALLBACK_WHEN_ZERO and value == 0:
+            continue  # not measurable here (reused pages, no library, noise): the older model
         assert (1e-8 <= value < 1e-3) if field in seconds else (1e6 < value < 1e14), (field, value)
     assert 1e-8 < spec.kernel_launch_overhead < 1e-3
     # XLA's own loops run well below the matmul peak; a strided copy below streaming bandwidth.
