@@ -409,28 +409,6 @@ def test_fused_transposes_cost_by_the_pages_their_walk_passes() -> None:
     assert half == pytest.approx(n / 2 / 2e8)
 
 
-def _bf16_sum(dim: int, dtype: str = "bf16") -> hloscope.Module:
-    kept = 4096 if dim == 0 else 512
-    return hloscope.parse(
-        f"HloModule r\nadd {{\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}}\n"
-        f"fused {{\n  x = {dtype}[512,4096]{{1,0}} parameter(0)\n  c = f32[512,4096]{{1,0}} convert(x)\n"
-        f"  z = f32[] constant(0)\n  r = f32[{kept}]{{0}} reduce(c, z), dimensions={{{dim}}}, to_apply=add\n"
-        f"  ROOT o = {dtype}[{kept}]{{0}} convert(r)\n}}\n"
-        f"ENTRY e {{\n  x = {dtype}[512,4096]{{1,0}} parameter(0)\n"
-        f"  ROOT f = {dtype}[{kept}]{{0}} fusion(x), kind=kInput, calls=fused\n}}\n")
-
-
-def test_bf16_reduce_loops_cost_their_calibrated_rates() -> None:
-    """Note [bf16 reduce loops]: XLA's loop summing bf16 data over the major dimension costs
-    bf16_column_reduce_elements per input element, over the minor one bf16_row_reduce_elements;
-    the same sums of f16 data keep the streaming model."""
-    hw = _cpu(bf16_column_reduce_elements=3e8, bf16_row_reduce_elements=1.5e9)
-    n = 512 * 4096
-    assert estimate_time(_bf16_sum(0), hw).compute_seconds == pytest.approx(n / 3e8)
-    assert estimate_time(_bf16_sum(1), hw).compute_seconds == pytest.approx(n / 1.5e9)
-    assert estimate_time(_bf16_sum(0, "f16"), hw).compute_seconds < n / 1.5e9 / 4
-
-
 def test_fft_costs_five_n_log_n_per_transform() -> None:
     """A 2-D FFT of 1024 x 1024 points: 5 N log2 N at fft_flops (XLA's cost analysis multiplies
     the per-dimension logarithms, 100 for this one, instead of adding them, 20); a real one half."""

@@ -121,8 +121,6 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
         if library:
             column_reduce = _column_reduce_seconds(body, rates)
             compute = max(compute, column_reduce)
-        else:
-            compute = max(compute, _bf16_reduce_seconds(body, rates))
     scratch = 2 * sum(_materialized_bytes(inst))
     nbytes = max(c.bytes_accessed, 0) + nbytes_again + scratch
     # Note [Reads and writes]
@@ -318,31 +316,6 @@ def _column_reduce_seconds(body: tuple[Instruction, ...] | list[Instruction], ra
             power = math.log(narrow / wide) / math.log(WIDE_COLUMN_REDUCE_ROW_BYTES / COLUMN_REDUCE_ROW_BYTES)
             per_element = (row / COLUMN_REDUCE_ROW_BYTES) ** power / narrow
         total += _elements_of(i.operands[0]) * per_element
-    return total
-
-
-# Note [bf16 reduce loops]
-#     XLA:CPU keeps a reduction over bf16 data in its own loop (YNNPACK takes f32 and f16 ones),
-#     summing in f32, and that loop is slow: per input element here, a sum over the major
-#     dimension (keeping 256 or 4,096 minor ones) 3.0-3.4 ns, over the minor one 0.6-0.7 ns,
-#     where f16 took 0.08-0.16 and 0.28-0.36 and s32 0.12-0.19 and 0.22-0.27 (a bf16 GPT step's
-#     31 such reductions of its gradients took 2.2 ms of its 15). ``bf16_column_reduce_elements``
-#     and ``bf16_row_reduce_elements`` are calibrated on the two sums over 512 x 4096; a reduction
-#     of a bf16 value (or of its conversion to f32) costs its input's elements at the one that
-#     fits, against the loop's other compute.
-def _bf16_reduce_seconds(body: tuple[Instruction, ...] | list[Instruction], rates: CpuRates) -> float:
-    column, row = rates.bf16_column_reduce_elements, rates.bf16_row_reduce_elements
-    if column <= 0 or row <= 0:
-        return 0.0
-    total = 0.0
-    for i in body:
-        if i.opcode is not Opcode.REDUCE or not i.operands:
-            continue
-        data = i.operands[0]
-        source = data.operands[0] if data.opcode is Opcode.CONVERT and data.operands else data
-        if not (isinstance(source.shape, ArrayShape) and source.shape.element_type == "bf16"):
-            continue
-        total += _elements_of(data) / (column if _kept_row_bytes(i) > 0 else row)
     return total
 
 

@@ -154,9 +154,7 @@ class CpuRates:
     loop, which does not vectorise (Note [FLOPs in a gather's loop] there), and
     ``library_transcendentals`` exp/tanh per second in a library fusion (Note [Library passes]),
     ``fused_transpose_elements`` elements per second of a transpose fused with elementwise work
-    (Note [Fused transposes]); ``bf16_column_reduce_elements`` and ``bf16_row_reduce_elements``
-    input elements per second of XLA's own reduce loop over bf16 data, keeping the minor
-    dimension or reducing it (Note [bf16 reduce loops]).
+    (Note [Fused transposes]).
     Profiles written before these existed get the defaults below; a cached rate of 0 means
     "the same as the large one".
     """
@@ -192,8 +190,6 @@ class CpuRates:
     wide_column_reduce_elements: float = 0.0
     gather_loop_flops: float = 0.0  # 0: at elementwise_flops, as in any loop
     fused_transpose_elements: float = 0.0  # 0: a fused transpose at the transposing rate alone
-    bf16_column_reduce_elements: float = 0.0  # 0: XLA's reduce loops stream, whatever the type
-    bf16_row_reduce_elements: float = 0.0
     library_transcendentals: float = 0.0  # 0: a library's at ``transcendentals``, overlapping memory
 
     def to_json(self) -> dict[str, float]:
@@ -208,8 +204,7 @@ _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth
                     "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
                     "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
                     "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
-            "library_transcendentals", "fused_transpose_elements",
-            "bf16_column_reduce_elements", "bf16_row_reduce_elements")
+            "library_transcendentals", "fused_transpose_elements")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
                       "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
@@ -218,15 +213,13 @@ _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv
                       "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
                       "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
                       "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
-            "library_transcendentals", "fused_transpose_elements",
-            "bf16_column_reduce_elements", "bf16_row_reduce_elements")
+            "library_transcendentals", "fused_transpose_elements")
 _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
             "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
             "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
             "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
             "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
-            "library_transcendentals", "fused_transpose_elements",
-            "bf16_column_reduce_elements", "bf16_row_reduce_elements")
+            "library_transcendentals", "fused_transpose_elements")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536

@@ -533,20 +533,6 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
         rates[key] = rows * cols / seconds if any(k in optimized for k in LIBRARY_FUSION_KINDS) else 0.0
     if not (rates["column_reduce_elements"] and rates["wide_column_reduce_elements"]):
         rates["column_reduce_elements"] = rates["wide_column_reduce_elements"] = 0.0
-    # Note [bf16 reduce loops]: sums over the major and the minor dimension of 512 x 4096 bf16,
-    # in f32 as jax writes them.
-    rows, cols = 512, 4096
-    data = normal(rows, cols).astype(ml_dtypes.bfloat16)
-    for key, dim, kept in (("bf16_column_reduce_elements", 0, cols), ("bf16_row_reduce_elements", 1, rows)):
-        text = (f"HloModule calibrate_bf16_reduce\n{_ADD}ENTRY e {{\n  x = bf16[{rows},{cols}]{{1,0}} parameter(0)\n"
-                f"  c = f32[{rows},{cols}]{{1,0}} convert(x)\n  z = f32[] constant(0)\n"
-                f"  r = f32[{kept}]{{0}} reduce(c, z), dimensions={{{dim}}}, to_apply=add\n"
-                f"  ROOT o = bf16[{kept}]{{0}} convert(r)\n}}\n")
-        took, optimized = _xla_timed(text, [data], share / 4)
-        # A library's reduction is not this loop: the rule stays off (0).
-        rates[key] = 0.0 if any(k in optimized for k in LIBRARY_FUSION_KINDS) else rows * cols / took
-    if not (rates["bf16_column_reduce_elements"] and rates["bf16_row_reduce_elements"]):
-        rates["bf16_column_reduce_elements"] = rates["bf16_row_reduce_elements"] = 0.0
     # Note [Library passes]: a library's exp, as the difference between the row sums of exp(x)
     # and of x over 4096 x 2048 f32; 0 (the old model) where XLA:CPU keeps them in its loops.
     rows, cols = 4096, 2048
