@@ -200,8 +200,7 @@ def test_cpu_rates_round_trip_and_are_validated(tmp_path):
 # measure (the allocator reused the pages, XLA:CPU kept the kernel out of a library, or the
 # difference timed was under the noise).
 FALLBACK_WHEN_ZERO = ("fresh_page_bandwidth", "gather_loop_flops", "library_transcendentals",
-                      "column_reduce_elements", "wide_column_reduce_elements", "bf16_column_reduce_elements",
-                      "bf16_row_reduce_elements")
+                      "column_reduce_elements", "wide_column_reduce_elements")
 
 
 def test_calibrated_cpu_rates_are_plausible():
