@@ -146,12 +146,18 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
         return a
 
     def assign(buf: Buffer) -> None:
-        defining = [v.instruction for v in buf.values]
-        if any(i.opcode is Opcode.CONSTANT for i in defining):
+        values = buf.values
+        if len(values) == 1:  # most buffers (every one of an LLM step without loops): no lists
+            inst = values[0].instruction
+            constant = inst.opcode is Opcode.CONSTANT
+            params = values if inst.opcode is Opcode.PARAMETER and inst.computation is entry else ()
+        else:
+            constant = any(v.instruction.opcode is Opcode.CONSTANT for v in values)
+            params = [v for v in values if v.instruction.opcode is Opcode.PARAMETER
+                      and v.instruction.computation is entry]
+        if constant:
             new(buf, "constant", readonly=True)
             return
-        params = [v for v in buf.values if v.instruction.opcode is Opcode.PARAMETER
-                  and v.instruction.computation is entry]
         if params:
             p = params[0]
             num = p.instruction.attrs["parameter_number"]
@@ -339,12 +345,13 @@ def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: Reus
                df: Dataflow, live: Liveness) -> bool:
     """XLA's ``AssignSingleHloBuffer`` reuse step: operands' allocations, then smallest first."""
     seen: set[int] = set()
+    buffer_of = df.buffer_of
     for v in buf.values:
         if v.index or v.shape.is_tuple:
             continue
         for operand in v.instruction.operands:
-            for ov in df.value_set(operand):
-                a = alloc_of.get(df.buffer_of[ov.id].id)
+            for ov in df.top_values(operand):
+                a = alloc_of.get(buffer_of[ov.id].id)
                 if a is None or a.index in seen:
                     continue
                 seen.add(a.index)

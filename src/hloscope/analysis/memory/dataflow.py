@@ -69,7 +69,7 @@ every figure is unchanged.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -211,6 +211,14 @@ class Dataflow:
     def value_set(self, instruction: Instruction, index: ShapeIndex = ()) -> list[Value]:
         entry = self.sets.get(instruction)
         return [] if entry is None else _values_at(entry, index)
+
+    def top_values(self, instruction: Instruction) -> Sequence[Value]:
+        """``value_set(instruction)`` to read, not keep: no list made for a lone value (the
+        buffer assignment asks once per operand of every buffer's instruction)."""
+        entry = self.sets.get(instruction)
+        if entry is None:
+            return ()
+        return (entry,) if isinstance(entry, Value) else entry.get((), ())
 
     def uses(self, value: Value) -> list[tuple[Instruction, int, ShapeIndex]]:
         """``value``'s uses, (user, operand number, index in the operand), as XLA's
