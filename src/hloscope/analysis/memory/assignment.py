@@ -233,8 +233,14 @@ def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[Co
     """XLA's ``kBiggestFirst`` order: size, live-out first, post-order position, buffer id."""
     pos = _post_order_positions(computations, callers_first, df.post_order)
     far = len(pos)
-    return sorted(buffers, key=lambda b: (-b.size, not b.live_out,
-                                          min(pos.get(v.instruction, far) for v in b.values), b.id))
+
+    def first_position(b: Buffer) -> int:
+        values = b.values
+        if len(values) == 1:  # most buffers: no generator
+            return pos.get(values[0].instruction, far)
+        return min(pos.get(v.instruction, far) for v in values)
+
+    return sorted(buffers, key=lambda b: (-b.size, not b.live_out, first_position(b), b.id))
 
 
 def _callers_first(module: Module) -> list[Computation]:
@@ -332,7 +338,10 @@ def _unstable_partition(items: list[AllocationDraft],
 
 def _needs_memory(buf: Buffer, live: Liveness) -> bool:
     # Fusion internals are not values at all; embedded values have no range but need memory.
-    return any(v.id in live.ranges or v.embedded for v in buf.values)
+    values = buf.values
+    if len(values) == 1:  # most buffers: no generator
+        return values[0].id in live.ranges or values[0].embedded
+    return any(v.id in live.ranges or v.embedded for v in values)
 
 
 def _add(a: AllocationDraft, buf: Buffer, live: Liveness) -> None:
