@@ -63,3 +63,20 @@ def test_best_fit_matches_a_scan():
                 got = _best_fit(roots, start, end, coloc, sizes, kind, alignment)
                 want = _best_fit_by_scan(roots, start, end, coloc, sizes, kind, alignment)
                 assert got == want, (case, kind, alignment)
+
+
+def test_temporal_order_gives_up_at_the_spatial_size():
+    # Note [The second order stops at the first's size]: None exactly when the packing would
+    # not be smaller than the bound, the same packing otherwise.
+    rng = random.Random(5)
+    for case in range(200):
+        n = rng.randint(0, 30)
+        start = {v: rng.randint(0, 2 * n) for v in range(n)}
+        end = {v: rng.randint(s, s + 5) for v, s in start.items()}
+        sizes = {v: rng.choice((0, 8, 64, 100, 4096)) for v in range(n)}
+        roots = list(range(n))
+        full = _best_fit(roots, start, end, {}, sizes, "temporal", 64)
+        assert full is not None
+        for bound in {0, 1, full[1], full[1] + 1, 2 * full[1] + 64}:
+            got = _best_fit(roots, start, end, {}, sizes, "temporal", 64, give_up_at=bound)
+            assert got == (full if full[1] < bound else None), (case, bound)

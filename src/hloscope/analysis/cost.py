@@ -248,12 +248,18 @@ def analyze_cost(module: Module) -> CostReport:
     def loop_aware_cost(comp: Computation, scale: float) -> Cost:
         # Each computation's instructions are charged per execution; `scale` is how many
         # times the enclosing loops run it, recorded on the per-instruction table.
-        acc = ZERO
+        # As ``acc = acc + c`` and ``per[inst] = per.get(inst, ZERO) + c * scale`` would, the
+        # same float operations in the same order, with one Cost made per instruction, not four.
+        flops = transcendentals = nbytes = 0.0
         for inst in comp.instructions:
             c = _loop_aware_instruction(inst, scale)
-            loop_aware_per[inst] = loop_aware_per.get(inst, ZERO) + c * scale
-            acc = acc + c
-        return acc
+            seen = loop_aware_per.get(inst, ZERO)
+            loop_aware_per[inst] = Cost(seen.flops + c.flops * scale, seen.transcendentals + c.transcendentals * scale,
+                                        seen.bytes_accessed + c.bytes_accessed * scale)
+            flops += c.flops
+            transcendentals += c.transcendentals
+            nbytes += c.bytes_accessed
+        return Cost(flops, transcendentals, nbytes)
 
     def _loop_aware_instruction(inst: Instruction, scale: float) -> Cost:
         base = an.per_instruction.get(inst, ZERO)

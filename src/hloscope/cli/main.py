@@ -9,6 +9,7 @@ or infinity, ``compare`` found two runs that part); 70 an internal error (a bug 
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from hloscope.cli.common import (
@@ -68,6 +69,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 # Commands that execute programs keep the collector: arrays held in reference cycles (an
 # exception's frames, for one) must be freed while they run.
+#
+# Note [No collection at exit]
+# ----------------------------
+# When Python shuts down it runs the cyclic collector over every object still alive, the
+# module and the analyses' results included, for memory the process is about to give back: a
+# script that loads Llama 3.1 8B at ten times its size and analyses its memory spent 2.6 s
+# after its last line (12.9 s of work, 15.5 s wall), and `hloscope report` of it about 1 s.
+# A command run from the process's own command line (``argv`` None: the console script,
+# ``python -m hloscope``) therefore freezes what it made (``gc.freeze``) once it is done, so the
+# shutdown's collections skip it (that script: 0.2 s after its last line); reference counting
+# still frees what it frees, and atexit handlers and stream flushes run as usual. A caller
+# that passes ``argv`` (the tests, any program calling ``main``) keeps its collector as it was.
 _EXECUTING_COMMANDS = frozenset({"run", "dump", "calibrate", "stats", "compare", "reduce"})
 
 
@@ -86,7 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         # A command reads a module, answers and exits: the cyclic collector would only walk the
         # module again and again (Note [No cyclic GC during analyses] in gc_pause.py).
         with cyclic_gc_paused():
-            return run(args)
+            code = run(args)
+        if argv is None:  # the process's own command line: it exits next
+            gc.freeze()  # Note [No collection at exit]
+        return code
     except HloscopeError as e:
         sys.stderr.write(str(e).rstrip("\n") + "\n")
         return getattr(e, "exit_code", EXIT_INPUT)

@@ -337,13 +337,14 @@ def _instruction(inst: Instruction, o: PrintOptions, names: Names | None = None)
             parts.append(str(lit))
     elif op is Opcode.PARAMETER:
         parts.append(str(attrs["parameter_number"]))
-    elif o.operand_shapes:
-        mark = _index_comment if o.operand_index_comments else _no_comment
-        parts.append(", ".join(mark(i) + f"{_shape(x.shape, o)} {_ref(x, o, names)}"
-                               for i, x in enumerate(inst.operands)))
     else:
-        mark = _index_comment if o.operand_index_comments else _no_comment
-        parts.append(", ".join(mark(i) + _ref(x, o, names) for i, x in enumerate(inst.operands)))
+        refs = [_ref(x, o, names) for x in inst.operands]
+        if o.operand_shapes:
+            refs = [f"{_shape(x.shape, o)} {ref}" for x, ref in zip(inst.operands, refs)]
+        if o.operand_index_comments:  # every fifth operand marked (_index_comment)
+            for i in range(5, len(refs), 5):
+                refs[i] = _index_comment(i) + refs[i]
+        parts.append(", ".join(refs))
     parts.append(")")
     items = xla_attributes(inst, list(attrs.items())) if o.xla_order else attrs.items()
     if sugared is not None:
@@ -370,10 +371,6 @@ def _instruction(inst: Instruction, o: PrintOptions, names: Names | None = None)
 def _index_comment(i: int) -> str:
     # XLA marks every fifth operand so long operand lists can be read.
     return f"/*index={i}*/" if i and i % 5 == 0 else ""
-
-
-def _no_comment(i: int) -> str:
-    return ""
 
 
 def _value(kind: str, value: Any, o: PrintOptions, names: Names | None = None) -> str:

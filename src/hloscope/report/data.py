@@ -278,17 +278,18 @@ def _computations(module: Module, families: dict[str, str]) -> list[dict[str, An
     fusions = module.fusion_computations()
     out = []
     for comp in module.computations:
-        index = {id(i): k for k, i in enumerate(comp.instructions)}
+        # Keyed by the instructions themselves: they hash by identity, in C.
+        index = {inst: k for k, inst in enumerate(comp.instructions)}
         rows = []
         for inst in comp.instructions:
-            fields = inst.metadata.fields if inst.metadata is not None else {}
-            op_name = fields.get("op_name")
-            source = module.source_location(inst)
+            metadata = inst.attrs.get("metadata")
+            op_name = metadata.fields.get("op_name") if metadata is not None else None
+            source = module.source_location(inst) if metadata is not None else None
             opcode = inst.opcode.text
             if opcode not in families:
                 families[opcode] = inst.opcode.family.value
             shape = inst.shape.to_text(layout=False)
-            operands = [index.get(id(op), -1) for op in inst.operands]
+            operands = [index.get(op, -1) for op in inst.operands]
             try:
                 text = instruction_to_text(inst, _TEXT_OPTIONS)
             except Exception as e:  # a printer gap must not hide the rest of the module
@@ -309,7 +310,7 @@ def _computations(module: Module, families: dict[str, str]) -> list[dict[str, An
             "name": comp.name,
             "is_entry": comp is module.entry,
             "is_fusion": comp in fusions,
-            "root": index.get(id(comp.root), -1),
+            "root": index.get(comp.root, -1),
             "instructions": rows,
         })
     return out

@@ -143,8 +143,13 @@ ROW_KEYS = ("instructions", "bytes", "seconds", "category", "flop_util", "band_u
 _NAME, _OPCODE, _SHAPE, _OP_NAME, _SOURCE, _TEXT = 0, 1, 3, 6, 7, 8
 
 
+# One encoder for every block: json.dumps with options makes a new one per call, and the rows
+# block is one call per computation (29,000 at ten times Llama 3.1 8B).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
+
+
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, default=str, allow_nan=False)
+    return _ENCODER.encode(obj)
 
 
 def pack_page_data(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -146,12 +146,18 @@ def assign_buffers(df: Dataflow, live: Liveness) -> tuple[list[AllocationDraft],
         return a
 
     def assign(buf: Buffer) -> None:
-        defining = [v.instruction for v in buf.values]
-        if any(i.opcode is Opcode.CONSTANT for i in defining):
+        values = buf.values
+        if len(values) == 1:  # most buffers (every one of an LLM step without loops): no lists
+            inst = values[0].instruction
+            constant = inst.opcode is Opcode.CONSTANT
+            params = values if inst.opcode is Opcode.PARAMETER and inst.computation is entry else ()
+        else:
+            constant = any(v.instruction.opcode is Opcode.CONSTANT for v in values)
+            params = [v for v in values if v.instruction.opcode is Opcode.PARAMETER
+                      and v.instruction.computation is entry]
+        if constant:
             new(buf, "constant", readonly=True)
             return
-        params = [v for v in buf.values if v.instruction.opcode is Opcode.PARAMETER
-                  and v.instruction.computation is entry]
         if params:
             p = params[0]
             num = p.instruction.attrs["parameter_number"]
@@ -227,8 +233,14 @@ def _assignment_order(buffers: list[Buffer], df: Dataflow, computations: list[Co
     """XLA's ``kBiggestFirst`` order: size, live-out first, post-order position, buffer id."""
     pos = _post_order_positions(computations, callers_first, df.post_order)
     far = len(pos)
-    return sorted(buffers, key=lambda b: (-b.size, not b.live_out,
-                                          min(pos.get(v.instruction, far) for v in b.values), b.id))
+
+    def first_position(b: Buffer) -> int:
+        values = b.values
+        if len(values) == 1:  # most buffers: no generator
+            return pos.get(values[0].instruction, far)
+        return min(pos.get(v.instruction, far) for v in values)
+
+    return sorted(buffers, key=lambda b: (-b.size, not b.live_out, first_position(b), b.id))
 
 
 def _callers_first(module: Module) -> list[Computation]:
@@ -326,7 +338,10 @@ def _unstable_partition(items: list[AllocationDraft],
 
 def _needs_memory(buf: Buffer, live: Liveness) -> bool:
     # Fusion internals are not values at all; embedded values have no range but need memory.
-    return any(v.id in live.ranges or v.embedded for v in buf.values)
+    values = buf.values
+    if len(values) == 1:  # most buffers: no generator
+        return values[0].id in live.ranges or values[0].embedded
+    return any(v.id in live.ranges or v.embedded for v in values)
 
 
 def _add(a: AllocationDraft, buf: Buffer, live: Liveness) -> None:
@@ -339,12 +354,13 @@ def _try_reuse(buf: Buffer, alloc_of: dict[int, AllocationDraft], reusable: Reus
                df: Dataflow, live: Liveness) -> bool:
     """XLA's ``AssignSingleHloBuffer`` reuse step: operands' allocations, then smallest first."""
     seen: set[int] = set()
+    buffer_of = df.buffer_of
     for v in buf.values:
         if v.index or v.shape.is_tuple:
             continue
         for operand in v.instruction.operands:
-            for ov in df.value_set(operand):
-                a = alloc_of.get(df.buffer_of[ov.id].id)
+            for ov in df.top_values(operand):
+                a = alloc_of.get(buffer_of[ov.id].id)
                 if a is None or a.index in seen:
                     continue
                 seen.add(a.index)

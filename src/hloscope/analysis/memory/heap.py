@@ -45,6 +45,15 @@ so it is ``O(n log n)`` while packing stays tight and ``O(n * gaps)`` at worst, 
 own tree has. A node's union holds its children's, so a chunk goes up ``by_start`` only until
 an ancestor already holds its offsets (packed heaps reuse offsets: most walks stop low).
 Llama 3.1 8B: both orders take 0.77 s CPU; `hloscope memory` took 27.9 s CPU, now 1.8.
+
+Note [The second order stops at the first's size]
+-------------------------------------------------
+The temporal packing is kept only when its heap is smaller than the spatial one (a tie keeps
+the spatial one), and a packing's heap only grows as values are placed: once the temporal
+heap reaches the spatial size it cannot win, so it stops there and the spatial packing stands,
+the same choice with the same offsets. At ten times Llama 3.1 8B the temporal heap reaches the
+spatial size at the 11,893rd of 47,729 placements (Llama itself: 2,272 of 13,018), so most of
+the second packing is never done.
 """
 
 from __future__ import annotations
@@ -121,12 +130,13 @@ def simulate_heap(values: list[Value], df: Dataflow, live: Liveness, sizes: dict
                 end[v.id] = clock
                 clock += 1
     roots = [v.id for v in values if v.id not in canonical and v.id in start]
-    best: HeapResult | None = None
-    for name in ("spatial", "temporal"):
-        offsets, heap = _best_fit(roots, start, end, coloc, sizes, name, alignment)
-        if best is None or heap < best.heap_size:
-            best = HeapResult(offsets, heap, 0, name)
-    assert best is not None
+    # Note [The second order stops at the first's size]: temporal gives up once it is no smaller.
+    spatial = _best_fit(roots, start, end, coloc, sizes, "spatial", alignment)
+    assert spatial is not None  # it has nothing to give up at
+    best = HeapResult(spatial[0], spatial[1], 0, "spatial")
+    temporal = _best_fit(roots, start, end, coloc, sizes, "temporal", alignment, give_up_at=best.heap_size)
+    if temporal is not None:
+        best = HeapResult(temporal[0], temporal[1], 0, "temporal")
     bound = _lower_bound(start, end, canonical, sizes)
     return HeapResult(best.offsets, best.heap_size, bound, best.algorithm, bound)
 
@@ -152,7 +162,10 @@ def _share_candidate(v: Value, df: Dataflow, live: Liveness, taken: set[int], id
 
 
 def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], coloc: dict[int, list[int]],
-              sizes: dict[int, int], kind: str, alignment: int) -> tuple[dict[int, int], int]:
+              sizes: dict[int, int], kind: str, alignment: int,
+              give_up_at: int | None = None) -> tuple[dict[int, int], int] | None:
+    """Offsets and heap size of ``roots`` packed best fit in ``kind``'s order; None as soon as
+    the heap reaches ``give_up_at`` (Note [The second order stops at the first's size])."""
     def span(r: int) -> tuple[int, int]:
         members = [r, *coloc.get(r, [])]
         return min(start[m] for m in members), max(end.get(m, start[m]) for m in members)
@@ -211,6 +224,10 @@ def _best_fit(roots: list[int], start: dict[int, int], end: dict[int, int], colo
         for m in members:
             offsets[m] = best_off
         heap = max(heap, best_off + size)
+        if give_up_at is not None and heap >= give_up_at:
+            return None
+    if give_up_at is not None and heap >= give_up_at:
+        return None  # nothing placed: an empty heap is no smaller either
     return offsets, heap
 
 
