@@ -409,6 +409,22 @@ def test_fused_transposes_cost_by_the_pages_their_walk_passes() -> None:
     assert half == pytest.approx(n / 2 / 2e8)
 
 
+def test_large_outputs_stream_at_their_own_rate() -> None:
+    """Note [Large outputs]: a loop writing 64 MiB streams at large_output_bandwidth; one writing
+    32 MiB, and any on a profile without that rate, at memory_bandwidth."""
+    hw = _cpu(cached_bandwidth=0.0)
+    slow = dataclasses.replace(hw, cpu_rates=dataclasses.replace(hw.cpu_rates, large_output_bandwidth=hw.memory_bandwidth / 2))
+
+    def memory(elements: int, profile: HardwareSpec) -> float:
+        return estimate_time(_one(f"  x = f32[{elements}]{{0}} parameter(0)\n  c = f32[] constant(2)\n"
+                                  f"  b = f32[{elements}]{{0}} broadcast(c), dimensions={{}}\n"
+                                  f"  ROOT r = f32[{elements}]{{0}} multiply(x, b)"), profile).memory_seconds
+
+    large, small = 16 << 20, 8 << 20
+    assert memory(large, slow) == pytest.approx(2 * memory(large, hw))
+    assert memory(small, slow) == pytest.approx(memory(small, hw))
+
+
 def test_fft_costs_five_n_log_n_per_transform() -> None:
     """A 2-D FFT of 1024 x 1024 points: 5 N log2 N at fft_flops (XLA's cost analysis multiplies
     the per-dimension logarithms, 100 for this one, instead of adding them, 20); a real one half."""

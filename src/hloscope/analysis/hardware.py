@@ -51,6 +51,7 @@ __all__ = [
     "COLUMN_REDUCE_ROW_BYTES",
     "WIDE_COLUMN_REDUCE_ROW_BYTES",
     "FRESH_BUFFER_BYTES",
+    "LARGE_OUTPUT_BYTES",
     "load_hardware",
     "list_hardware",
     "save_hardware",
@@ -154,7 +155,8 @@ class CpuRates:
     loop, which does not vectorise (Note [FLOPs in a gather's loop] there), and
     ``library_transcendentals`` exp/tanh per second in a library fusion (Note [Library passes]),
     ``fused_transpose_elements`` elements per second of a transpose fused with elementwise work
-    (Note [Fused transposes]).
+    (Note [Fused transposes]); ``large_output_bandwidth`` the streaming rate of a loop writing
+    ``LARGE_OUTPUT_BYTES`` or more (Note [Large outputs]).
     Profiles written before these existed get the defaults below; a cached rate of 0 means
     "the same as the large one".
     """
@@ -190,6 +192,7 @@ class CpuRates:
     wide_column_reduce_elements: float = 0.0
     gather_loop_flops: float = 0.0  # 0: at elementwise_flops, as in any loop
     fused_transpose_elements: float = 0.0  # 0: a fused transpose at the transposing rate alone
+    large_output_bandwidth: float = 0.0  # 0: a large output streams at ``memory_bandwidth``
     library_transcendentals: float = 0.0  # 0: a library's at ``transcendentals``, overlapping memory
 
     def to_json(self) -> dict[str, float]:
@@ -204,7 +207,8 @@ _CPU_RATE_FIELDS = ("elementwise_flops", "transcendentals", "transpose_bandwidth
                     "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
                     "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
                     "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
-            "library_transcendentals", "fused_transpose_elements")
+            "library_transcendentals", "fused_transpose_elements",
+            "large_output_bandwidth")
 # Rates a profile may leave out (the dataclass defaults: figures measured on a 2-core x86 VM).
 _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv_flops", "topk_elements",
                       "comparator_ops", "cached_bandwidth", "fresh_page_bandwidth", "fft_flops",
@@ -213,13 +217,15 @@ _CPU_RATE_DEFAULTS = ("gather_elements", "reduce_window_elements", "grouped_conv
                       "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
                       "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
                       "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
-            "library_transcendentals", "fused_transpose_elements")
+            "library_transcendentals", "fused_transpose_elements",
+            "large_output_bandwidth")
 _ZERO_OK = ("cached_bandwidth", "fresh_page_bandwidth", "cached_gather_elements", "cached_scatter_elements",
             "cached_transpose_bandwidth", "dag_thunk_overhead", "execution_overhead", "conv_outputs",
             "parameter_overhead", "result_overhead", "loop_thunk_overhead", "loop_trip_overhead",
             "unchained_transcendentals", "narrowing_converts", "eigen_dot_overhead",
             "column_reduce_elements", "wide_column_reduce_elements", "gather_loop_flops",
-            "library_transcendentals", "fused_transpose_elements")
+            "library_transcendentals", "fused_transpose_elements",
+            "large_output_bandwidth")
 # Bytes of the two calibration dots (two f32 operands and the result).
 CACHED_DOT_BYTES = 3 * 4 * 512 * 512
 LARGE_DOT_BYTES = 3 * 4 * 1536 * 1536
@@ -243,6 +249,9 @@ CACHED_TRANSPOSE_BYTES = 2 * 4 * 512 * 512
 # an XLA:CPU buffer that large has fresh pages on every run, and the kernel faults in and zeroes
 # each page at its first write (``CpuRates.fresh_page_bandwidth``).
 FRESH_BUFFER_BYTES = 32 << 20
+# An output this large or larger streams at ``large_output_bandwidth`` (Note [Large outputs] in
+# ``cpu_model.py``): the calibration's loop writes exactly this much.
+LARGE_OUTPUT_BYTES = 64 << 20
 # The rows the two column-reduction calibrations keep (sums over the rows of 4096 x 4096 and
 # 256 x 65536 f32): in the core's first-level cache, and past it.
 COLUMN_REDUCE_ROW_BYTES = 4 * 4096

@@ -21,6 +21,7 @@ from hloscope.analysis.hardware import (
     CACHED_TABLE_BYTES,
     COLUMN_REDUCE_ROW_BYTES,
     FRESH_BUFFER_BYTES,
+    LARGE_OUTPUT_BYTES,
     LARGE_STREAM_BYTES,
     WIDE_COLUMN_REDUCE_ROW_BYTES,
     CpuRates,
@@ -358,6 +359,9 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
             f"  y = f32[{n}]{{0}} parameter(1)\n  ROOT z = f32[{n}]{{0}} add(x, y)\n}}\n")
     streamed = _stream_seconds(text, n, share * 2)
     rates["memory_bandwidth"] = 3 * 4 * n / streamed
+    # Note [Large outputs] in analysis/cpu_model.py: the same loop writing LARGE_OUTPUT_BYTES.
+    big = LARGE_OUTPUT_BYTES // 4
+    rates["large_output_bandwidth"] = 3 * 4 * big / _stream_seconds(text.replace(str(n), str(big)), big, share)
     # The same loop with an output of FRESH_BUFFER_BYTES: mapped anew on every run, its pages
     # fault at their first write; the time beyond streaming is that.
     large, fresh = n, FRESH_BUFFER_BYTES // 4
