@@ -135,11 +135,7 @@ def cpu_seconds(inst: Instruction, c: Cost, hw: HardwareSpec, rates: CpuRates,
             # See Note [Fused transposes].
             walked = sum(_elements_of(i) * _fused_transpose_share(_pages_before_reuse(i)) for i in transposed)
             compute = max(compute, walked / rates.fused_transpose_elements)
-        memory = nbytes / _transpose_rate(rates, moved)
-        if written >= LARGE_OUTPUT_BYTES and rates.large_output_bandwidth > 0:
-            # Note [Large outputs]: the transposing walk slows as the stream does.
-            memory *= max(hw.memory_bandwidth / rates.large_output_bandwidth, 1.0)
-        return compute, memory
+        return compute, nbytes / _transpose_rate(rates, moved)
     # Note [Cold operands]
     read = nbytes - written
     cold = min(max(cold_bytes, 0.0), read)
@@ -558,12 +554,13 @@ _NOT_WRITERS = frozenset({Opcode.PARAMETER, Opcode.TUPLE, Opcode.GET_TUPLE_ELEME
 #     On this VM a loop that writes 64 MiB or more streams at half the rate of one writing less:
 #     x * 2 over f32 arrays of 32, 40 and 48 MiB ran at 26-27, 27 and 23-25 GB/s, over 64 MiB at
 #     13-15, and a concatenation writing 64 MiB from 32 at 14 (reading 128 MiB alone streams at
-#     28); a decode step's transposes of its 64 MiB cache ran 2-4 times their estimate. Where
+#     28); a decode step's transposes of its 64 MiB cache ran 1.4 and 4 times their estimate. Where
 #     that happens depends on the machine's last-level cache and what else shares it, so it is
 #     calibrated, not assumed: ``cpu_rates.large_output_bandwidth`` is the placed z = x + y
-#     (Note [4K aliasing]) over arrays of LARGE_OUTPUT_BYTES, and an instruction writing that
-#     much or more streams at it (its transposing walk slows by the same ratio). On a machine
-#     whose cache holds neither calibration the two rates agree and nothing changes.
+#     (Note [4K aliasing]) over arrays of LARGE_OUTPUT_BYTES, and a loop writing that much or
+#     more streams at it. On a machine whose cache holds neither calibration the two rates
+#     agree and nothing changes. A transposing walk of 64 MiB ran 1.4 times its estimate, not
+#     the streams' 1.9 (slowing it by theirs put the decode step at +28%), and is left as it is.
 def _stream_rate(hw: HardwareSpec, rates: CpuRates, nbytes: float) -> float:
     """Bytes/s of a loop moving ``nbytes``: ``memory_bandwidth`` past the caches, up to
     ``cached_bandwidth`` for a working set the core's cache keeps, interpolated on log(bytes)
