@@ -599,7 +599,7 @@ def test_thunks_in_sequence_and_as_a_graph() -> None:
     each); 20 independent ones as a graph, where the executor pops the first 11 while more than
     8 others are ready (dag_thunk_overhead each) and the last 9 as any other; small buffers or
     at most 8 thunks always in sequence; an execution adds its own cost."""
-    from hloscope.analysis.cpu_model import runs_in_sequence, wide_thunks
+    from hloscope.analysis.cpu_thunks import runs_in_sequence, wide_thunks
 
     hw = _cpu(dag_thunk_overhead=5e-6, execution_overhead=1e-5)
     r = hw.cpu_rates
@@ -629,7 +629,7 @@ def test_thunks_in_sequence_and_as_a_graph() -> None:
 def test_thunks_in_a_loop_body_cost_the_loop_figures() -> None:
     """Note [Thunks in loops]: a loop body's thunks cost ``loop_thunk_overhead`` on every trip
     and each trip ``loop_trip_overhead``; the step's own thunks ``kernel_launch_overhead``."""
-    from hloscope.analysis.cpu_model import loop_computations
+    from hloscope.analysis.cpu_thunks import loop_computations
 
     hw = _cpu(execution_overhead=0.0, parameter_overhead=0.0, result_overhead=0.0,
               loop_thunk_overhead=2e-8, loop_trip_overhead=5e-8)

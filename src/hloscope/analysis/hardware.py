@@ -140,19 +140,19 @@ class CpuRates:
     ``dag_thunk_overhead`` is a thunk's cost when XLA:CPU runs a computation's thunks as a
     graph instead of in sequence, ``execution_overhead`` the fixed cost of one execution, and
     ``parameter_overhead`` and ``result_overhead`` what each of its entry parameters and result
-    arrays adds to it (Note [Thunk dispatch] in ``analysis/cpu_model.py``);
+    arrays adds to it (Note [Thunk dispatch] in ``analysis/cpu_thunks.py``);
     ``loop_thunk_overhead`` is a thunk's cost in the body of a while loop, run again on every
     trip, and ``loop_trip_overhead`` what each trip adds (Note [Thunks in loops] there).
     ``transcendentals`` is exp/tanh per second along a chain of ``CHAIN_DEPTH`` (each taking
     the previous one's result), ``unchained_transcendentals`` of independent ones (Note
-    [Chained transcendentals] there). ``narrowing_converts`` is f32 -> bf16 roundings per second
-    in XLA's own loops (Note [Narrowing converts] there), ``eigen_dot_overhead`` what a
+    [Chained transcendentals] in ``cpu_model.py``, as the Notes named below). ``narrowing_converts`` is f32 -> bf16 roundings per second
+    in XLA's own loops (Note [Narrowing converts]), ``eigen_dot_overhead`` what a
     ``dot`` thunk's Eigen contraction costs per call beyond its FLOPs (Note [Eigen dots]).
     ``column_reduce_elements`` and ``wide_column_reduce_elements`` are input elements per second
     of a library (YNNPACK) reduction over a major dimension that keeps rows of
     ``COLUMN_REDUCE_ROW_BYTES`` and ``WIDE_COLUMN_REDUCE_ROW_BYTES`` (Note [Library column
-    reductions] there). ``gather_loop_flops`` is FLOP/s of elementwise work fused into a gather's
-    loop, which does not vectorise (Note [FLOPs in a gather's loop] there), and
+    reductions]). ``gather_loop_flops`` is FLOP/s of elementwise work fused into a gather's
+    loop, which does not vectorise (Note [FLOPs in a gather's loop]), and
     ``library_transcendentals`` exp/tanh per second in a library fusion (Note [Library passes]),
     ``fused_transpose_elements`` elements per second of a transpose fused with elementwise work
     (Note [Fused transposes]); ``large_output_bandwidth`` the streaming rate of a loop writing

@@ -100,11 +100,10 @@ from hloscope.analysis.cpu_model import (
     FreshAllocation,
     cpu_seconds,
     fresh_allocations,
-    loop_computations,
     math_dtype,
     runs_in_passes,
-    wide_thunks,
 )
+from hloscope.analysis.cpu_thunks import loop_computations, wide_thunks
 from hloscope.analysis.hardware import HardwareSpec
 from hloscope.analysis.memory.report import MemoryReport
 from hloscope.analysis.schedule import (
@@ -339,7 +338,7 @@ class _Simulator:
 
     def _launch_overhead(self, inst: Instruction) -> float:
         """``kernel_launch_overhead``, or on XLA:CPU the graph executor's cost for a thunk it
-        runs while more than 8 others are ready (Note [Thunk dispatch] in cpu_model.py)."""
+        runs while more than 8 others are ready (Note [Thunk dispatch] in cpu_thunks.py)."""
         rates = self.hw.cpu_rates
         if rates is None or inst.computation is None:
             return self.hw.kernel_launch_overhead
@@ -525,7 +524,7 @@ class _Simulator:
 def execution_seconds(module: Module, hardware: HardwareSpec) -> float:
     """An execution's fixed cost on XLA:CPU before its first thunk: ``execution_overhead`` plus
     ``parameter_overhead`` per entry parameter array and ``result_overhead`` per result array
-    (Note [Thunk dispatch] in cpu_model.py); 0 on other hardware."""
+    (Note [Thunk dispatch] in cpu_thunks.py); 0 on other hardware."""
     rates = hardware.cpu_rates
     if hardware.kind != "cpu" or rates is None:
         return 0.0
@@ -546,7 +545,7 @@ def estimate_time(module: Module, hardware: HardwareSpec, *, cost_report: CostRe
     cost = cost_report if cost_report is not None else analyze_cost(module)
     backend = infer_backend(module)
     sim = _Simulator(module, hardware, cost, memory_report)
-    # Note [Thunk dispatch] in cpu_model.py: an execution's fixed cost, before its first thunk.
+    # Note [Thunk dispatch] in cpu_thunks.py: an execution's fixed cost, before its first thunk.
     start = execution_seconds(module, hardware)
     sim.launch += start
     total = sim.run(module.entry, start, 1.0, True)

@@ -31,6 +31,13 @@ from hloscope.analysis.hardware import (
 )
 from hloscope.errors import InputError
 from hloscope.xla import client as xla_bridge
+from hloscope.xla.calibration_kernels import (
+    ADD,
+    TOTAL_ORDER_LT,
+    eigen_dot_chain,
+    iota_operand,
+    loop_module,
+)
 from hloscope.xla.client import compile_hlo
 
 __all__ = ["calibrate"]
@@ -171,18 +178,6 @@ def _numpy_loop_rates(budget: float) -> tuple[float, float]:
 
 # XLA:CPU microbenchmarks. Data is generated inside each module from one scalar parameter
 # (iota times the parameter, so nothing folds at compile time): transfers stay negligible.
-_GEN = """  s = f32[] parameter(0)
-  i = f32[{dims}]{{{layout}}} iota(), iota_dimension={axis}
-  b = f32[{dims}]{{{layout}}} broadcast(s), dimensions={{}}
-  x = f32[{dims}]{{{layout}}} multiply(i, b)
-"""
-
-
-def _gen(dims: tuple[int, ...], axis: int = 0) -> str:
-    layout = ",".join(str(d) for d in reversed(range(len(dims))))
-    return _GEN.format(dims=",".join(map(str, dims)), layout=layout, axis=axis)
-
-
 def _xla_seconds(text: str, budget: float) -> float:
     """Best seconds of one execution of ``text`` (one f32 scalar parameter) on XLA:CPU."""
 
@@ -203,7 +198,7 @@ def _xla_dot_rates(budget: float) -> dict[str, float]:
         best = 0.0
         for n in ((1024,) if dtype == "f64" else (1536,)):
             convert = "" if dtype == "f32" else f"  x = {dtype}[{n},{n}]{{1,0}} convert(x0)\n"
-            gen = _gen((n, n)).replace("  x = ", "  x0 = " if convert else "  x = ")
+            gen = iota_operand((n, n)).replace("  x = ", "  x0 = " if convert else "  x = ")
             text = (f"HloModule calibrate_dot_{dtype}\nENTRY e {{\n{gen}{convert}"
                     f"  ROOT d = {dtype}[{n},{n}]{{1,0}} dot(x, x), lhs_contracting_dims={{1}}, "
                     "rhs_contracting_dims={0}\n}\n")
@@ -215,7 +210,7 @@ def _xla_dot_rates(budget: float) -> dict[str, float]:
 def _xla_cached_dot_rate(budget: float) -> float:
     """f32 FLOP/s of XLA:CPU's dot at 512^3 (``CACHED_DOT_BYTES``)."""
     n = 512
-    text = (f"HloModule calibrate_cached_dot\nENTRY e {{\n{_gen((n, n))}"
+    text = (f"HloModule calibrate_cached_dot\nENTRY e {{\n{iota_operand((n, n))}"
             f"  ROOT d = f32[{n},{n}]{{1,0}} dot(x, x), lhs_contracting_dims={{1}}, rhs_contracting_dims={{0}}\n}}\n")
     return 2.0 * n**3 / _xla_seconds(text, budget)
 
@@ -314,31 +309,6 @@ def _stream_seconds(text: str, n: int, budget: float) -> float:
         once()
         seconds.append(_repeat(once, budget / (2 * len(STREAM_PLACEMENTS))))
     return sorted(seconds)[2]
-
-
-_TOTAL_ORDER_LT = """  zero = f32[] constant(0)
-  qnan = f32[] constant(nan)
-  izero = s32[] constant(0)
-  mask = s32[] constant(2147483647)
-  an = pred[] compare(a, a), direction=NE
-  bn = pred[] compare(b, b), direction=NE
-  az = pred[] compare(a, zero), direction=EQ
-  bz = pred[] compare(b, zero), direction=EQ
-  a0 = f32[] select(az, zero, a)
-  b0 = f32[] select(bz, zero, b)
-  a1 = f32[] select(an, qnan, a0)
-  b1 = f32[] select(bn, qnan, b0)
-  ai = s32[] bitcast-convert(a1)
-  bi = s32[] bitcast-convert(b1)
-  ax = s32[] xor(mask, ai)
-  bx = s32[] xor(mask, bi)
-  an2 = pred[] compare(ai, izero), direction=LT
-  bn2 = pred[] compare(bi, izero), direction=LT
-  ak = s32[] select(an2, ax, ai)
-  bk = s32[] select(bn2, bx, bi)
-  ROOT c = pred[] compare(ak, bk), direction=LT
-"""
-_ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] add(a, b)\n}\n"
 
 
 def _xla_loop_rates(budget: float) -> dict[str, float]:
@@ -446,14 +416,14 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
     rates["sort_comparisons"] = comparisons / plain
     # The same sort with a comparator as jax writes one for floats: NaNs and -0.0 mapped, the
     # bits compared as integers in a total order (sign-flipped) -- 17 instructions.
-    total = text.replace("  ROOT c = pred[] compare(a, b), direction=LT\n", _TOTAL_ORDER_LT)
-    extra = _TOTAL_ORDER_LT.count(" = ") - _TOTAL_ORDER_LT.count("constant(") - 1
+    total = text.replace("  ROOT c = pred[] compare(a, b), direction=LT\n", TOTAL_ORDER_LT)
+    extra = TOTAL_ORDER_LT.count(" = ") - TOTAL_ORDER_LT.count("constant(") - 1
     seconds = _xla_device_seconds(total, [keys], share)
     rates["comparator_ops"] = comparisons * extra / max(seconds - plain, 0.05 * seconds)
 
     table, count, width = 65536, 262144, 32  # an embedding table's rows, as jax writes them
     idx = rng.integers(0, table, (count, 1)).astype(np.int32)
-    text = (f"HloModule calibrate_scatter\n{_ADD}ENTRY e {{\n  t = f32[{table},{width}]{{1,0}} parameter(0)\n"
+    text = (f"HloModule calibrate_scatter\n{ADD}ENTRY e {{\n  t = f32[{table},{width}]{{1,0}} parameter(0)\n"
             f"  i = s32[{count},1]{{1,0}} parameter(1)\n  u = f32[{count},{width}]{{1,0}} parameter(2)\n"
             f"  ROOT r = f32[{table},{width}]{{1,0}} scatter(t, i, u), update_window_dims={{1}}, "
             "inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add\n}\n")
@@ -492,7 +462,7 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
                                                                           share)
 
     rows, cols, window = 1024, 4096, 16  # a cumulative sum's first level, as XLA:CPU writes it
-    text = (f"HloModule calibrate_reduce_window\n{_ADD}ENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
+    text = (f"HloModule calibrate_reduce_window\n{ADD}ENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
             f"  z = f32[] constant(0)\n  ROOT r = f32[{rows},{cols}]{{1,0}} reduce-window(x, z), "
             f"window={{size=1x{window} pad=0_0x{window - 1}_0}}, to_apply=add\n}}\n")
     rates["reduce_window_elements"] = (rows * cols * window
@@ -531,7 +501,7 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
                      ("wide_column_reduce_elements", WIDE_COLUMN_REDUCE_ROW_BYTES)):
         cols = row // 4
         rows = (16 << 20) // cols
-        text = (f"HloModule calibrate_column_reduce\n{_ADD}ENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
+        text = (f"HloModule calibrate_column_reduce\n{ADD}ENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
                 f"  z = f32[] constant(0)\n  ROOT r = f32[{cols}]{{0}} reduce(x, z), dimensions={{0}}, to_apply=add\n}}\n")
         seconds, optimized = _xla_timed(text, [normal(rows, cols)], share / 2)
         rates[key] = rows * cols / seconds if any(k in optimized for k in LIBRARY_FUSION_KINDS) else 0.0
@@ -543,7 +513,7 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
     seconds = []
     for exp in (True, False):
         inner = f"  e = f32[{rows},{cols}]{{1,0}} exponential(x)\n" if exp else ""
-        text = (f"HloModule calibrate_library_exp\n{_ADD}ENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
+        text = (f"HloModule calibrate_library_exp\n{ADD}ENTRY e {{\n  x = f32[{rows},{cols}]{{1,0}} parameter(0)\n"
                 f"{inner}  z = f32[] constant(0)\n  ROOT r = f32[{rows}]{{0}} reduce({'e' if exp else 'x'}, z), "
                 "dimensions={1}, to_apply=add\n}\n")
         took, optimized = _xla_timed(text, [normal(rows, cols)], share / 2)
@@ -590,19 +560,19 @@ def _xla_loop_rates(budget: float) -> dict[str, float]:
 
 def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     """``spec`` with the thunk executor's costs measured (Note [Thunk dispatch] in
-    analysis/cpu_model.py): what a chain of small reductions, each adding its sum back, takes
+    analysis/cpu_thunks.py): what a chain of small reductions, each adding its sum back, takes
     beyond what ``spec`` charges for their work, per thunk (they run in sequence); the same for
     independent multiply-reduce fusions, per thunk the executor runs while it hands ready ones
     to its pool; both over 4 KiB arrays (more than the 512 bytes that keep a graph in
     sequence), counted on the modules XLA compiled (a reduction is two thunks there, a window
     pass and a final one); and an execution's fixed cost (one negate of 16 elements)."""
-    from hloscope.analysis.cpu_model import thunks_of, wide_thunks
+    from hloscope.analysis.cpu_thunks import thunks_of, wide_thunks
     from hloscope.analysis.timing import estimate_time
     from hloscope.ir import Opcode
     from hloscope.text import parse_module
 
     assert spec.cpu_rates is not None
-    n, add = 1024, _ADD
+    n, add = 1024, ADD
 
     def chain(k: int) -> str:
         lines = [f"  x0 = f32[{n}]{{0}} parameter(0)", "  z = f32[] constant(0)"]
@@ -649,8 +619,8 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     # Note [Thunks in loops]: loops over a body of 1 and of 8 pairs of links, of 64 trips, and
     # one of 16 trips over the smaller body.
     trips, small = 64, 64
-    (l0, b0, _), (l1, b1, _) = beyond_work(_loop(1, trips, small), small), beyond_work(_loop(8, trips, small), small)
-    (l2, _, _) = beyond_work(_loop(1, trips // 4, small), small)
+    (l0, b0, _), (l1, b1, _) = beyond_work(loop_module(1, trips, small), small), beyond_work(loop_module(8, trips, small), small)
+    (l2, _, _) = beyond_work(loop_module(1, trips // 4, small), small)
     # Both are a few tens of ns here (5-10 ns a thunk, 25-30 ns a trip with its 8 thunks), so
     # under 10 ns is the work's own noise and 10 ns stands for it; a negative difference is a
     # loaded machine's, and the generic figure stands.
@@ -661,7 +631,7 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     # Note [Eigen dots]: chains of 24 dots of 16 batch elements and of 1, the same thunks: what
     # the 15 further contractions cost beyond their FLOPs.
     def eigen_dots(batch: int) -> float:
-        text, args = _eigen_dot_chain(24, batch)
+        text, args = eigen_dot_chain(24, batch)
         seconds, compiled = _xla_timed(text, args, budget / 10)
         return (seconds - estimate_time(parse_module(compiled), bare).total_seconds) / 24
 
@@ -677,45 +647,9 @@ def _with_dispatch_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     return _with_buffer_overheads(spec, budget)
 
 
-def _eigen_dot_chain(links: int, batch: int) -> tuple[str, list[np.ndarray]]:
-    """A chain of ``links`` dots of ``batch`` 32x32 by 32x16 matrices, each contracting its
-    left operand's rows (a dot XLA:CPU leaves to Eigen, not YNNPACK), for Note [Eigen dots]."""
-    lines = [f"  a = f32[{batch},32,32]{{2,1,0}} parameter(0)", f"  x0 = f32[{batch},32,16]{{2,1,0}} parameter(1)"]
-    for i in range(1, links + 1):
-        lines.append(f"  {'ROOT ' if i == links else ''}x{i} = f32[{batch},32,16]{{2,1,0}} dot(a, x{i - 1}), "
-                     "lhs_contracting_dims={1}, rhs_contracting_dims={1}, lhs_batch_dims={0}, rhs_batch_dims={0}")
-    text = "HloModule calibrate_eigen_dots\nENTRY e {\n" + "\n".join(lines) + "\n}\n"
-    eye = np.broadcast_to(np.eye(32, dtype=np.float32), (batch, 32, 32)).copy()
-    return text, [eye, np.ones((batch, 32, 16), np.float32)]
-
-
-def _loop(links: int, trips: int, n: int) -> str:
-    """A while loop of ``trips`` trips whose body runs two independent chains of ``links``
-    links (a multiply and a reduction of f32[n] each; two chains, so that the body's thunks
-    run as a graph, as a model's scan body does), for Note [Thunks in loops]."""
-    state = f"(s32[], f32[{n}]{{0}}, f32[], f32[])"
-    body = [f"  st = {state} parameter(0)", "  i = s32[] get-tuple-element(st), index=0",
-            f"  p = f32[{n}]{{0}} get-tuple-element(st), index=1", "  one = s32[] constant(1)",
-            "  i1 = s32[] add(i, one)", "  z = f32[] constant(0)"]
-    body += [f"  r0_{w} = f32[] get-tuple-element(st), index={2 + w}" for w in range(2)]
-    for k in range(1, links + 1):
-        for w in range(2):
-            body += [f"  b{k}_{w} = f32[{n}]{{0}} broadcast(r{k - 1}_{w}), dimensions={{}}",
-                     f"  x{k}_{w} = f32[{n}]{{0}} multiply(p, b{k}_{w})",
-                     f"  r{k}_{w} = f32[] reduce(x{k}_{w}, z), dimensions={{0}}, to_apply=add"]
-    body.append(f"  ROOT o = {state} tuple(i1, p, r{links}_0, r{links}_1)")
-    cond = [f"  st = {state} parameter(0)", "  i = s32[] get-tuple-element(st), index=0",
-            f"  t = s32[] constant({trips})", "  ROOT c = pred[] compare(i, t), direction=LT"]
-    entry = [f"  p = f32[{n}]{{0}} parameter(0)", "  i0 = s32[] constant(0)", "  c0 = f32[] constant(1)",
-             "  c1 = f32[] constant(2)", f"  s = {state} tuple(i0, p, c0, c1)",
-             f"  ROOT w = {state} while(s), condition=cond, body=body"]
-    return (f"HloModule calibrate_loop\n{_ADD}body {{\n" + "\n".join(body) + "\n}\ncond {\n" + "\n".join(cond)
-            + "\n}\nENTRY e {\n" + "\n".join(entry) + "\n}\n")
-
-
 def _with_buffer_overheads(spec: HardwareSpec, budget: float) -> HardwareSpec:
     """``spec`` with what each entry parameter and each result array adds to an execution
-    (Note [Thunk dispatch] in analysis/cpu_model.py), beyond what ``spec`` already charges:
+    (Note [Thunk dispatch] in analysis/cpu_thunks.py), beyond what ``spec`` already charges:
     one fusion adding 64 small parameters against one adding 2; 64 small results against 2.
     The ViT step of the models tier hands over 47 arrays each way, and these costs were a
     fifth of its 0.5 ms."""
