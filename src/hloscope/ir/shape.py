@@ -22,6 +22,16 @@ POINTER_SIZE = 8
 ShapeIndex = tuple[int, ...]
 
 
+def _cached_text(shape: ArrayShape | TupleShape, layout: bool) -> str:
+    """``shape``'s text with or without its layout, both printed once and kept on the (frozen)
+    shape: the report prints each instruction's shape twice."""
+    texts = shape._texts
+    if texts is None:
+        texts = (shape._text(True), shape._text(False))
+        object.__setattr__(shape, "_texts", texts)  # frozen: set once, after init
+    return texts[0] if layout else texts[1]
+
+
 @dataclass(frozen=True, slots=True)
 class ArrayShape:
     """An array (or token/opaque) shape such as ``f32[8,<=128]{1,0}``.
@@ -107,11 +117,7 @@ class ArrayShape:
         return self.to_text()
 
     def to_text(self, *, layout: bool = True) -> str:
-        texts = self._texts
-        if texts is None:
-            texts = (self._text(True), self._text(False))
-            object.__setattr__(self, "_texts", texts)  # frozen: set once, after init
-        return texts[0] if layout else texts[1]
+        return _cached_text(self, layout)
 
     def _text(self, layout: bool) -> str:
         if self.dynamic:
@@ -170,11 +176,7 @@ class TupleShape:
         return self.to_text()
 
     def to_text(self, *, layout: bool = True) -> str:
-        texts = self._texts
-        if texts is None:
-            texts = (self._text(True), self._text(False))
-            object.__setattr__(self, "_texts", texts)  # frozen: set once, after init
-        return texts[0] if layout else texts[1]
+        return _cached_text(self, layout)
 
     def _text(self, layout: bool) -> str:
         parts = []
