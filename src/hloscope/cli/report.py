@@ -43,7 +43,9 @@ def _configure_report(p: argparse.ArgumentParser) -> None:
     index.add_argument("--serve", nargs="?", type=int, const=0, metavar="PORT",
                        help="serve the index on localhost (PORT, default any free one): a module's report is "
                             "written the first time its link is opened")
-    index.add_argument("--jobs", "-j", type=int, metavar="N", help="processes sweeping a directory (default: CPUs)")
+    index.add_argument("--jobs", "-j", type=int, metavar="N",
+                       help="processes sweeping a directory, or building one module's report (1: one process; "
+                            "default: the CPUs this process may use, for a module of 20,000 instructions or more)")
     index.add_argument("--ray", nargs="?", const="", metavar="ADDR", help="sweep a directory with Ray tasks")
 
 
@@ -82,7 +84,7 @@ def _report(args: argparse.Namespace) -> int:
         run_inputs = (inputs_from_mapping(module, load_npz(args.inputs), n) if args.inputs
                       else random_inputs(module, args.random, "normal", num_devices=n))
     out = write_report(module, args.output, hardware=args.hardware, inputs=[path] + ([args.inputs] if args.inputs else []),
-                       progress=progress, run_inputs=run_inputs, replicas=grid[0], partitions=grid[1])
+                       progress=progress, run_inputs=run_inputs, replicas=grid[0], partitions=grid[1], jobs=args.jobs)
     sys.stdout.write(f"wrote {Path(out).resolve()} ({module.name}, {module.instruction_count} instructions, "
                      f"{time.perf_counter() - started:.1f} s)\n")
     return EXIT_OK

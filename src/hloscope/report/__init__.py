@@ -24,12 +24,12 @@ if module_summary_html not in HTML_DISPLAY:
 
 def report_html(module: Module, *, hardware: Any = None, title: str | None = None,
                 source_path: str | None = None, progress: Any = None, run_inputs: Any = None,
-                replicas: int | None = None, partitions: int | None = None) -> str:
+                replicas: int | None = None, partitions: int | None = None, jobs: int | None = None) -> str:
     """The report page for ``module`` as an HTML string (see ``write_report``)."""
     import time
 
     from hloscope.report.data import collect_report_data
-    from hloscope.report.html import render_html
+    from hloscope.report.html import pack_rows, render_html
 
     numerics = None
     if run_inputs is not None:
@@ -38,12 +38,18 @@ def report_html(module: Module, *, hardware: Any = None, title: str | None = Non
         from hloscope.report.numerics import numerics_section
 
         numerics = partial(numerics_section, module, run_inputs, replicas=replicas, partitions=partitions)
+    rows: list[Any] = []
+
+    def while_waiting(data: dict[str, Any]) -> None:
+        # The page's rows, its biggest block, while the memory section is made in another process.
+        rows.append(pack_rows(data["computations"]))
+
     data = collect_report_data(module, hardware=hardware, title=title, source_path=source_path, progress=progress,
-                               numerics=numerics)
+                               numerics=numerics, jobs=jobs, while_waiting=while_waiting)
     if progress is not None:
         progress("page", None)
     started = time.perf_counter()
-    page = render_html(data)
+    page = render_html(data, rows[0] if rows else None)
     if progress is not None:
         progress("page", time.perf_counter() - started)
     return page
@@ -52,14 +58,16 @@ def report_html(module: Module, *, hardware: Any = None, title: str | None = Non
 def write_report(module: Module, path: str | os.PathLike[str], *, hardware: Any = None,
                  title: str | None = None, inputs: list[str | os.PathLike[str]] | None = None,
                  progress: Any = None, run_inputs: Any = None, replicas: int | None = None,
-                 partitions: int | None = None) -> str:
+                 partitions: int | None = None, jobs: int | None = None) -> str:
     """Write the HTML report of ``module`` to ``path`` atomically; returns the path written.
 
     Refuses (InputError) to write over the file the module was read from, or over any of
     ``inputs`` (file paths). ``hardware`` (a HardwareSpec or bundled hardware name) feeds the
     time estimate. ``run_inputs`` (arrays, as ``hloscope.run`` takes them, on ``replicas`` x
     ``partitions`` devices) adds the Numerics tab: the statistics of a run on them.
-    ``progress(step, seconds)`` hears each step start (``seconds=None``) and end.
+    ``progress(step, seconds)`` hears each step start (``seconds=None``) and end. ``jobs``
+    caps the processes building it (1: this one only; default: the CPUs it may use, for a big
+    module), see Note [Memory beside the rest] in ``report/background.py``.
     """
     from hloscope.fileio import atomic_write_text, check_not_input
 
@@ -71,6 +79,6 @@ def write_report(module: Module, path: str | os.PathLike[str], *, hardware: Any 
     check_not_input(path, sources)
     text = report_html(module, hardware=hardware, title=title, progress=progress,
                        source_path=str(source_name) if isinstance(source_name, str) else None,
-                       run_inputs=run_inputs, replicas=replicas, partitions=partitions)
+                       run_inputs=run_inputs, replicas=replicas, partitions=partitions, jobs=jobs)
     atomic_write_text(path, text)
     return os.fspath(path)

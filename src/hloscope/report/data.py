@@ -88,7 +88,9 @@ _TEXT_OPTIONS = PrintOptions(metadata=False, stack_frames=False)
 def collect_report_data(module: Module, *, hardware: Any = None, title: str | None = None,
                         source_path: str | None = None,
                         progress: Callable[[str, float | None], None] | None = None,
-                        numerics: Callable[[], dict[str, Any]] | None = None) -> dict[str, Any]:
+                        numerics: Callable[[], dict[str, Any]] | None = None,
+                        jobs: int | None = None,
+                        while_waiting: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Everything the report page shows, as one JSON-ready dict (see Note [Report sections]).
 
     ``hardware`` is passed to the timing estimate (a ``HardwareSpec`` or a bundled name); with
@@ -96,6 +98,11 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
     ``progress(step, seconds)`` is called with ``seconds=None`` when a step starts and with its
     duration when it ends, so a terminal can show what a big module is waiting on.
     ``numerics()`` makes the Numerics section (``report.numerics.numerics_section``).
+    ``jobs`` is how many processes may work on it: with two or more (by default, when this
+    process may use two CPUs and the module is big) the memory analysis runs in a forked child
+    beside the other steps (Note [Memory beside the rest] in ``background.py``); the data is the
+    same either way. ``while_waiting(data)`` is then called with everything but the memory
+    section, every other step done, before waiting for it: work for the meantime.
     """
     started = time.perf_counter()
     note = progress or (lambda step, seconds: None)
@@ -115,68 +122,146 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
         "columns": list(INSTRUCTION_COLUMNS),
     }
     families: dict[str, str] = {}
-    data["computations"] = step("instruction text", lambda: _computations(module, families))
-    data["families"] = families
-    where = row_index(data["computations"])  # Note [Joined in Python] in joined.py
-    data["summary"] = step("summary", lambda: _section(lambda: _call("hloscope.analysis.summary", "summarize", module)))
-    cost_result: list[Any] = []
+    background = _memory_in_background(module, jobs, hardware)
+    if background is not None:
+        note("memory", None)
+    try:
+        data["computations"] = step("instruction text", lambda: _computations(module, families))
+        data["families"] = families
+        where = row_index(data["computations"])  # Note [Joined in Python] in joined.py
+        data["summary"] = step("summary", lambda: _section(lambda: _call("hloscope.analysis.summary", "summarize", module)))
+        cost_result: list[Any] = []
 
-    def run_cost() -> Any:
-        cost_result.append(_call("hloscope.analysis.cost", "analyze_cost", module))
-        return cost_result[0]
+        def run_cost() -> Any:
+            cost_result.append(_call("hloscope.analysis.cost", "analyze_cost", module))
+            return cost_result[0]
 
-    data["cost"] = step("cost", lambda: _section(run_cost, top=TOP_INSTRUCTIONS))
-    if data["cost"]["data"] is not None:
-        data["cost"]["data"]["loops"] = _loop_costs(cost_result[0])
-        _attach_bytes(data["computations"], cost_result[0])
+        data["cost"] = step("cost", lambda: _section(run_cost, top=TOP_INSTRUCTIONS))
+        if data["cost"]["data"] is not None:
+            data["cost"]["data"]["loops"] = _loop_costs(cost_result[0])
+            _attach_bytes(data["computations"], cost_result[0])
+        memory_result: list[Any] = []
+
+        def join_memory() -> None:
+            # The memory section in its place among the keys, whichever process made it.
+            if background is None or memory_result:
+                return
+            section, light, allocations = background.result()
+            data["memory"] = section
+            memory_result.append(_with_allocations(light, allocations))
+            note("memory", section.get("seconds", 0.0))
+
+        if background is None:
+            data["memory"], light, allocations = step("memory", lambda: memory_section(module))
+            memory_result.append(_with_allocations(light, allocations))
+        else:
+            data["memory"] = None  # filled by join_memory()
+        data["collectives"] = step("collectives", lambda: _section(
+            lambda: _call("hloscope.analysis.collectives", "analyze_collectives", module)))
+        implied = None
+        if hardware is None:
+            grid = data["collectives"]["data"] or {}
+            hardware, implied = implied_hardware(module, grid.get("num_replicas"), grid.get("num_partitions"))
+        times: list[Any] = []
+
+        if background is not None and _estimate_needs_memory(hardware, module):
+            join_memory()
+
+        def run_timing() -> Any:
+            # The memory section's analysis again would be the report's slowest step twice over.
+            times.append(_timing(module, hardware, cost_result[0] if cost_result else None,
+                                 memory_result[0] if memory_result else None))
+            return times[0]
+
+        data["timing"] = step("time estimate", lambda: _section(run_timing, top=TOP_INSTRUCTIONS))
+        if data["timing"]["data"] is not None:
+            data["timing"]["data"]["implied"] = implied
+            _attach_seconds(data["computations"], times[0])
+            _views_of_the_estimate(data, module, cost_result[0] if cost_result else None, times[0], hardware, step, where)
+        if isinstance(data["collectives"]["data"], dict):  # after the rows' seconds, which it reads
+            from hloscope.report.compact import compact_collectives
+
+            attach_collective_rows(data["collectives"]["data"], data["computations"], where)
+            compact_collectives(data["collectives"]["data"])
+        if data["cost"]["data"] is not None:
+            data["cost"]["data"]["rows"] = cost_rows(data["cost"]["data"], data["timing"]["data"], data["computations"], where)
+        if background is not None and not memory_result and while_waiting is not None:
+            while_waiting(data)
+        join_memory()
+        if numerics is not None:  # report/numerics.py: value statistics of a run on inputs
+            data["numerics"] = step("value statistics", numerics)
+        data["collect_seconds"] = round(time.perf_counter() - started, 3)
+        return data
+    finally:
+        if background is not None:  # a step that raised leaves no child running
+            background.cancel()
+
+
+def memory_section(module: Module, allocations: bool = True) -> tuple[dict[str, Any], Any, tuple[Any, ...]]:
+    """The memory section (Note [Report sections]), the analysis it came from without the parts
+    built on demand (None when it failed) and, with ``allocations``, its allocations, which an
+    XLA:CPU time estimate reads: all of it picklable, so another process can send it (Note
+    [Memory beside the rest]; the allocations are half of it)."""
+    import dataclasses
+
+    made: list[Any] = []
     explain: list[str] = []
-    memory_result: list[Any] = []
 
     def run_memory() -> Any:
         r = _call("hloscope.analysis.memory.report", "analyze_memory", module)
-        memory_result.append(r)
+        made.append(r)
         with contextlib.suppress(Exception):  # the words are optional; the figures are not
             explain.append(r.explain())
         return r
 
-    data["memory"] = step("memory", lambda: _section(run_memory))
-    if explain and data["memory"]["data"] is not None:
-        data["memory"]["data"]["explain"] = explain[0]
-    if data["memory"]["data"] is not None:
+    section = _section(run_memory)
+    if section["data"] is not None:
         from hloscope.report.compact import compact_memory
 
-        group_allocations(data["memory"]["data"])
-        compact_memory(data["memory"]["data"])  # Note [Compact memory rows]
-    data["collectives"] = step("collectives", lambda: _section(
-        lambda: _call("hloscope.analysis.collectives", "analyze_collectives", module)))
-    implied = None
-    if hardware is None:
-        grid = data["collectives"]["data"] or {}
-        hardware, implied = implied_hardware(module, grid.get("num_replicas"), grid.get("num_partitions"))
-    times: list[Any] = []
+        if explain:
+            section["data"]["explain"] = explain[0]
+        group_allocations(section["data"])
+        compact_memory(section["data"])  # Note [Compact memory rows]
+    if not made:
+        return section, None, ()
+    r = made[0]
+    light = dataclasses.replace(r, build_assignment=None, build_timeline=None, build_buffers=None,
+                                build_biggest_buffers=None, build_allocations=None)
+    return section, light, r.allocations if allocations else ()
 
-    def run_timing() -> Any:
-        # The memory section's analysis again would be the report's slowest step twice over.
-        times.append(_timing(module, hardware, cost_result[0] if cost_result else None,
-                             memory_result[0] if memory_result else None))
-        return times[0]
 
-    data["timing"] = step("time estimate", lambda: _section(run_timing, top=TOP_INSTRUCTIONS))
-    if data["timing"]["data"] is not None:
-        data["timing"]["data"]["implied"] = implied
-        _attach_seconds(data["computations"], times[0])
-        _views_of_the_estimate(data, module, cost_result[0] if cost_result else None, times[0], hardware, step, where)
-    if isinstance(data["collectives"]["data"], dict):  # after the rows' seconds, which it reads
-        from hloscope.report.compact import compact_collectives
+def _with_allocations(light: Any, allocations: tuple[Any, ...]) -> Any:
+    """The memory analysis ``memory_section`` sent, reading its allocations again."""
+    import dataclasses
 
-        attach_collective_rows(data["collectives"]["data"], data["computations"], where)
-        compact_collectives(data["collectives"]["data"])
-    if data["cost"]["data"] is not None:
-        data["cost"]["data"]["rows"] = cost_rows(data["cost"]["data"], data["timing"]["data"], data["computations"], where)
-    if numerics is not None:  # report/numerics.py: value statistics of a run on inputs
-        data["numerics"] = step("value statistics", numerics)
-    data["collect_seconds"] = round(time.perf_counter() - started, 3)
-    return data
+    return None if light is None else dataclasses.replace(light, build_allocations=lambda: allocations)
+
+
+def _memory_in_background(module: Module, jobs: int | None, hardware: Any) -> Any:
+    """The memory section's work started in a forked child, or None where it runs here."""
+    from hloscope.report.background import PARALLEL_FROM, Background, can_fork, free_cpus
+
+    wanted = jobs if jobs is not None else (free_cpus() if module.instruction_count >= PARALLEL_FROM else 1)
+    if wanted < 2 or not can_fork():
+        return None
+    allocations = _estimate_needs_memory(hardware, module)
+    return Background(lambda: memory_section(module, allocations))
+
+
+def _estimate_needs_memory(hardware: Any, module: Module) -> bool:
+    """Whether the time estimate on ``hardware`` (None: the one ``module`` implies) reads the
+    buffer assignment (XLA:CPU's fresh pages, Note [Fresh pages per allocation]); True when it
+    cannot tell."""
+    try:
+        if hardware is None:
+            hardware = implied_hardware(module)[0]
+        if isinstance(hardware, str):
+            from hloscope.analysis.hardware import load_hardware
+
+            hardware = load_hardware(hardware)
+        return getattr(hardware, "kind", "cpu") == "cpu"
+    except Exception:  # noqa: BLE001 - the estimate's own section reports a bad profile
+        return True
 
 
 def _views_of_the_estimate(data: dict[str, Any], module: Module, cost: Any, estimate: Any, hardware: Any,

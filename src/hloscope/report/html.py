@@ -152,9 +152,11 @@ def _dumps(obj: Any) -> str:
     return _ENCODER.encode(obj)
 
 
-def pack_page_data(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def pack_page_data(data: dict[str, Any], rows: tuple[dict[str, Any], str] | None = None,
+                   ) -> tuple[dict[str, Any], dict[str, str]]:
     """``data`` as the page carries it (Note [Lazy page data]): the main block's dict and the
-    other blocks' JSON text by element id. ``data`` itself is left as it was."""
+    other blocks' JSON text by element id. ``data`` itself is left as it was. ``rows`` is
+    ``pack_rows(data["computations"])`` when made already."""
     core = dict(data)
     blocks: dict[str, str] = {}
     lazy = []
@@ -181,35 +183,46 @@ def pack_page_data(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]
         core["memory"] = dict(mem, data=dict(mem_data, peak_buffers=_interned(columns(peak))))
     comps = data.get("computations") or []
     if comps:
-        shapes: dict[str, int] = {}
-        opcodes: dict[str, int] = {}
-        texts: dict[tuple[str, ...], int] = {}
-        strings: dict[str, int] = {}
-
-        def string(v: Any) -> Any:  # 0 for none, 1 + its index for a string
-            return 0 if v is None else 1 + strings.setdefault(v, len(strings)) if isinstance(v, str) else v
-
-        lines, heads = [], []
-        for comp in comps:
-            rows = []
-            for r in comp["instructions"]:
-                r = list(r)
-                r[_SHAPE] = shapes.setdefault(r[_SHAPE], len(shapes))
-                r[_OPCODE] = opcodes.setdefault(r[_OPCODE], len(opcodes))
-                r[_OP_NAME], r[_SOURCE] = string(r[_OP_NAME]), string(r[_SOURCE])
-                if isinstance(r[_TEXT], list):
-                    r[_TEXT] = texts.setdefault(tuple(r[_TEXT]), len(texts))
-                rows.append(r)
-            figures = [_figures(k, comp.get(k)) for k in ROW_KEYS[1:]]
-            lines.append(_dumps([rows, *figures]))
-            heads.append({k: v for k, v in comp.items() if k not in ROW_KEYS} | {"count": len(rows)})
-        # one list per key (Note [Page encoding]): 29,000 heads at 10x Llama repeated their keys
-        core["computations"] = {"columns": list(heads[0]), "values": [[h.get(k) for h in heads] for k in heads[0]]} \
-            if all(h.keys() == heads[0].keys() for h in heads) else heads
-        core["shapes"], core["opcodes"], core["row_keys"] = list(shapes), list(opcodes), list(ROW_KEYS)
-        core["texts"], core["strings"] = [list(t) for t in texts], list(strings)
-        blocks["hloscope-rows"] = "\n".join(lines)  # a JSON text has no raw line break
+        fields, rows_block = rows if rows is not None else pack_rows(comps)
+        core.update(fields)
+        blocks["hloscope-rows"] = rows_block
     return core, blocks
+
+
+def pack_rows(comps: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+    """The computations' rows as the page carries them (Note [Page encoding]): the main block's
+    fields for them and the ``hloscope-rows`` block. ``pack_page_data`` makes them, unless given
+    them made already (the report makes them while the memory section is still under way, Note
+    [Memory beside the rest] in ``background.py``)."""
+    core: dict[str, Any] = {}
+    shapes: dict[str, int] = {}
+    opcodes: dict[str, int] = {}
+    texts: dict[tuple[str, ...], int] = {}
+    strings: dict[str, int] = {}
+
+    def string(v: Any) -> Any:  # 0 for none, 1 + its index for a string
+        return 0 if v is None else 1 + strings.setdefault(v, len(strings)) if isinstance(v, str) else v
+
+    lines, heads = [], []
+    for comp in comps:
+        rows = []
+        for r in comp["instructions"]:
+            r = list(r)
+            r[_SHAPE] = shapes.setdefault(r[_SHAPE], len(shapes))
+            r[_OPCODE] = opcodes.setdefault(r[_OPCODE], len(opcodes))
+            r[_OP_NAME], r[_SOURCE] = string(r[_OP_NAME]), string(r[_SOURCE])
+            if isinstance(r[_TEXT], list):
+                r[_TEXT] = texts.setdefault(tuple(r[_TEXT]), len(texts))
+            rows.append(r)
+        figures = [_figures(k, comp.get(k)) for k in ROW_KEYS[1:]]
+        lines.append(_dumps([rows, *figures]))
+        heads.append({k: v for k, v in comp.items() if k not in ROW_KEYS} | {"count": len(rows)})
+    # one list per key (Note [Page encoding]): 29,000 heads at 10x Llama repeated their keys
+    core["computations"] = {"columns": list(heads[0]), "values": [[h.get(k) for h in heads] for k in heads[0]]} \
+        if all(h.keys() == heads[0].keys() for h in heads) else heads
+    core["shapes"], core["opcodes"], core["row_keys"] = list(shapes), list(opcodes), list(ROW_KEYS)
+    core["texts"], core["strings"] = [list(t) for t in texts], list(strings)
+    return core, "\n".join(lines)  # a JSON text has no raw line break
 
 
 def _figures(key: str, values: Any) -> Any:
@@ -349,10 +362,11 @@ def page_data(page: str) -> dict[str, Any]:
     return data
 
 
-def render_html(data: dict[str, Any]) -> str:
-    """The report page for ``data`` (as made by ``collect_report_data``), as one HTML string."""
+def render_html(data: dict[str, Any], rows: tuple[dict[str, Any], str] | None = None) -> str:
+    """The report page for ``data`` (as made by ``collect_report_data``), as one HTML string;
+    ``rows`` is ``pack_rows(data["computations"])`` when made already."""
     title = str(data.get("title") or data.get("module", {}).get("name") or "HLO module")
-    core, blocks = pack_page_data(data)
+    core, blocks = pack_page_data(data, rows)
     # The Content-Security-Policy forbids every network fetch, so an opened report cannot
     # phone home even if a future asset tried to.
     return _SHELL.format(
