@@ -127,3 +127,16 @@ def test_cli_report_with_jobs(tmp_path):
     assert "wrote" in got.stdout
     data = page_data(out.read_text(encoding="utf-8"))
     assert data["memory"]["status"] == "ok" and data["memory"]["data"]["peak_bytes"] > 0
+
+
+def test_blocks_made_ahead_make_the_same_page():
+    # What report_html encodes while the child works, then the rest: byte for byte the page.
+    import hloscope
+    from hloscope.report.data import collect_report_data
+    from hloscope.report.html import pack_ahead, render_html
+
+    data = collect_report_data(hloscope.load(SEED_FILES["003"]), jobs=1)
+    ahead = pack_ahead(data, but=("memory",))
+    assert ahead.rows is not None and "hloscope-timeline-events" in ahead.blocks
+    assert not any(k.startswith("hloscope-memory") for k in ahead.blocks)
+    assert render_html(data, ahead) == render_html(data)

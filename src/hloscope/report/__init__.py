@@ -29,7 +29,7 @@ def report_html(module: Module, *, hardware: Any = None, title: str | None = Non
     import time
 
     from hloscope.report.data import collect_report_data
-    from hloscope.report.html import pack_rows, render_html
+    from hloscope.report.html import pack_ahead, render_html
 
     numerics = None
     if run_inputs is not None:
@@ -38,18 +38,18 @@ def report_html(module: Module, *, hardware: Any = None, title: str | None = Non
         from hloscope.report.numerics import numerics_section
 
         numerics = partial(numerics_section, module, run_inputs, replicas=replicas, partitions=partitions)
-    rows: list[Any] = []
+    ahead: list[Any] = []
 
     def while_waiting(data: dict[str, Any]) -> None:
-        # The page's rows, its biggest block, while the memory section is made in another process.
-        rows.append(pack_rows(data["computations"]))
+        # The page's blocks but the memory section's, while that is made in another process.
+        ahead.append(pack_ahead(data, but=("memory",)))
 
     data = collect_report_data(module, hardware=hardware, title=title, source_path=source_path, progress=progress,
                                numerics=numerics, jobs=jobs, while_waiting=while_waiting)
     if progress is not None:
         progress("page", None)
     started = time.perf_counter()
-    page = render_html(data, rows[0] if rows else None)
+    page = render_html(data, ahead[0] if ahead else None)
     if progress is not None:
         progress("page", time.perf_counter() - started)
     return page

@@ -9,8 +9,8 @@ others together: at ten times the size of Llama 3.1 8B, 11.4 s of a 24.4 s build
 input is the parsed module only, and what the page needs back is its section (8 MB pickled at
 that size, 0.15 s to send and read). So when a second CPU is free, the memory step runs in a
 forked child, which shares the parsed module with its parent (copy on write: nothing is parsed
-or sent twice), and the parent goes on with the other steps, then packs the page's rows (its
-biggest block) while it waits. The two meet before the page is drawn, or before the time
+or sent twice), and the parent goes on with the other steps, then encodes the page's blocks
+but the memory section's (the rows, the timeline, the collectives: 36 of 46 MB) while it waits. The two meet before the page is drawn, or before the time
 estimate on an XLA:CPU profile, which reads the buffer assignment's allocations (Note [Fresh
 pages per allocation] in ``analysis/cpu_model.py``; only then are they sent: they are half of
 what the child would send).

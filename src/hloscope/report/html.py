@@ -152,25 +152,59 @@ def _dumps(obj: Any) -> str:
     return _ENCODER.encode(obj)
 
 
-def pack_page_data(data: dict[str, Any], rows: tuple[dict[str, Any], str] | None = None,
-                   ) -> tuple[dict[str, Any], dict[str, str]]:
+class Packed:
+    """Blocks of the page made ahead of the rest (``pack_ahead``)."""
+
+    __slots__ = ("rows", "blocks")
+
+    def __init__(self, rows: tuple[dict[str, Any], str] | None, blocks: dict[str, str]) -> None:
+        self.rows = rows
+        self.blocks = blocks
+
+
+def pack_ahead(data: dict[str, Any], but: tuple[str, ...] = ()) -> Packed:
+    """The page's rows and the long lists' blocks of every section but ``but``, made ahead:
+    the report makes them while the memory section is still under way (Note [Memory beside
+    the rest] in ``background.py``); ``pack_page_data`` then makes only the rest."""
+    comps = data.get("computations") or []
+    blocks = {}
+    for section, key in LAZY:
+        value = _lazy_value(data, section, key) if section not in but else None
+        if value is not None:
+            blocks[f"hloscope-{section}-{key}"] = _block_text(data, section, key, value)
+    return Packed(pack_rows(comps) if comps else None, blocks)
+
+
+def _lazy_value(data: dict[str, Any], section: str, key: str) -> Any:
+    sec = data.get(section)
+    if not (isinstance(sec, dict) and isinstance(sec.get("data"), dict)):
+        return None
+    return sec["data"].get(key)
+
+
+def _block_text(data: dict[str, Any], section: str, key: str, value: Any) -> str:
+    if (section, key) == ("timeline", "events"):
+        value = _events_codec(value)
+    elif (section, key) == ("memory", "timeline"):
+        value = _steps_codec(value, data.get("computations") or [])
+    return _dumps(_interned(value))
+
+
+def pack_page_data(data: dict[str, Any], ahead: Packed | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """``data`` as the page carries it (Note [Lazy page data]): the main block's dict and the
-    other blocks' JSON text by element id. ``data`` itself is left as it was. ``rows`` is
-    ``pack_rows(data["computations"])`` when made already."""
+    other blocks' JSON text by element id. ``data`` itself is left as it was. ``ahead`` holds
+    blocks made already (``pack_ahead``)."""
     core = dict(data)
     blocks: dict[str, str] = {}
     lazy = []
     for section, key in LAZY:
-        sec = core.get(section)
-        if not (isinstance(sec, dict) and isinstance(sec.get("data"), dict) and sec["data"].get(key) is not None):
+        value = _lazy_value(core, section, key)
+        if value is None:
             continue
         block = f"hloscope-{section}-{key}"
-        value = sec["data"][key]
-        if (section, key) == ("timeline", "events"):
-            value = _events_codec(value)
-        elif (section, key) == ("memory", "timeline"):
-            value = _steps_codec(value, data.get("computations") or [])
-        blocks[block] = _dumps(_interned(value))
+        made = ahead.blocks.get(block) if ahead is not None else None
+        blocks[block] = made if made is not None else _block_text(data, section, key, value)
+        sec = core[section]
         core[section] = dict(sec, data=dict(sec["data"], **{key: None}))
         lazy.append([section, key, block])
     core["lazy"] = lazy
@@ -183,6 +217,7 @@ def pack_page_data(data: dict[str, Any], rows: tuple[dict[str, Any], str] | None
         core["memory"] = dict(mem, data=dict(mem_data, peak_buffers=_interned(columns(peak))))
     comps = data.get("computations") or []
     if comps:
+        rows = ahead.rows if ahead is not None else None
         fields, rows_block = rows if rows is not None else pack_rows(comps)
         core.update(fields)
         blocks["hloscope-rows"] = rows_block
@@ -191,9 +226,7 @@ def pack_page_data(data: dict[str, Any], rows: tuple[dict[str, Any], str] | None
 
 def pack_rows(comps: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
     """The computations' rows as the page carries them (Note [Page encoding]): the main block's
-    fields for them and the ``hloscope-rows`` block. ``pack_page_data`` makes them, unless given
-    them made already (the report makes them while the memory section is still under way, Note
-    [Memory beside the rest] in ``background.py``)."""
+    fields for them and the ``hloscope-rows`` block."""
     core: dict[str, Any] = {}
     shapes: dict[str, int] = {}
     opcodes: dict[str, int] = {}
@@ -362,11 +395,11 @@ def page_data(page: str) -> dict[str, Any]:
     return data
 
 
-def render_html(data: dict[str, Any], rows: tuple[dict[str, Any], str] | None = None) -> str:
+def render_html(data: dict[str, Any], ahead: Packed | None = None) -> str:
     """The report page for ``data`` (as made by ``collect_report_data``), as one HTML string;
-    ``rows`` is ``pack_rows(data["computations"])`` when made already."""
+    ``ahead`` holds blocks made already (``pack_ahead``)."""
     title = str(data.get("title") or data.get("module", {}).get("name") or "HLO module")
-    core, blocks = pack_page_data(data, rows)
+    core, blocks = pack_page_data(data, ahead)
     # The Content-Security-Policy forbids every network fetch, so an opened report cannot
     # phone home even if a future asset tried to.
     return _SHELL.format(
