@@ -140,3 +140,17 @@ def test_blocks_made_ahead_make_the_same_page():
     assert ahead.rows is not None and "hloscope-timeline-events" in ahead.blocks
     assert not any(k.startswith("hloscope-memory") for k in ahead.blocks)
     assert render_html(data, ahead) == render_html(data)
+
+
+def test_a_fork_that_fails_leaves_the_step_to_this_process(monkeypatch):
+    import hloscope
+    import hloscope.report.background as background
+    from hloscope.report.data import collect_report_data
+
+    def no_fork():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(background, "can_fork", lambda: True)  # even where JAX is loaded
+    monkeypatch.setattr(background.os, "fork", no_fork)
+    data = collect_report_data(hloscope.load(SEED_FILES["001"]), jobs=2)
+    assert data["memory"]["status"] == "ok"

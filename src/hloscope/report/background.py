@@ -66,7 +66,7 @@ class Background(Generic[T]):
 
     ``result()`` returns what ``work()`` returned in the child, or runs ``work()`` here when the
     child failed to deliver it. ``work()`` must return something ``pickle`` can send, and catch
-    its own errors where they belong in its result.
+    its own errors where they belong in its result. Raises OSError when no child can be made.
     """
 
     def __init__(self, work: Callable[[], T]) -> None:
@@ -74,7 +74,12 @@ class Background(Generic[T]):
         self.pid: int | None = None
         self.fd: int | None = None
         read, write = os.pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            raise
         if pid == 0:  # the child: run, send, and leave without running the parent's exit hooks
             status = 1
             try:

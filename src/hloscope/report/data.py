@@ -245,7 +245,10 @@ def _memory_in_background(module: Module, jobs: int | None, hardware: Any) -> An
     if wanted < 2 or not can_fork():
         return None
     allocations = _estimate_needs_memory(hardware, module)
-    return Background(lambda: memory_section(module, allocations))
+    try:
+        return Background(lambda: memory_section(module, allocations))
+    except OSError:  # no process or pipe to spare (EAGAIN, ENOMEM): the step runs here
+        return None
 
 
 def _estimate_needs_memory(hardware: Any, module: Module) -> bool:
