@@ -154,3 +154,21 @@ def test_a_fork_that_fails_leaves_the_step_to_this_process(monkeypatch):
     monkeypatch.setattr(background.os, "fork", no_fork)
     data = collect_report_data(hloscope.load(SEED_FILES["001"]), jobs=2)
     assert data["memory"]["status"] == "ok"
+
+
+def test_no_child_without_memory_to_spare(monkeypatch):
+    import hloscope
+    import hloscope.api
+    import hloscope.report.background as background
+    from hloscope.report import data as report_data
+
+    module = hloscope.load(SEED_FILES["001"])
+    need = background.CHILD_BYTES_PER_INSTRUCTION * module.instruction_count
+    monkeypatch.setattr(background, "can_fork", lambda: True)
+    made = []
+    monkeypatch.setattr(background, "Background", lambda work: made.append(work) or None)
+    monkeypatch.setattr(hloscope.api, "available_memory", lambda: need - 1)
+    assert report_data._memory_in_background(module, 2, None) is None and not made
+    monkeypatch.setattr(hloscope.api, "available_memory", lambda: need)
+    report_data._memory_in_background(module, 2, None)
+    assert len(made) == 1

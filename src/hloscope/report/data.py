@@ -239,10 +239,16 @@ def _with_allocations(light: Any, allocations: tuple[Any, ...]) -> Any:
 
 def _memory_in_background(module: Module, jobs: int | None, hardware: Any) -> Any:
     """The memory section's work started in a forked child, or None where it runs here."""
-    from hloscope.report.background import PARALLEL_FROM, Background, can_fork, free_cpus
+    from hloscope.report.background import (
+        PARALLEL_FROM,
+        Background,
+        can_fork,
+        free_cpus,
+        memory_to_spare,
+    )
 
     wanted = jobs if jobs is not None else (free_cpus() if module.instruction_count >= PARALLEL_FROM else 1)
-    if wanted < 2 or not can_fork():
+    if wanted < 2 or not can_fork() or not memory_to_spare(module.instruction_count):
         return None
     allocations = _estimate_needs_memory(hardware, module)
     try:
