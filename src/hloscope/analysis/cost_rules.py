@@ -25,6 +25,7 @@ from typing import Any
 
 from hloscope.analysis.async_ops import async_wrapped_instruction
 from hloscope.ir import ArrayShape, Computation, Family, Instruction, Opcode, TupleShape
+from hloscope.ir.attributes import window_of
 from hloscope.ir.op_table import OpTable
 from hloscope.ir.shape import Shape
 
@@ -415,7 +416,7 @@ def _reduce(inst: Instruction, an: CostAnalyzer) -> Cost:
 @cost_rule(Opcode.REDUCE_WINDOW)
 def _reduce_window(inst: Instruction, an: CostAnalyzer) -> Cost:
     sub = an.computation_cost(inst.attrs["to_apply"]).compute_only()
-    dims = inst.attrs["window"].dimensions
+    dims = window_of(inst.attrs).dimensions
     window_elements = math.prod(d.size for d in dims)
     out_elements = elements(inst.shape)
     count = (window_elements - 1) * out_elements
@@ -438,7 +439,7 @@ def _select_and_scatter(inst: Instruction, an: CostAnalyzer) -> Cost:
     select = an.computation_cost(inst.attrs["select"]).compute_only()
     scatter = an.computation_cost(inst.attrs["scatter"]).compute_only()
     source = elements(inst.operands[1].shape)
-    window_elements = math.prod(d.size for d in inst.attrs["window"].dimensions)
+    window_elements = math.prod(d.size for d in window_of(inst.attrs).dimensions)
     return (select * (source * (window_elements - 1)) + scatter * source
             + Cost(bytes_accessed=_default_bytes(inst)))
 

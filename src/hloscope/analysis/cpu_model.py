@@ -30,6 +30,7 @@ from hloscope.analysis.hardware import (
 )
 from hloscope.analysis.memory.report import MemoryReport, analyze_memory
 from hloscope.ir import PRIMITIVE_TYPES, ArrayShape, Computation, Instruction, Module, Opcode
+from hloscope.ir.attributes import window_of
 
 __all__ = ["FreshAllocation", "LIBRARY_FUSION_KINDS", "MATH_OPS", "cpu_seconds", "fresh_allocations", "is_library_fusion",
            "REUSE_BYTES", "math_dtype", "runs_in_passes"]
@@ -637,7 +638,7 @@ def _loop_compute(body: tuple[Instruction, ...] | list[Instruction], flops: floa
             # The walk runs the reducer as scalar code per window element: one instruction at
             # the calibrated rate (an add), each further one (a variadic argmax's compares and
             # selects) at the rate of a sort comparator's instructions.
-            window = math.prod(d.size for d in i.attrs["window"].dimensions)
+            window = math.prod(d.size for d in window_of(i.attrs).dimensions)
             visits = _elements_of(i) / max(sum(1 for _ in i.shape.leaves()), 1) * window
             extra = max(_comparator_ops(i) - 1, 0)
             compute += visits * (1 / rates.reduce_window_elements + extra / rates.comparator_ops)

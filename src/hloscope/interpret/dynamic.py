@@ -70,6 +70,7 @@ from hloscope.interpret.dynamic_sizes import (
 from hloscope.interpret.registry import evaluates, is_generator_handler
 from hloscope.interpret.values import Value
 from hloscope.ir import ArrayShape, Computation, Instruction, Opcode
+from hloscope.ir.attributes import window_of
 from hloscope.ir.op_table import OpTable
 from hloscope.ir.opcode import Family
 
@@ -116,7 +117,7 @@ def _reduce(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], o
 @SEMANTICS.register(Opcode.REDUCE_WINDOW)
 def _reduce_window(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], out: Sizes, handler: Any) -> Any:
     n = len(operands) // 2
-    window = inst.attrs["window"].dimensions
+    window = window_of(inst.attrs).dimensions
     dims = [d for d, w in enumerate(window) if w.size != 1]
     for k in range(n):
         operands[k] = _mask(operands[k], ins[k], dims, operands[n + k])
@@ -127,7 +128,7 @@ def _reduce_window(ctx: Any, inst: Instruction, operands: Operands, ins: list[Si
 def _select_and_scatter(ctx: Any, inst: Instruction, operands: Operands, ins: list[Sizes], out: Sizes,
                         handler: Any) -> Any:
     # XLA supports only a `ge` select here, whose identity is the type's smallest value.
-    dims = [d for d, w in enumerate(inst.attrs["window"].dimensions) if w.size != 1]
+    dims = [d for d, w in enumerate(window_of(inst.attrs).dimensions) if w.size != 1]
     x = np.asarray(operands[0])
     lowest = np.finfo(x.dtype).min if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype).min
     if np.issubdtype(x.dtype, np.floating):
@@ -149,7 +150,7 @@ def _convolution(ctx: Any, inst: Instruction, operands: Operands, ins: list[Size
     # ShouldSkipPadOnOperand: the input's batch and window-1 spatial dimensions, and the
     # kernel's output feature dimension, need no zeros.
     lhs, rhs, _ = conv_labels(inst)
-    window = inst.attrs["window"].dimensions if inst.attrs.get("window") is not None else ()
+    window = window_of(inst.attrs).dimensions
     spatial = [c for c in lhs if c.isdigit()]
     skip = {lhs.index("b")} | {lhs.index(c) for k, c in enumerate(spatial) if k < len(window) and window[k].size == 1}
     operands[0] = _mask(operands[0], ins[0], [d for d in range(len(lhs)) if d not in skip], 0)

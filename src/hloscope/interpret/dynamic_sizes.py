@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hloscope.ir import ArrayShape, Instruction, Module, Opcode, TupleShape
+from hloscope.ir.attributes import window_of
 from hloscope.ir.op_table import OpTable
 from hloscope.ir.opcode import Family
 
@@ -198,7 +199,7 @@ def _windowed(size: int, w: Any) -> int:
 @SIZE_RULES.register(Opcode.REDUCE_WINDOW)
 def _reduce_window_sizes(inst: Instruction, ins: list[Sizes], operands: Operands) -> Sizes:
     n = len(inst.operands) // 2
-    window = inst.attrs["window"].dimensions
+    window = window_of(inst.attrs).dimensions
     out: list[int | None] = [None] * len(bounds_of(inst.operands[0]))
     for s in ins[:n]:
         for d, size in enumerate(array_sizes(s) or ()):

@@ -29,7 +29,7 @@ from hloscope.interpret.float_env import daz, ftz, ftz_in_place
 from hloscope.interpret.registry import UNSUPPORTED, evaluates
 from hloscope.interpret.values import Value, element_arrays
 from hloscope.ir import ArrayShape, Computation, Family, Instruction, Opcode
-from hloscope.ir.attributes import RawAttribute
+from hloscope.ir.attributes import RawAttribute, window_of
 
 __all__: list[str] = []
 
@@ -320,7 +320,7 @@ def _reduce(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
 @evaluates(Opcode.REDUCE_WINDOW)
 def _reduce_window(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
     n = len(operands) // 2
-    w = inst.attrs["window"].dimensions
+    w = window_of(inst.attrs).dimensions
     reducer, known = reducer_of(ctx, inst.attrs["to_apply"])
     out = reduction.reduce_window(
         operands[:n], operands[n:], [d.size for d in w], [d.stride for d in w],
@@ -343,7 +343,7 @@ def _known_select(comp: Computation) -> str | None:
 
 @evaluates(Opcode.SELECT_AND_SCATTER)
 def _select_and_scatter(ctx: EvalContext, inst: Instruction, operands: Operands) -> Value:
-    w = inst.attrs["window"].dimensions
+    w = window_of(inst.attrs).dimensions
     select_comp, scatter_comp = inst.attrs["select"], inst.attrs["scatter"]
     known_select = _known_select(select_comp)
     select = None if known_select else ctx.vectorized(select_comp)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "RawAttribute",
     "WindowDimension",
     "Window",
+    "window_of",
     "ConvolutionDimensionNumbers",
     "SliceRange",
     "PaddingConfig",
@@ -105,6 +107,17 @@ class Window:
         if any(d.window_reversal for d in dims):
             parts.append("rhs_reversal=" + "x".join(str(int(d.window_reversal)) for d in dims))
         return "{" + " ".join(parts) + "}"
+
+
+# XLA's parser gives a reduce-window or select-and-scatter without ``window=`` (legal when its
+# operand is a scalar) the empty window, and its printer leaves an empty window out again.
+NO_WINDOW = Window(())
+
+
+def window_of(attrs: Mapping[str, Any]) -> Window:
+    """An instruction's ``window`` attribute: the empty window where the text has none."""
+    window = attrs.get("window")
+    return NO_WINDOW if window is None else window
 
 
 @dataclass(frozen=True, slots=True)
