@@ -49,8 +49,10 @@ from hloscope.text.shorthand import (
     async_operand_problem,
 )
 from hloscope.text.token_parser import (  # noqa: E402  (the token parser is this path's fallback and oracle)
+    GROUP_MODE_FROM_FLAGS,
     STACK_SECTIONS,
     TokenParser,
+    group_mode_problem,
     is_int,
 )
 
@@ -523,6 +525,8 @@ class LineParser:
                     pred_names = self._attributes(inst, attrs, attr_text)
                     if pred_names is not None:
                         pending_preds.append((inst, pred_names))
+                    if opcode in GROUP_MODE_FROM_FLAGS and group_mode_problem(opcode, attrs) is not None:
+                        raise _Bail  # the token parser says where and why
                 names[name] = inst  # (a name written twice shows in the count at the end)
                 append(inst)
                 if opcode is _ASYNC_UPDATE or opcode is _ASYNC_DONE:

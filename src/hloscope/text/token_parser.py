@@ -55,10 +55,26 @@ from hloscope.text.shorthand import (
 )
 from hloscope.text.token_values import CLOSE_BRACKETS, OPEN_BRACKETS, ValueParser, is_int
 
-__all__ = ["TokenParser", "STACK_SECTIONS", "is_int", "token_parser"]
+__all__ = ["TokenParser", "STACK_SECTIONS", "GROUP_MODE_FROM_FLAGS", "group_mode_problem", "is_int", "token_parser"]
 
 STACK_SECTIONS = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
 _COMPUTATION_KINDS = ("computation", "computations", "computation_or_list")
+
+
+# Collectives whose group mode XLA's parser derives from channel_id and use_global_device_ids
+# (GetCollectiveOpGroupMode; an explicit ``mode=`` aside), refusing use_global_device_ids=true
+# without a channel_id. An async start may wrap one (``reduce-scatter-start``).
+GROUP_MODE_FROM_FLAGS = frozenset((Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START, Opcode.REDUCE_SCATTER,
+                                   Opcode.ASYNC_START))
+
+
+def group_mode_problem(opcode: Opcode, attrs: dict[str, Any]) -> str | None:
+    """What XLA's parser says of a collective's group-mode flags, or None when they are fine."""
+    if opcode is Opcode.ASYNC_START and attrs.get("async_wrapped_opcode") not in GROUP_MODE_FROM_FLAGS:
+        return None
+    if attrs.get("use_global_device_ids") is True and "channel_id" not in attrs and "mode" not in attrs:
+        return "cannot have use_global_device_ids=true without channel_id"
+    return None
 
 
 class TokenParser(ValueParser):
@@ -423,6 +439,10 @@ class TokenParser(ValueParser):
                 continue
             kind = ATTRIBUTE_KINDS.get(key, "raw")
             attrs[key] = self.parse_attr(kind, key, inst, key_at)
+        if opcode in GROUP_MODE_FROM_FLAGS:
+            problem = group_mode_problem(opcode, attrs)
+            if problem is not None:
+                self.error(problem, op_at + 1)  # where XLA's parser points: the operands
         inst.span = _LazySpan(self.ts, name_at)
         return inst, operand_names, pred_names
 
