@@ -235,3 +235,31 @@ def test_timeline_intervals_carry_their_kind():
         opcode, cat = comps[ci]["instructions"][ii][1], comps[ci]["category"][ii]
         assert kind == 3 * (cat + 1) + {"while": 1, "call": 2, "conditional": 2}.get(opcode, 0)
     assert {k % 3 for k in ev["kind"]} == {0, 1} and min(ev["kind"]) < 3  # seed 003 has loops, and rows without a category
+
+
+def test_a_failing_section_says_when_the_module_does_not_verify():
+    # A call with one operand too few: the memory analysis fails on it, and the section says
+    # why in the module's terms, not only in Python's.
+    module = hloscope.parse("""HloModule m
+two {
+  a = f32[4] parameter(0)
+  b = f32[4] parameter(1)
+  ROOT c = f32[4] add(a, b)
+}
+ENTRY e {
+  x = f32[4] parameter(0)
+  ROOT y = f32[4] call(x), to_apply=two
+}""")
+    data = collect_report_data(module, jobs=1)
+    failed = {k: v["message"] for k, v in data.items() if isinstance(v, dict) and v.get("status") == "error"}
+    assert failed
+    for message in failed.values():
+        assert message.startswith("The module does not verify (line 9, e/y: callee two must be")
+
+
+def test_sections_of_a_valid_module_need_no_verifier(modules, monkeypatch):
+    import hloscope.ir.verifier as verifier
+
+    monkeypatch.setattr(verifier, "verify", lambda *a, **k: pytest.fail("verified a module nothing failed on"))
+    data = collect_report_data(modules["001"], jobs=1)
+    assert not [k for k, v in data.items() if isinstance(v, dict) and v.get("status") == "error"]

@@ -190,11 +190,37 @@ def collect_report_data(module: Module, *, hardware: Any = None, title: str | No
         join_memory()
         if numerics is not None:  # report/numerics.py: value statistics of a run on inputs
             data["numerics"] = step("value statistics", numerics)
+        _why_sections_failed(data, module)
         data["collect_seconds"] = round(time.perf_counter() - started, 3)
         return data
     finally:
         if background is not None:  # a step that raised leaves no child running
             background.cancel()
+
+
+def _why_sections_failed(data: dict[str, Any], module: Module) -> None:
+    """When an analysis failed, whether the module verifies: a module XLA's verifier would refuse
+    (a call with too few operands, a conditional without branches) breaks analyses in ways
+    their own error does not explain, so the section says what is wrong with the module. The
+    verifier runs only then: on a valid module of Llama's size it would cost a second."""
+    failed = [sec for sec in data.values() if isinstance(sec, dict) and sec.get("status") == "error"]
+    if not failed:
+        return
+    try:
+        from hloscope.ir.verifier import verify
+
+        errors = [d for d in verify(module) if d.severity == "error"]
+    except Exception:  # noqa: BLE001 - the sections' own messages stand
+        return
+    if not errors:
+        return
+    first = errors[0].to_json()
+    where = ", ".join(x for x in (f"line {first['line']}" if "line" in first else None,
+                                  "/".join(y for y in (first.get("computation"), first.get("instruction")) if y)) if x)
+    more = f" and {len(errors) - 1} more" if len(errors) > 1 else ""
+    note = f"The module does not verify ({where}: {first['message']}{more}; `hloscope verify` lists them)."
+    for sec in failed:
+        sec["message"] = f"{note} {sec['message']}"
 
 
 def memory_section(module: Module, allocations: bool = True) -> tuple[dict[str, Any], Any, tuple[Any, ...]]:
