@@ -146,6 +146,44 @@ def test_convolution_window_reversal_flips_the_kernel():
     assert_close(ours, theirs)
 
 
+# Note [A window wider than its input] (linalg.py): windows with 4x or more the input's
+# spatial positions are summed over the input's positions; strides, padding (negative too),
+# both dilations and several spatial dimensions, against jax.
+WIDE_WINDOW_CASES = [
+    ((3, 3, 4, 5), (6, 12, 12, 5), ("HWNC", "OHWI", "CHWN"), (1, 1), ((10, 10), (10, 10)), (1, 1), (1, 1)),
+    ((2, 3, 2, 2), (4, 3, 7, 6), ("NCHW", "OIHW", "NCHW"), (2, 1), ((5, 4), (5, -1)), (1, 1), (1, 1)),
+    ((2, 3, 3, 2), (4, 3, 5, 6), ("NCHW", "OIHW", "NCHW"), (1, 3), ((6, 6), (4, 5)), (2, 1), (2, 1)),
+    ((1, 2, 3), (3, 2, 16), ("NCH", "OIH", "NCH"), (1,), ((14, 13),), (3,), (1,)),
+    ((2, 4, 2), (3, 4, 9), ("NCH", "OIH", "NCH"), (2,), ((8, 9),), (1,), (2,)),
+    ((2, 4, 3), (3, 4, 12), ("NCH", "OIH", "NCH"), (1,), ((-1, 12),), (1,), (1,)),
+]
+
+
+@pytest.mark.parametrize("lhs_shape,rhs_shape,specs,strides,padding,lhs_dil,rhs_dil", WIDE_WINDOW_CASES)
+def test_convolution_of_a_window_wider_than_its_input(lhs_shape, rhs_shape, specs, strides, padding, lhs_dil,
+                                                      rhs_dil):
+    lhs, rhs = data(lhs_shape, np.float32), data(rhs_shape, np.float32)
+    ours, theirs = run_conv(lhs, rhs, specs, strides, padding, lhs_dil, rhs_dil)
+    assert ours.shape == theirs.shape and np.abs(np.asarray(theirs)).max() > 0
+    assert_close(ours, theirs)
+    spatial = len(strides)
+    flipped, _ = run_conv(lhs, rhs, specs, strides, padding, lhs_dil, rhs_dil, reversal=(True,) * spatial)
+    axes = tuple(i for i, c in enumerate(specs[1]) if c not in "OI")
+    _, theirs = run_conv(lhs, np.flip(rhs, axes).copy(), specs, strides, padding, lhs_dil, rhs_dil)
+    assert_close(flipped, theirs)
+
+
+def test_a_window_wider_than_its_input_is_summed_over_the_input(monkeypatch):
+    # The case that took over a minute: here small enough to time, and the path it takes.
+    called = []
+    real = linalg._by_input_positions
+    monkeypatch.setattr(linalg, "_by_input_positions", lambda *a: called.append(1) or real(*a))
+    lhs, rhs = data((3, 3, 8, 16), np.float32), data((12, 32, 32, 16), np.float32)
+    ours, theirs = run_conv(lhs, rhs, ("HWNC", "OHWI", "CHWN"), (1, 1), ((30, 30), (30, 30)), (1, 1), (1, 1))
+    assert called and ours.shape == theirs.shape == (12, 32, 32, 8)
+    assert_close(ours, theirs)
+
+
 def spd(batch, n, dtype):
     a = data(batch + (n, n), dtype)
     return (a @ np.conj(np.swapaxes(a, -1, -2)) + n * np.eye(n)).astype(dtype)

@@ -304,13 +304,17 @@ def convolution(
     flip = tuple(2 + i for i, w in enumerate(wins) if w["window_reversal"])
     if flip:
         k = np.flip(k, flip)
+    g, bg = feature_group_count, batch_group_count
+    if g == 1 and bg == 1 and nsp and 4 * int(np.prod(x.shape[2:])) <= int(np.prod([w["size"] for w in wins])):
+        # Note [A window wider than its input]
+        order = np.argsort((ob, of, *os_))
+        return _finish(np.transpose(_by_input_positions(x, k, wins, compute), order), out_dtype)
     x = pad(x, np.zeros((), compute), [0, 0] + [w["pad_low"] for w in wins],
             [0, 0] + [w["pad_high"] for w in wins], [0, 0] + [w["lhs_dilation"] - 1 for w in wins])
     eff = [(w["size"] - 1) * w["rhs_dilation"] + 1 for w in wins]
     out_sp = [(n - e) // w["stride"] + 1 if n >= e else 0 for n, e, w in zip(x.shape[2:], eff, wins, strict=True)]
     nbatch, cin = x.shape[:2]
     cout = k.shape[0]
-    g, bg = feature_group_count, batch_group_count
     out = np.zeros((nbatch // bg, cout, *out_sp), compute)
     if 0 not in out_sp and out.size:
         view = sliding_window_view(x, eff, axis=tuple(range(2, 2 + nsp)))
@@ -344,6 +348,51 @@ def convolution(
     # Back from (N, O, spatial...) to the output dimension order.
     order = np.argsort((ob, of, *os_))
     return _finish(np.transpose(out, order), out_dtype)
+
+
+# Note [A window wider than its input]
+# -------------------------------------
+# A convolution whose window is much larger than its input (XLA's simplifier tests; a filter
+# gradient over a small image: a 3x3 input padded by 30 under a 32x32 window) spends nearly
+# every product of the window walk on padding: at f32[3,3,160,160] x f32[128,32,32,160] the
+# walk did 3.4 T multiply-adds and ran past a minute, where XLA:CPU swaps the operands first
+# (SwapConvolutionOperandsIfBeneficial). When the input has at most a quarter as many spatial
+# positions as the window, the sum runs over the input's positions instead: input position s
+# meets output position p at kernel offset j = (pad_low + s * lhs_dilation - p * stride) /
+# rhs_dilation, when that is a whole number inside the window, so each s is one product of
+# the input's (batch x features) values with the kernel entries it meets at every p.
+
+
+def _by_input_positions(x: np.ndarray, k: np.ndarray, wins: list[dict[str, int]], compute: np.dtype) -> np.ndarray:
+    """The convolution of canonical ``x`` (N, C, spatial...; not padded) and ``k`` (O, C,
+    spatial...; reversed where the window says) as (N, O, output spatial...), summed over the
+    input's positions (Note [A window wider than its input])."""
+    x = x.astype(compute, copy=False)
+    k = k.astype(compute, copy=False)
+    sizes = [w["size"] for w in wins]
+    spans = [max((n - 1) * w["lhs_dilation"] + 1 + w["pad_low"] + w["pad_high"], 0) if n else 0
+             for n, w in zip(x.shape[2:], wins, strict=True)]
+    eff = [(w["size"] - 1) * w["rhs_dilation"] + 1 for w in wins]
+    out_sp = [(n - e) // w["stride"] + 1 if n >= e else 0 for n, e, w in zip(spans, eff, wins, strict=True)]
+    nbatch, cout = x.shape[0], k.shape[0]
+    out = np.zeros((nbatch, cout, int(np.prod(out_sp))), compute)
+    if not out.size or not x.size:
+        return out.reshape(nbatch, cout, *out_sp)
+    grids = np.meshgrid(*(np.arange(m) for m in out_sp), indexing="ij")
+    kflat = k.reshape(cout, k.shape[1], -1)  # kernel offsets in row-major order over ``sizes``
+    for s in itertools.product(*(range(n) for n in x.shape[2:])):
+        at = np.zeros(out_sp, np.int64)
+        valid = np.ones(out_sp, bool)
+        for d, w in enumerate(wins):
+            reach = w["pad_low"] + s[d] * w["lhs_dilation"] - grids[d] * w["stride"]
+            j = reach // w["rhs_dilation"]
+            valid &= (reach % w["rhs_dilation"] == 0) & (j >= 0) & (j < sizes[d])
+            at = at * sizes[d] + np.clip(j, 0, sizes[d] - 1)
+        where = np.flatnonzero(valid)
+        if where.size:
+            met = kflat[:, :, at.reshape(-1)[where]]  # (O, C, positions)
+            out[:, :, where] += np.tensordot(x[(slice(None), slice(None), *s)], met, axes=([1], [1]))
+    return out.reshape(nbatch, cout, *out_sp)
 
 
 def _solve_lower_left(m: np.ndarray, b: np.ndarray, unit: bool) -> np.ndarray:
