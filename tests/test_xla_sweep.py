@@ -267,3 +267,23 @@ ENTRY e {
 }"""
     row = sweep.check_module(text, seed=0, timeout=120)
     assert row["kind"] == "match", row
+
+
+def test_unstable_sorts_are_named_as_implementation_defined() -> None:
+    # XLA leaves the order of equal keys to the backend unless is_stable=true.
+    m = hloscope.parse("""HloModule s
+gt {
+  a = bf16[] parameter(0)
+  b = bf16[] parameter(1)
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ROOT c = pred[] compare(a, b), direction=GT
+}
+ENTRY e {
+  k = bf16[4,16] parameter(0)
+  v = s32[4,16] parameter(1)
+  any = (bf16[4,16], s32[4,16]) sort(k, v), dimensions={1}, to_apply=gt
+  kept = (bf16[4,16], s32[4,16]) sort(k, v), dimensions={1}, is_stable=true, to_apply=gt
+  ROOT t = ((bf16[4,16], s32[4,16]), (bf16[4,16], s32[4,16])) tuple(any, kept)
+}""")
+    assert sweep.unstable_sorts(m) == ["any"]
