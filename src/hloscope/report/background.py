@@ -4,16 +4,17 @@ Note [Memory beside the rest]
 -----------------------------
 The report's steps are single-threaded Python, and one of them, the memory analysis (XLA's
 buffer assignment and heap simulation, one buffer after another), takes as long as all the
-others together: at ten times the size of Llama 3.1 8B, 11.4 s of a 24.4 s build, against
-9.7 s for the instruction text, cost, collectives, estimate, profile, timeline and page. Its
-input is the parsed module only, and what the page needs back is its section (8 MB pickled at
-that size, 0.15 s to send and read). So when a second CPU is free, the memory step runs in a
-forked child, which shares the parsed module with its parent (copy on write: nothing is parsed
-or sent twice), and the parent goes on with the other steps, then encodes the page's blocks
-but the memory section's (the rows, the timeline, the collectives: 36 of 46 MB) while it waits. The two meet before the page is drawn, or before the time
-estimate on an XLA:CPU profile, which reads the buffer assignment's allocations (Note [Fresh
-pages per allocation] in ``analysis/cpu_model.py``; only then are they sent: they are half of
-what the child would send).
+others together: at ten times the size of Llama 3.1 8B, 11.4 s of a 24.4 s build, against 9.7 s
+for the instruction text, cost, collectives, estimate, profile, timeline and page. Its input is
+the parsed module only, and what the page needs back is its section (8 MB pickled at that size,
+0.15 s to send and read). So when a second CPU is free, the memory step runs in a forked child,
+which shares the parsed module with its parent (copy on write: nothing is parsed or sent
+twice), and the parent goes on with the other steps, then encodes the page's blocks but the
+memory section's (the rows, the timeline, the collectives: 36 of 46 MB) while it waits. The two
+meet before the page is drawn, or before the time estimate on an XLA:CPU profile, which reads
+the buffer assignment's allocations (Note [Fresh pages per allocation] in
+``analysis/cpu_model.py``; only then are they sent: they are half of what the child would
+send).
 
 It is skipped, and the step runs in this process as before, where forking is not safe or not
 worth it: no ``os.fork`` (Windows), one CPU allowed to this process (``taskset``, a container's
@@ -23,9 +24,9 @@ PyTorch or TensorFlow, which a notebook may have loaded: ``THREADED_RUNTIMES``; 
 none of them), a module too small to gain from it (``PARALLEL_FROM``), or too big for the
 memory the machine has available (``CHILD_BYTES_PER_INSTRUCTION`` each: the child's own pages
 come on top of the parent's, where one process would have freed the memory step's before the
-next step). A child that dies or
-cannot send its result (killed, out of memory) costs only the time it took: the step then runs
-here. The result is the same either way: the same function makes it, on the same module.
+next step). A child that dies or cannot send its result (killed, out of memory) costs only the
+time it took: the step then runs here. The result is the same either way: the same function
+makes it, on the same module.
 """
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ def free_cpus() -> int:
 
 
 # The child's peak RSS per instruction of the module, rounded up: 2.3 kB at ten times the size of
-# Llama 3.1 8B (0.74 GB for 318,550 instructions), 3.3 kB at its size (0.10 GB). A fork waits for
-# this much available memory.
+# Llama 3.1 8B (0.74 GB for 318,550 instructions), 3.3 kB at its size (0.10 GB). No fork without
+# this much memory available.
 CHILD_BYTES_PER_INSTRUCTION = 3_500
 
 # Runtimes that keep thread pools of their own once loaded (JAX warns on every fork after it).
