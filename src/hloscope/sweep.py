@@ -29,8 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RECORD_KEYS", "SCHEMA", "SweepOptions", "analyze_module", "find_modules", "module_key", "read_results",
-           "report_slug", "sweep", "max_abs_difference"]
+__all__ = ["RECORD_KEYS", "SCHEMA", "SweepOptions", "analyze_module", "find_modules", "module_key", "new_record",
+           "read_results", "report_slug", "sweep", "max_abs_difference"]
 
 SCHEMA = 1
 RECORD_KEYS = (
@@ -111,7 +111,9 @@ def _stage(path: Path, module: Any) -> str:
     return "scheduled" if getattr(module, "is_scheduled", False) else "unscheduled"
 
 
-def _empty(path: str) -> dict[str, Any]:
+def new_record(path: str) -> dict[str, Any]:
+    """A module's line before any step ran: its key and path, status ok, no errors (a ``job``
+    of ``sweep`` other than ``analyze_module`` starts from it)."""
     record: dict[str, Any] = dict.fromkeys(RECORD_KEYS)
     record.update(schema=SCHEMA, path=os.path.abspath(path), errors=[], status="ok")
     try:
@@ -123,7 +125,7 @@ def _empty(path: str) -> dict[str, Any]:
 
 def failed_record(path: str, status: str, message: str, seconds: float | None = None) -> dict[str, Any]:
     """The line of a module whose job did not finish (``status`` "timeout" or "crashed")."""
-    record = _empty(path)
+    record = new_record(path)
     record.update(status=status, seconds=seconds, errors=[{"step": "job", "message": message}])
     return record
 
@@ -186,7 +188,7 @@ def _message(e: BaseException) -> str:
 def analyze_module(path: str, options: SweepOptions = SweepOptions()) -> dict[str, Any]:
     """One module's line (Note [Sweeps]): every step's figures, or what failed. Never raises."""
     started = time.perf_counter()
-    record = _empty(path)
+    record = new_record(path)
     errors: list[dict[str, str]] = record["errors"]
 
     def step(name: str, fn: Callable[[], None]) -> None:

@@ -237,10 +237,8 @@ def test_timeline_intervals_carry_their_kind():
     assert {k % 3 for k in ev["kind"]} == {0, 1} and min(ev["kind"]) < 3  # seed 003 has loops, and rows without a category
 
 
-def test_a_failing_section_says_when_the_module_does_not_verify():
-    # A call with one operand too few: the memory analysis fails on it, and the section says
-    # why in the module's terms, not only in Python's.
-    module = hloscope.parse("""HloModule m
+# A call with one operand too few: the memory analysis fails on it.
+INVALID_CALL = """HloModule m
 two {
   a = f32[4] parameter(0)
   b = f32[4] parameter(1)
@@ -249,8 +247,12 @@ two {
 ENTRY e {
   x = f32[4] parameter(0)
   ROOT y = f32[4] call(x), to_apply=two
-}""")
-    data = collect_report_data(module, jobs=1)
+}"""
+
+
+def test_a_failing_section_says_when_the_module_does_not_verify():
+    # The section says why in the module's terms, not only in Python's.
+    data = collect_report_data(hloscope.parse(INVALID_CALL), jobs=1)
     failed = {k: v["message"] for k, v in data.items() if isinstance(v, dict) and v.get("status") == "error"}
     assert failed
     for message in failed.values():
