@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hloscope.errors import InterpretError
 from hloscope.ir.attribute_specs import ATTRIBUTE_KINDS
 from hloscope.ir.attributes import (
     FrontendAttributes,
@@ -39,6 +40,7 @@ from hloscope.ir.literal import Literal
 from hloscope.ir.module import Module, NameUniquer
 from hloscope.ir.opcode import OPCODES_BY_TEXT, Opcode
 from hloscope.ir.print_options import PrintOptions
+from hloscope.ir.replica_groups import group_mode
 from hloscope.ir.shape import Shape
 from hloscope.source import LazySpan, Source, Span
 from hloscope.text.lexer import (
@@ -69,10 +71,15 @@ GROUP_MODE_FROM_FLAGS = frozenset((Opcode.ALL_REDUCE, Opcode.ALL_REDUCE_START, O
 
 
 def group_mode_problem(opcode: Opcode, attrs: dict[str, Any]) -> str | None:
-    """What XLA's parser says of a collective's group-mode flags, or None when they are fine."""
+    """What XLA's parser says of a collective's group-mode flags, or None when they are fine:
+    the rule is the replica-group semantics' own (``ir.replica_groups.group_mode``)."""
     if opcode is Opcode.ASYNC_START and attrs.get("async_wrapped_opcode") not in GROUP_MODE_FROM_FLAGS:
         return None
-    if attrs.get("use_global_device_ids") is True and "channel_id" not in attrs and "mode" not in attrs:
+    if "mode" in attrs:  # a mode written out is not derived from the flags
+        return None
+    try:
+        group_mode("channel_id" in attrs, bool(attrs.get("use_global_device_ids", False)))
+    except InterpretError:
         return "cannot have use_global_device_ids=true without channel_id"
     return None
 
